@@ -1,0 +1,70 @@
+// Command qwen-ls is the Qwen Code agent as a language-server-style process.
+// An editor starts it over stdio; see README.md for the commands.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/qwen-ls/qwen-ls/rpc"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+const usage = `qwen-ls: the Qwen Code agent for editors, over the Language Server Protocol.
+
+Usage:
+  qwen-ls [--stdio]     serve one editor over stdin/stdout (LSP framing); the default
+  qwen-ls --acp         serve one editor over the Agent Client Protocol (not yet available)
+  qwen-ls --version     print the version
+  qwen-ls --help        print this help
+
+Editors start qwen-ls themselves; see README.md for VS Code and Neovim.
+Logs go to stderr (and to the editor's log once connected); stdout carries
+only protocol messages.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("qwen-ls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	stdio := fs.Bool("stdio", false, "serve over stdio (default)")
+	acp := fs.Bool("acp", false, "serve the Agent Client Protocol")
+	showVersion := fs.Bool("version", false, "print the version")
+	help := fs.Bool("help", false, "print help")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case *help:
+		fmt.Fprint(stdout, usage)
+		return 0
+	case *showVersion:
+		fmt.Fprintf(stdout, "qwen-ls %s\n", version)
+		return 0
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "qwen-ls: unknown argument %q\n\n%s", fs.Arg(0), usage)
+		return 2
+	case *acp && *stdio:
+		fmt.Fprintln(stderr, "qwen-ls: choose one of --stdio and --acp")
+		return 2
+	case *acp:
+		fmt.Fprintln(stderr, "qwen-ls: --acp is not available in this version yet; start qwen-ls with --stdio from an LSP client")
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	srv := rpc.NewServer(rpc.Options{Version: version, Stderr: stderr})
+	return srv.Serve(ctx, stdin, stdout)
+}

@@ -1,0 +1,222 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"go.lsp.dev/protocol"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// ApprovalModes are the approval modes the server advertises, in order.
+var approvalModes = []string{"default", "plan", "auto-edit", "yolo"}
+
+// ProtocolVersion is the qwen protocol version of protocol.md.
+const ProtocolVersion = 1
+
+func (s *Server) builtinMethods() map[string]Method {
+	return map[string]Method{
+		"initialize":                          {Handle: s.initialize},
+		"initialized":                         {Handle: s.initialized},
+		"shutdown":                            {Handle: s.shutdown},
+		"textDocument/didOpen":                {Handle: s.didOpen},
+		"textDocument/didChange":              {Handle: s.didChange},
+		"textDocument/didSave":                {Handle: s.didSave},
+		"textDocument/didClose":               {Handle: s.didClose},
+		"workspace/didChangeWorkspaceFolders": {Handle: s.didChangeWorkspaceFolders},
+		"workspace/didChangeWatchedFiles":     {Handle: s.didChangeWatchedFiles},
+	}
+}
+
+// decode unmarshals LSP params with go.lsp.dev/protocol's own decoder (its
+// v1 types do not decode with encoding/json) and maps a failure to -32602.
+func decode(req *Request, v any) error {
+	if len(req.Params) == 0 || string(req.Params) == "null" {
+		return invalidParams(req.Method, fmt.Errorf("params are required"))
+	}
+	if err := protocol.Unmarshal(req.Params, v); err != nil {
+		return invalidParams(req.Method, err)
+	}
+	return nil
+}
+
+// qwenClientCaps is experimental.qwen in the client's capabilities.
+type qwenClientCaps struct {
+	SessionUpdates    bool `json:"sessionUpdates"`
+	RequestPermission bool `json:"requestPermission"`
+	ProposeEdit       bool `json:"proposeEdit"`
+	DeferredReview    bool `json:"deferredReview"`
+}
+
+// initOptions is the part of initializationOptions the server checks at
+// initialize (protocol.md §2).
+type initOptions struct {
+	ApprovalMode string          `json:"approvalMode"`
+	Model        json.RawMessage `json:"model"`
+	Settings     json.RawMessage `json:"settings"`
+}
+
+func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
+	var p protocol.InitializeParams
+	if err := decode(req, &p); err != nil {
+		return nil, err
+	}
+	caps := ClientCaps{Encoding: workspace.UTF16}
+	if g := p.Capabilities.General; g != nil && slices.Contains(g.PositionEncodings, protocol.PositionEncodingKindUTF8) {
+		caps.Encoding = workspace.UTF8
+	}
+	if w := p.Capabilities.Workspace; w != nil {
+		caps.ApplyEdit = w.ApplyEdit != nil && *w.ApplyEdit
+		if we := w.WorkspaceEdit; we != nil && we.DocumentChanges != nil {
+			caps.DocumentChanges = *we.DocumentChanges
+		}
+	}
+	if w := p.Capabilities.Window; w != nil {
+		caps.WorkDoneProgress = w.WorkDoneProgress != nil && *w.WorkDoneProgress
+		caps.ShowMessage = w.ShowMessage != nil
+	}
+	if len(p.Capabilities.Experimental) > 0 {
+		var exp struct {
+			Qwen *qwenClientCaps `json:"qwen"`
+		}
+		if err := json.Unmarshal(p.Capabilities.Experimental, &exp); err != nil {
+			return nil, invalidParams(req.Method, fmt.Errorf("capabilities.experimental: %w", err))
+		}
+		if q := exp.Qwen; q != nil {
+			caps.Rich = q.SessionUpdates || q.RequestPermission || q.ProposeEdit
+			caps.SessionUpdates = q.SessionUpdates
+			caps.RequestPermission = q.RequestPermission
+			caps.ProposeEdit = q.ProposeEdit
+			caps.DeferredReview = q.DeferredReview
+		}
+	}
+	if len(p.InitializationOptions) > 0 && string(p.InitializationOptions) != "null" {
+		var io initOptions
+		if err := json.Unmarshal(p.InitializationOptions, &io); err != nil {
+			return nil, invalidParams(req.Method, fmt.Errorf("initializationOptions: %w", err))
+		}
+		if io.ApprovalMode != "" && !slices.Contains(approvalModes, io.ApprovalMode) {
+			return nil, invalidParams(req.Method, fmt.Errorf("initializationOptions.approvalMode %q is not one of %v", io.ApprovalMode, approvalModes))
+		}
+		caps.InitOptions = append(json.RawMessage(nil), p.InitializationOptions...)
+	}
+
+	roots, err := initRoots(&p)
+	if err != nil {
+		return nil, invalidParams(req.Method, err)
+	}
+	s.ws.SetRoots(roots)
+
+	s.mu.Lock()
+	s.caps = caps
+	s.state = stateInitialized
+	s.mu.Unlock()
+
+	return s.initializeResult(caps)
+}
+
+// initRoots takes the roots from workspaceFolders, else rootUri, else
+// rootPath.
+func initRoots(p *protocol.InitializeParams) ([]string, error) {
+	if folders, ok := p.WorkspaceFolders.Get(); ok {
+		var roots []string
+		for _, f := range folders {
+			path, err := uriToPath(string(f.URI))
+			if err != nil {
+				return nil, fmt.Errorf("workspaceFolders: %w", err)
+			}
+			roots = append(roots, path)
+		}
+		return roots, nil
+	}
+	if p.RootURI != nil && *p.RootURI != "" {
+		path, err := uriToPath(string(*p.RootURI))
+		if err != nil {
+			return nil, fmt.Errorf("rootUri: %w", err)
+		}
+		return []string{path}, nil
+	}
+	if rp, ok := p.RootPath.Get(); ok && rp != "" {
+		return []string{rp}, nil
+	}
+	return nil, nil
+}
+
+func (s *Server) initializeResult(caps ClientCaps) (any, error) {
+	enc := protocol.PositionEncodingKindUTF16
+	if caps.Encoding == workspace.UTF8 {
+		enc = protocol.PositionEncodingKindUTF8
+	}
+	yes, no := true, false
+	incremental := protocol.TextDocumentSyncKindIncremental
+	tools := []string{}
+	if s.opts.ToolNames != nil {
+		tools = append(tools, s.opts.ToolNames()...)
+	}
+	exp, err := json.Marshal(map[string]any{
+		"qwen": map[string]any{
+			"protocolVersion": ProtocolVersion,
+			"approvalModes":   approvalModes,
+			"tools":           tools,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	result := protocol.InitializeResult{
+		Capabilities: protocol.ServerCapabilities{
+			PositionEncoding: enc,
+			TextDocumentSync: &protocol.TextDocumentSyncOptions{
+				OpenClose: &yes,
+				Change:    &incremental,
+				Save:      &protocol.SaveOptions{IncludeText: &no},
+			},
+			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: []string{"qwen-ls.prompt", "qwen-ls.cancel"}},
+			Workspace: &protocol.WorkspaceOptions{
+				WorkspaceFolders: &protocol.WorkspaceFoldersServerCapabilities{
+					Supported:           &yes,
+					ChangeNotifications: protocol.Boolean(true),
+				},
+			},
+			Experimental: exp,
+		},
+		ServerInfo: protocol.ServerInfo{Name: "qwen-ls", Version: protocol.NewOptional(s.opts.Version)},
+	}
+	raw, err := protocol.Marshal(result)
+	if err != nil {
+		return nil, fmt.Errorf("encode initialize result: %w", err)
+	}
+	return json.RawMessage(raw), nil
+}
+
+func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
+	s.log.setEditor(func(level Level, msg string) {
+		_ = s.conn.Notify(context.Background(), "window/logMessage", map[string]any{"type": int(level), "message": msg})
+	})
+	if s.ws.WatchErr != nil {
+		s.log.Warnf("file watching is off (%v); the file index follows the editor's change notifications only", s.ws.WatchErr)
+	}
+	s.ws.Start(s.baseCtx)
+	s.log.Infof("qwen-ls %s ready; workspace roots: %v", s.opts.Version, s.ws.Roots.List())
+	return nil, nil
+}
+
+func (s *Server) shutdown(ctx context.Context, req *Request) (any, error) {
+	s.mu.Lock()
+	first := s.state != stateShutdown
+	s.state = stateShutdown
+	cancels := make([]context.CancelFunc, 0, len(s.inflight))
+	for _, c := range s.inflight {
+		cancels = append(cancels, c)
+	}
+	s.mu.Unlock()
+	if first {
+		for _, c := range cancels {
+			c()
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,80 @@
+package rpc
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Level is a log level; the values are LSP's MessageType numbers.
+type Level int
+
+const (
+	LevelError Level = 1
+	LevelWarn  Level = 2
+	LevelInfo  Level = 3
+	LevelDebug Level = 4
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelError:
+		return "error"
+	case LevelWarn:
+		return "warn"
+	case LevelInfo:
+		return "info"
+	}
+	return "debug"
+}
+
+// logger writes every line to stderr and, once the editor is initialized,
+// info and above as window/logMessage. Secrets are scrubbed first.
+type logger struct {
+	mu  sync.Mutex
+	out io.Writer
+	// toEditor is set once the connection can carry window/logMessage.
+	toEditor func(Level, string)
+}
+
+func (l *logger) setEditor(f func(Level, string)) {
+	l.mu.Lock()
+	l.toEditor = f
+	l.mu.Unlock()
+}
+
+func (l *logger) logf(level Level, format string, args ...any) {
+	msg := scrubSecrets(fmt.Sprintf(format, args...))
+	l.mu.Lock()
+	out, editor := l.out, l.toEditor
+	if out != nil {
+		fmt.Fprintf(out, "%s [%s] %s\n", time.Now().Format("15:04:05.000"), level, msg)
+	}
+	l.mu.Unlock()
+	if editor != nil && level <= LevelInfo {
+		editor(level, msg)
+	}
+}
+
+func (l *logger) Errorf(format string, args ...any) { l.logf(LevelError, format, args...) }
+func (l *logger) Warnf(format string, args ...any)  { l.logf(LevelWarn, format, args...) }
+func (l *logger) Infof(format string, args ...any)  { l.logf(LevelInfo, format, args...) }
+func (l *logger) Debugf(format string, args ...any) { l.logf(LevelDebug, format, args...) }
+
+// secretPattern matches the shapes API keys take in the wild (OpenAI and
+// DashScope "sk-" keys, bearer tokens, and key=value pairs whose name says
+// key, token or secret), so a key that slips into an error message never
+// reaches a log.
+var secretPattern = regexp.MustCompile(`(?i)(sk-[A-Za-z0-9_\-]{6,}|bearer\s+[A-Za-z0-9._\-]{6,}|((api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}]{4,})`)
+
+func scrubSecrets(s string) string {
+	return secretPattern.ReplaceAllStringFunc(s, func(m string) string {
+		sub := secretPattern.FindStringSubmatch(m)
+		if sub[3] != "" {
+			return sub[3] + "[redacted]"
+		}
+		return "[redacted]"
+	})
+}

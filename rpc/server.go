@@ -1,0 +1,400 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// Options configures a Server. The zero value serves with no tools and logs
+// to os.Stderr.
+type Options struct {
+	// Version is reported in serverInfo.
+	Version string
+	// Stderr receives the log; nil means os.Stderr.
+	Stderr io.Writer
+	// Workspace is the workspace to serve; nil means a new empty one that
+	// the server owns and closes.
+	Workspace *workspace.Workspace
+	// ToolNames lists the registered tools for experimental.qwen.tools.
+	ToolNames func() []string
+	// Methods adds request and notification handlers, for the layers
+	// built on this server and for tests.
+	Methods map[string]Method
+	// ACP selects newline-delimited framing (--acp) instead of LSP headers.
+	ACP bool
+}
+
+// Method handles one JSON-RPC method.
+type Method struct {
+	// Async runs a request off the read path with a context that
+	// $/cancelRequest cancels. Requests that wait on the editor or on
+	// slow work must be async, or the connection deadlocks.
+	Async bool
+	// Handle returns the result (marshalled with encoding/json, so LSP
+	// types must be passed as json.RawMessage made by protocol.Marshal)
+	// or an error; a *jsonrpc2.Error keeps its code, others become -32603.
+	Handle func(ctx context.Context, req *Request) (any, error)
+}
+
+// Request is what a Method sees of one message.
+type Request struct {
+	Method string
+	Params json.RawMessage
+	// ID is nil for notifications.
+	ID *jsonrpc2.ID
+	// Server is the server handling the request, for calls back into the
+	// editor.
+	Server *Server
+}
+
+type lifecycle int
+
+const (
+	stateNew lifecycle = iota
+	stateInitialized
+	stateShutdown
+)
+
+// Server serves one editor connection.
+type Server struct {
+	opts      Options
+	log       *logger
+	ws        *workspace.Workspace
+	ownsWS    bool
+	methods   map[string]Method
+	baseCtx   context.Context
+	cancelAll context.CancelFunc
+
+	// conn is set once in Serve; connReady is closed after that, and the
+	// read goroutine (which jsonrpc2 starts inside NewConn) waits on it.
+	conn      *jsonrpc2.Conn
+	connReady chan struct{}
+
+	// mu guards the lifecycle, the negotiated capabilities and the
+	// in-flight requests.
+	mu       sync.Mutex
+	state    lifecycle
+	caps     ClientCaps
+	inflight map[jsonrpc2.ID]context.CancelFunc
+	exitCode int
+	exited   chan struct{}
+	exitOnce sync.Once
+
+	// async counts request goroutines, so Serve can wait for them.
+	async sync.WaitGroup
+}
+
+// ClientCaps is what the server learned from initialize.
+type ClientCaps struct {
+	Encoding          workspace.Encoding
+	ApplyEdit         bool
+	DocumentChanges   bool
+	WorkDoneProgress  bool
+	ShowMessage       bool
+	Rich              bool
+	SessionUpdates    bool
+	RequestPermission bool
+	ProposeEdit       bool
+	DeferredReview    bool
+	// InitOptions is the raw initializationOptions object, or nil.
+	InitOptions json.RawMessage
+}
+
+// NewServer returns a server ready to Serve.
+func NewServer(opts Options) *Server {
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	s := &Server{
+		opts:      opts,
+		log:       &logger{out: stderr},
+		ws:        opts.Workspace,
+		inflight:  map[jsonrpc2.ID]context.CancelFunc{},
+		exited:    make(chan struct{}),
+		exitCode:  1,
+		connReady: make(chan struct{}),
+	}
+	if s.ws == nil {
+		s.ws = workspace.New(workspace.Options{})
+		s.ownsWS = true
+	}
+	s.methods = s.builtinMethods()
+	for name, m := range opts.Methods {
+		s.methods[name] = m
+	}
+	return s
+}
+
+// Workspace returns the workspace the server keeps current.
+func (s *Server) Workspace() *workspace.Workspace { return s.ws }
+
+// Caps returns the client capabilities negotiated at initialize.
+func (s *Server) Caps() ClientCaps {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
+// Serve reads and answers messages until exit, or until in closes. It
+// returns the exit code LSP prescribes: 0 after shutdown, else 1.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
+	var closer io.Closer
+	if c, ok := in.(io.Closer); ok {
+		closer = c
+	}
+	st := newStream(in, out, closer, s.opts.ACP)
+	st.onBadMessage = func(code int64, reason string) {
+		s.log.Warnf("answered a bad message with %d: %s", code, reason)
+	}
+	s.baseCtx, s.cancelAll = context.WithCancel(ctx)
+	s.conn = jsonrpc2.NewConn(s.baseCtx, st, s, jsonrpc2.SetLogger(discardLogger{}))
+	close(s.connReady)
+	select {
+	case <-s.exited:
+	case <-s.conn.DisconnectNotify():
+		s.log.Infof("the editor closed the connection")
+	case <-ctx.Done():
+	}
+	s.cancelAll()
+	s.waitAsync(2 * time.Second)
+	_ = s.conn.Close()
+	if s.ownsWS {
+		_ = s.ws.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exitCode
+}
+
+func (s *Server) waitAsync(limit time.Duration) {
+	done := make(chan struct{})
+	go func() { s.async.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		s.log.Warnf("some requests were still running at exit")
+	}
+}
+
+// Handle implements jsonrpc2.Handler. It runs on the connection's read
+// goroutine: notifications are applied here, in order; requests marked
+// Async are started on their own goroutine.
+func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.Request) {
+	<-s.connReady
+	var params json.RawMessage
+	if jr.Params != nil {
+		params = json.RawMessage(*jr.Params)
+	}
+	req := &Request{Method: jr.Method, Params: params, Server: s}
+	if !jr.Notif {
+		id := jr.ID
+		req.ID = &id
+	}
+	if jr.Notif {
+		s.handleNotification(ctx, req)
+		return
+	}
+	s.handleRequest(ctx, req)
+}
+
+func (s *Server) handleNotification(ctx context.Context, req *Request) {
+	if req.Method == "exit" {
+		s.exit()
+		return
+	}
+	if req.Method == "$/cancelRequest" {
+		s.cancelRequest(req.Params)
+		return
+	}
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state == stateNew {
+		s.log.Debugf("dropped %s: the server is not initialized", req.Method)
+		return
+	}
+	m, ok := s.methods[req.Method]
+	if !ok {
+		s.log.Debugf("ignored the notification %s", req.Method)
+		return
+	}
+	if m.Async {
+		s.async.Add(1)
+		go func() {
+			defer s.async.Done()
+			s.call(s.baseCtx, m, req)
+		}()
+		return
+	}
+	if _, err := s.call(ctx, m, req); err != nil {
+		s.log.Errorf("%s: %v", req.Method, err)
+	}
+}
+
+func (s *Server) handleRequest(ctx context.Context, req *Request) {
+	id := *req.ID
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	switch {
+	case req.Method == "initialize" && state != stateNew:
+		s.reply(id, nil, Error(CodeInvalidRequest, "initialize was already received"))
+		return
+	case req.Method != "initialize" && state == stateNew:
+		s.reply(id, nil, Error(CodeServerNotInitialized, "the server is not initialized: send initialize first"))
+		return
+	case req.Method != "shutdown" && state == stateShutdown:
+		s.reply(id, nil, Error(CodeInvalidRequest, "the server is shutting down: only exit is accepted"))
+		return
+	}
+	m, ok := s.methods[req.Method]
+	if !ok {
+		s.reply(id, nil, Error(CodeMethodNotFound, "method not found: %s", req.Method))
+		return
+	}
+	if !m.Async {
+		res, err := s.call(ctx, m, req)
+		s.reply(id, res, err)
+		return
+	}
+	rctx, cancel := context.WithCancel(s.baseCtx)
+	s.mu.Lock()
+	s.inflight[id] = cancel
+	s.mu.Unlock()
+	s.async.Add(1)
+	go func() {
+		defer s.async.Done()
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, id)
+			s.mu.Unlock()
+			cancel()
+		}()
+		res, err := s.call(rctx, m, req)
+		if rctx.Err() != nil && s.baseCtx.Err() == nil {
+			err = Error(CodeRequestCancelled, "request cancelled")
+			res = nil
+		}
+		s.reply(id, res, err)
+	}()
+}
+
+// call runs a handler, turning a panic into -32603 so that one bad message
+// never takes the server down.
+func (s *Server) call(ctx context.Context, m Method, req *Request) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Errorf("panic in %s: %v\n%s", req.Method, r, debug.Stack())
+			res, err = nil, Error(CodeInternalError, "internal error in %s: %v", req.Method, r)
+		}
+	}()
+	return m.Handle(ctx, req)
+}
+
+func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
+	ctx := context.Background()
+	if err != nil {
+		var je *jsonrpc2.Error
+		if !errors.As(err, &je) {
+			je = Error(CodeInternalError, "%v", err)
+		}
+		if e := s.conn.ReplyWithError(ctx, id, je); e != nil {
+			s.log.Debugf("reply to %s: %v", id, e)
+		}
+		return
+	}
+	if res == nil {
+		res = json.RawMessage("null")
+	}
+	if e := s.conn.Reply(ctx, id, res); e != nil {
+		s.log.Debugf("reply to %s: %v", id, e)
+	}
+}
+
+// cancelRequest handles $/cancelRequest, whose id may be a number or a
+// string.
+func (s *Server) cancelRequest(params json.RawMessage) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || p.ID == nil {
+		s.log.Warnf("$/cancelRequest without a usable id: %s", truncate(string(params), 80))
+		return
+	}
+	id, ok := parseID(p.ID)
+	if !ok {
+		s.log.Warnf("$/cancelRequest with an id that is neither a number nor a string: %s", truncate(string(p.ID), 40))
+		return
+	}
+	s.mu.Lock()
+	cancel := s.inflight[id]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func parseID(raw json.RawMessage) (jsonrpc2.ID, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var str string
+		if json.Unmarshal(raw, &str) != nil {
+			return jsonrpc2.ID{}, false
+		}
+		return jsonrpc2.ID{Str: str, IsString: true}, true
+	}
+	n, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return jsonrpc2.ID{}, false
+	}
+	return jsonrpc2.ID{Num: n}, true
+}
+
+func (s *Server) exit() {
+	s.exitOnce.Do(func() {
+		s.mu.Lock()
+		if s.state == stateShutdown {
+			s.exitCode = 0
+		}
+		s.mu.Unlock()
+		close(s.exited)
+	})
+}
+
+// Notify sends a notification to the editor.
+func (s *Server) Notify(ctx context.Context, method string, params any) error {
+	return s.conn.Notify(ctx, method, params)
+}
+
+// Call sends a request to the editor and waits for its answer. It must not
+// be called from a synchronous handler: the answer arrives on the read
+// goroutine that such a handler is blocking.
+func (s *Server) Call(ctx context.Context, method string, params, result any) error {
+	return s.conn.Call(ctx, method, params, result)
+}
+
+// Logf logs through the server's logger (stderr, and window/logMessage at
+// info and above once initialized).
+func (s *Server) Logf(level Level, format string, args ...any) {
+	s.log.logf(level, format, args...)
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...interface{}) {}
+
+var _ = fmt.Sprintf

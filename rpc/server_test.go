@@ -1,0 +1,161 @@
+package rpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+)
+
+// testMethods are extra methods the tests install: a request that blocks
+// until cancelled, and one that returns a buffer's text as the server sees
+// it.
+func testMethods() map[string]rpc.Method {
+	return map[string]rpc.Method{
+		"test/block": {Async: true, Handle: func(ctx context.Context, req *rpc.Request) (any, error) {
+			<-ctx.Done()
+			return "finished", nil
+		}},
+		"test/text": {Handle: func(ctx context.Context, req *rpc.Request) (any, error) {
+			var p struct{ Path string }
+			if err := json.Unmarshal(req.Params, &p); err != nil {
+				return nil, rpc.Error(rpc.CodeInvalidParams, "%v", err)
+			}
+			b, ok := req.Server.Workspace().Overlay.Get(p.Path)
+			if !ok {
+				return nil, nil
+			}
+			return map[string]any{"text": b.Text, "version": b.Version}, nil
+		}},
+		"test/panic": {Handle: func(ctx context.Context, req *rpc.Request) (any, error) {
+			panic("boom")
+		}},
+	}
+}
+
+func start(t *testing.T) *rpctest.Editor {
+	t.Helper()
+	return rpctest.Start(t, rpc.Options{Version: "test", Methods: testMethods(), Stderr: testLog{t}})
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestInitializeAdvertisesProtocolCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		utf8 bool
+		want string
+	}{
+		{"utf-8 offered", true, "utf-8"},
+		{"utf-16 only", false, "utf-16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := rpctest.Start(t, rpc.Options{Version: "9.9.9", ToolNames: func() []string { return []string{"read_file", "edit"} }, Stderr: testLog{t}})
+			root := t.TempDir()
+			raw := e.Initialize(rpctest.InitParams{Roots: []string{root}, UTF8: tc.utf8, Rich: true})
+			var got struct {
+				Capabilities map[string]any `json:"capabilities"`
+				ServerInfo   map[string]any `json:"serverInfo"`
+			}
+			if err := json.Unmarshal(raw, &got); err != nil {
+				t.Fatal(err)
+			}
+			c := got.Capabilities
+			want := map[string]any{
+				"positionEncoding": tc.want,
+				"textDocumentSync": map[string]any{"openClose": true, "change": float64(2), "save": map[string]any{"includeText": false}},
+				"workspace": map[string]any{"workspaceFolders": map[string]any{
+					"supported": true, "changeNotifications": true,
+				}},
+				"executeCommandProvider": map[string]any{"commands": []any{"qwen-ls.prompt", "qwen-ls.cancel"}},
+				"experimental": map[string]any{"qwen": map[string]any{
+					"protocolVersion": float64(1),
+					"approvalModes":   []any{"default", "plan", "auto-edit", "yolo"},
+					"tools":           []any{"read_file", "edit"},
+				}},
+			}
+			if !reflect.DeepEqual(c, want) {
+				t.Errorf("capabilities:\n got %#v\nwant %#v", c, want)
+			}
+			if !reflect.DeepEqual(got.ServerInfo, map[string]any{"name": "qwen-ls", "version": "9.9.9"}) {
+				t.Errorf("serverInfo = %v", got.ServerInfo)
+			}
+			if roots := e.Server.Workspace().Roots.List(); len(roots) != 1 {
+				t.Errorf("roots = %v, want the one folder", roots)
+			}
+			// Neovim 0.7 sends shutdown twice; both are answered.
+			for i := 0; i < 2; i++ {
+				res, err := e.Call("shutdown", nil)
+				if err != nil || string(res) != "null" {
+					t.Fatalf("shutdown #%d = %s, %v; want null", i+1, res, err)
+				}
+			}
+			if _, err := e.Call("test/text", map[string]any{"path": "/x"}); !isCode(err, rpc.CodeInvalidRequest) {
+				t.Errorf("request after shutdown: %v, want -32600", err)
+			}
+			e.Notify("exit", nil)
+			if code := e.ExitCode(); code != 0 {
+				t.Errorf("exit code after shutdown = %d, want 0", code)
+			}
+		})
+	}
+}
+
+func TestExitWithoutShutdownExitsOne(t *testing.T) {
+	e := start(t)
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}})
+	e.Notify("exit", nil)
+	if code := e.ExitCode(); code != 1 {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+}
+
+func TestRequestsBeforeInitializeAreRefused(t *testing.T) {
+	e := start(t)
+	if _, err := e.Call("shutdown", nil); !isCode(err, rpc.CodeServerNotInitialized) {
+		t.Fatalf("shutdown before initialize: %v, want -32002", err)
+	}
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}})
+	if _, err := e.Call("initialize", rpctest.InitParams{}.Params()); !isCode(err, rpc.CodeInvalidRequest) {
+		t.Errorf("second initialize: %v, want -32600", err)
+	}
+}
+
+func TestCancelRequestWithNumericAndStringIDs(t *testing.T) {
+	e := start(t)
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}})
+	for _, id := range []string{`41`, `"req-7"`} {
+		ch := e.SendWithID(json.RawMessage(id), "test/block", map[string]any{})
+		e.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(id)})
+		_, err := e.Wait(json.RawMessage(id), ch)
+		if !isCode(err, rpc.CodeRequestCancelled) {
+			t.Errorf("id %s: %v, want -32800", id, err)
+		}
+	}
+}
+
+func TestHandlerPanicIsAnsweredAndServerGoesOn(t *testing.T) {
+	e := start(t)
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}})
+	if _, err := e.Call("test/panic", nil); !isCode(err, rpc.CodeInternalError) {
+		t.Fatalf("panic: %v, want -32603", err)
+	}
+	if _, err := e.Call("test/text", map[string]any{"path": "/nothing"}); err != nil {
+		t.Fatalf("request after a panic: %v", err)
+	}
+}
+
+func isCode(err error, code int64) bool {
+	var re *rpctest.RPCError
+	return errors.As(err, &re) && re.Code == code
+}

@@ -1,0 +1,352 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// MaxMessageSize is the largest message body the server accepts (64 MiB,
+// protocol.md §1). A larger one is skipped without being held in memory.
+const MaxMessageSize = 64 << 20
+
+// maxHeaderBytes bounds one header block, so a peer that never sends the
+// blank line cannot make the server buffer without limit.
+const maxHeaderBytes = 8 << 10
+
+// stream is the server's jsonrpc2.ObjectStream. sourcegraph/jsonrpc2 closes
+// the connection whenever ReadObject fails, so this stream never returns a
+// decoding error: it answers the peer itself (-32700 for a body that is not
+// JSON, -32600 for JSON that is not a valid message or a frame that is too
+// large) and goes on to the next frame. Only a transport failure (EOF, a
+// closed pipe) ends the connection.
+type stream struct {
+	r      *bufio.Reader
+	closer io.Closer
+
+	// mu serialises writes: responses from handler goroutines, server
+	// requests and the stream's own error answers share one writer.
+	mu sync.Mutex
+	w  *bufio.Writer
+
+	// ndjson selects ACP framing (one message per line) instead of LSP
+	// Content-Length headers.
+	ndjson bool
+
+	// onBadMessage, when set, is told about every message the stream
+	// answered itself, for the server's log.
+	onBadMessage func(code int64, reason string)
+}
+
+func newStream(r io.Reader, w io.Writer, c io.Closer, ndjson bool) *stream {
+	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson}
+}
+
+// WriteObject implements jsonrpc2.ObjectStream.
+func (s *stream) WriteObject(obj interface{}) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return s.writeRaw(data)
+}
+
+func (s *stream) writeRaw(data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ndjson {
+		if _, err := s.w.Write(data); err != nil {
+			return err
+		}
+		if err := s.w.WriteByte('\n'); err != nil {
+			return err
+		}
+	} else {
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(data)); err != nil {
+			return err
+		}
+		if _, err := s.w.Write(data); err != nil {
+			return err
+		}
+	}
+	return s.w.Flush()
+}
+
+// Close implements jsonrpc2.ObjectStream.
+func (s *stream) Close() error {
+	if s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
+}
+
+// ReadObject implements jsonrpc2.ObjectStream. It returns only transport
+// errors; everything wrong with a message is answered here.
+func (s *stream) ReadObject(v interface{}) error {
+	for {
+		body, err := s.readFrame()
+		if err != nil {
+			var fe *frameError
+			if errors.As(err, &fe) {
+				s.answer(nil, fe.code, fe.msg)
+				continue
+			}
+			return err
+		}
+		if code, msg, id := checkMessage(body); code != 0 {
+			if msg != "" {
+				s.answer(id, code, msg)
+			}
+			continue
+		}
+		if err := json.Unmarshal(body, v); err != nil {
+			// checkMessage accepts what jsonrpc2 can decode; this is a
+			// last line of defence, never a reason to drop the connection.
+			s.answer(messageID(body), jsonrpc2.CodeInvalidRequest, "invalid request: "+err.Error())
+			continue
+		}
+		return nil
+	}
+}
+
+// frameError is a framing problem that the stream recovered from.
+type frameError struct {
+	code int64
+	msg  string
+}
+
+func (e *frameError) Error() string { return e.msg }
+
+// readFrame returns the next message body.
+func (s *stream) readFrame() ([]byte, error) {
+	if s.ndjson {
+		return s.readLine()
+	}
+	length := -1
+	headerBytes := 0
+	sawHeader := false
+	var bad string
+	for {
+		line, err := s.r.ReadString('\n')
+		headerBytes += len(line)
+		if err != nil {
+			if err == io.EOF && (line != "" || sawHeader) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if headerBytes > maxHeaderBytes {
+			s.skipToBlankLine()
+			return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: header block over 8 KiB"}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if !sawHeader {
+				continue // stray blank line between frames
+			}
+			break
+		}
+		sawHeader = true
+		// After a frame whose Content-Length overstated its body, the next
+		// header arrives glued to leftover bytes; find it to resync.
+		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 {
+			line = line[i:]
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			bad = fmt.Sprintf("malformed header line %q", truncate(line, 60))
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil || n < 0 {
+				bad = fmt.Sprintf("invalid Content-Length %q", truncate(strings.TrimSpace(value), 40))
+				continue
+			}
+			length = int(min(n, int64(1)<<62))
+		}
+	}
+	if bad != "" && length < 0 {
+		return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: " + bad}
+	}
+	if length < 0 {
+		return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: missing Content-Length header"}
+	}
+	if length > MaxMessageSize {
+		if _, err := io.CopyN(io.Discard, s.r, int64(length)); err != nil {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: fmt.Sprintf("invalid request: message of %d bytes is over the 64 MiB limit", length)}
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.r, body); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return body, nil
+}
+
+// readLine reads one NDJSON message, skipping blank lines and discarding
+// (without buffering) lines over the size limit.
+func (s *stream) readLine() ([]byte, error) {
+	for {
+		var buf []byte
+		over := false
+		for {
+			chunk, err := s.r.ReadSlice('\n')
+			if !over {
+				if len(buf)+len(chunk) > MaxMessageSize+1 {
+					over, buf = true, nil
+				} else {
+					buf = append(buf, chunk...)
+				}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err != nil {
+				if err == io.EOF && (len(buf) > 0 || over) {
+					if over {
+						return nil, io.ErrUnexpectedEOF
+					}
+					break
+				}
+				return nil, err
+			}
+			break
+		}
+		if over {
+			return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: message over the 64 MiB limit"}
+		}
+		buf = bytes.TrimSpace(buf)
+		if len(buf) == 0 {
+			continue
+		}
+		return buf, nil
+	}
+}
+
+func (s *stream) skipToBlankLine() {
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil || strings.TrimRight(line, "\r\n") == "" {
+			return
+		}
+	}
+}
+
+// answer writes an error response that the stream produced itself.
+func (s *stream) answer(id json.RawMessage, code int64, msg string) {
+	if s.onBadMessage != nil {
+		s.onBadMessage(code, msg)
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	resp := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc2.Error  `json:"error"`
+	}{"2.0", id, jsonrpc2.Error{Code: code, Message: msg}}
+	data, err := json.Marshal(resp)
+	if err != nil {
+		return
+	}
+	_ = s.writeRaw(data)
+}
+
+// checkMessage validates the JSON-RPC 2.0 envelope. It returns code 0 for a
+// valid message; otherwise the error to answer and the message's id when it
+// has a usable one.
+func checkMessage(body []byte) (code int64, msg string, id json.RawMessage) {
+	if !json.Valid(body) {
+		return jsonrpc2.CodeParseError, "parse error: the message body is not valid JSON", nil
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if len(trimmed) > 0 && trimmed[0] == '[' {
+			return jsonrpc2.CodeInvalidRequest, "invalid request: batches are not supported", nil
+		}
+		return jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil
+	}
+	var env struct {
+		JSONRPC *string          `json:"jsonrpc"`
+		ID      json.RawMessage  `json:"id"`
+		Method  *json.RawMessage `json:"method"`
+		Params  json.RawMessage  `json:"params"`
+		Result  json.RawMessage  `json:"result"`
+		Error   json.RawMessage  `json:"error"`
+	}
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		return jsonrpc2.CodeInvalidRequest, "invalid request: " + err.Error(), nil
+	}
+	if env.ID != nil && !validID(env.ID) {
+		return jsonrpc2.CodeInvalidRequest, "invalid request: id must be an integer, a string or null", nil
+	}
+	id = env.ID
+	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+		return jsonrpc2.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, id
+	}
+	isResponse := env.Result != nil || env.Error != nil
+	if env.Method != nil {
+		var m string
+		if err := json.Unmarshal(*env.Method, &m); err != nil || m == "" {
+			return jsonrpc2.CodeInvalidRequest, "invalid request: method must be a non-empty string", id
+		}
+		if isResponse {
+			return jsonrpc2.CodeInvalidRequest, "invalid request: a message cannot be both a request and a response", id
+		}
+		if p := bytes.TrimSpace(env.Params); len(p) > 0 && p[0] != '{' && p[0] != '[' && !bytes.Equal(p, []byte("null")) {
+			return jsonrpc2.CodeInvalidRequest, "invalid request: params must be an object or an array", id
+		}
+		return 0, "", nil
+	}
+	if !isResponse {
+		return jsonrpc2.CodeInvalidRequest, "invalid request: a message needs a method, a result or an error", id
+	}
+	if env.ID == nil || bytes.Equal(env.ID, []byte("null")) {
+		// A response we cannot route; answering it would start a loop of
+		// error replies between two peers, so drop it silently.
+		return jsonrpc2.CodeInvalidRequest, "", nil
+	}
+	return 0, "", nil
+}
+
+// validID accepts what both JSON-RPC and sourcegraph/jsonrpc2 can carry: a
+// string, a non-negative integer, or null.
+func validID(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if bytes.Equal(raw, []byte("null")) {
+		return true
+	}
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	_, err := strconv.ParseUint(string(raw), 10, 64)
+	return err == nil
+}
+
+func messageID(body []byte) json.RawMessage {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.ID == nil || !validID(env.ID) {
+		return nil
+	}
+	return env.ID
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
