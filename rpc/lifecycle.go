@@ -28,6 +28,7 @@ func (s *Server) builtinMethods() map[string]Method {
 		"textDocument/didClose":               {Handle: s.didClose},
 		"workspace/didChangeWorkspaceFolders": {Handle: s.didChangeWorkspaceFolders},
 		"workspace/didChangeWatchedFiles":     {Handle: s.didChangeWatchedFiles},
+		"workspace/didChangeConfiguration":    {Handle: s.didChangeConfiguration},
 	}
 }
 
@@ -54,9 +55,9 @@ type qwenClientCaps struct {
 // initOptions is the part of initializationOptions the server checks at
 // initialize (protocol.md §2).
 type initOptions struct {
-	ApprovalMode string          `json:"approvalMode"`
-	Model        json.RawMessage `json:"model"`
-	Settings     json.RawMessage `json:"settings"`
+	ApprovalMode string         `json:"approvalMode"`
+	Model        map[string]any `json:"model"`
+	Settings     map[string]any `json:"settings"`
 }
 
 func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
@@ -93,8 +94,8 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 			caps.DeferredReview = q.DeferredReview
 		}
 	}
+	var io initOptions
 	if len(p.InitializationOptions) > 0 && string(p.InitializationOptions) != "null" {
-		var io initOptions
 		if err := json.Unmarshal(p.InitializationOptions, &io); err != nil {
 			return nil, invalidParams(req.Method, fmt.Errorf("initializationOptions: %w", err))
 		}
@@ -109,6 +110,9 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 		return nil, invalidParams(req.Method, err)
 	}
 	s.ws.SetRoots(roots)
+	if io.Settings != nil || io.Model != nil {
+		s.ws.Settings.SetEditorLayerFromInit(io.Settings, io.Model)
+	}
 
 	s.mu.Lock()
 	s.caps = caps
@@ -196,6 +200,10 @@ func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
 	s.log.setEditor(func(level Level, msg string) {
 		_ = s.conn.Notify(context.Background(), "window/logMessage", map[string]any{"type": int(level), "message": msg})
 	})
+	s.ws.Settings.OnProblem(s.warnSettings)
+	for _, p := range s.ws.Settings.Problems() {
+		s.warnSettings(p)
+	}
 	if s.ws.WatchErr != nil {
 		s.log.Warnf("file watching is off (%v); the file index follows the editor's change notifications only", s.ws.WatchErr)
 	}
@@ -219,4 +227,13 @@ func (s *Server) shutdown(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	return nil, nil
+}
+
+// warnSettings tells the user that a settings file stopped parsing.
+func (s *Server) warnSettings(p workspace.SettingsProblem) {
+	s.log.Warnf("settings: %v", p)
+	_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{
+		"type":    int(LevelWarn),
+		"message": fmt.Sprintf("qwen-ls: %s could not be read, so its last good settings (if any) stay in force: %v", p.File, p.Err),
+	})
 }

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"go.lsp.dev/protocol"
@@ -118,5 +119,25 @@ func (s *Server) didChangeWatchedFiles(ctx context.Context, req *Request) (any, 
 		}
 		s.ws.Watcher.Inject(workspace.Event{Path: path, Op: op})
 	}
+	return nil, nil
+}
+
+// didChangeConfiguration replaces the editor's settings layer
+// (protocol.md §10). Its params are {settings: {...same keys as
+// settings.json...}}; a null or missing settings object clears the layer.
+func (s *Server) didChangeConfiguration(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Settings json.RawMessage `json:"settings"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(req.Method, err)
+	}
+	var m map[string]any
+	if len(p.Settings) > 0 && string(p.Settings) != "null" {
+		if err := json.Unmarshal(p.Settings, &m); err != nil {
+			return nil, invalidParams(req.Method, fmt.Errorf("settings must be an object: %w", err))
+		}
+	}
+	s.ws.Settings.SetEditorLayer(m)
 	return nil, nil
 }

@@ -108,3 +108,50 @@ func TestWorkspaceFoldersChangeAtRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSettingsFromInitializationOptionsAndConfigurationChanges(t *testing.T) {
+	e := start(t)
+	root := t.TempDir()
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, InitializationOptions: map[string]any{
+		"approvalMode": "plan",
+		"model":        map[string]any{"name": "from-model-alias"},
+		"settings":     map[string]any{"model": map[string]any{"name": "from-settings", "baseUrl": "http://127.0.0.1:9/v1"}, "tools": map[string]any{"approvalMode": "yolo"}},
+	}})
+	st := e.Server.Workspace().Settings
+	if m := st.Model(); m.Name != "from-model-alias" || m.BaseURL != "http://127.0.0.1:9/v1" {
+		t.Fatalf("model = %+v; initializationOptions.model wins over settings.model field by field", m)
+	}
+	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{"tools": map[string]any{"approvalMode": "auto-edit"}}})
+	if _, err := e.Call("test/text", map[string]any{"path": "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.String("tools.approvalMode", ""); got != "auto-edit" {
+		t.Errorf("after didChangeConfiguration: tools.approvalMode = %q", got)
+	}
+	if m := st.Model(); m.Name != "" {
+		t.Errorf("didChangeConfiguration replaces the editor layer, yet the model name %q survived", m.Name)
+	}
+}
+
+func TestInvalidApprovalModeIsRefused(t *testing.T) {
+	e := start(t)
+	_, err := e.Call("initialize", rpctest.InitParams{Roots: []string{t.TempDir()}, InitializationOptions: map[string]any{"approvalMode": "reckless"}}.Params())
+	if !isCode(err, -32602) || !strings.Contains(err.Error(), "reckless") {
+		t.Fatalf("got %v, want -32602 naming the mode", err)
+	}
+}
+
+func TestBrokenWorkspaceSettingsWarnTheUser(t *testing.T) {
+	e := start(t)
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".qwen"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".qwen", "settings.json"), []byte(`{"tools": {`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Initialize(rpctest.InitParams{Roots: []string{root}})
+	e.WaitNotification("window/showMessage", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), "settings.json") && strings.Contains(string(p), `"type":2`)
+	})
+}

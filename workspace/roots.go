@@ -13,7 +13,18 @@ import (
 // resolved). Tools may touch only paths whose real path lies in a root.
 type Roots struct {
 	mu    sync.RWMutex
-	roots []string
+	roots []rootEntry
+}
+
+// rootEntry remembers the path a root was given as next to its real path, so
+// that it can be removed by either name and re-resolved if it did not exist
+// when it was added.
+type rootEntry struct {
+	given string // absolute and cleaned
+	real  string
+	// missing is set while the root does not exist: its real path is only
+	// a guess until it appears (it may turn out to be a symlink).
+	missing bool
 }
 
 // NewRoots returns a root set holding paths.
@@ -23,14 +34,15 @@ func NewRoots(paths ...string) *Roots {
 	return r
 }
 
-// Set replaces every root. Paths that cannot be resolved are kept as given
-// (cleaned), so a root that appears later still works.
+// Set replaces every root. A root that does not exist yet is kept and
+// resolved again on every check until it appears, so a folder created later
+// still works.
 func (r *Roots) Set(paths []string) {
-	out := make([]string, 0, len(paths))
+	out := make([]rootEntry, 0, len(paths))
 	for _, p := range paths {
-		rp := realRoot(p)
-		if rp != "" && !contains(out, rp) {
-			out = append(out, rp)
+		e, ok := newRootEntry(p)
+		if ok && !hasRoot(out, e.real) {
+			out = append(out, e)
 		}
 	}
 	r.mu.Lock()
@@ -40,47 +52,86 @@ func (r *Roots) Set(paths []string) {
 
 // Add adds a root; adding one already present does nothing.
 func (r *Roots) Add(path string) {
-	rp := realRoot(path)
-	if rp == "" {
+	e, ok := newRootEntry(path)
+	if !ok {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !contains(r.roots, rp) {
-		r.roots = append(r.roots, rp)
+	if !hasRoot(r.roots, e.real) {
+		r.roots = append(r.roots, e)
 	}
 }
 
 // Remove drops a root, named by the path it was added with or its real path.
 func (r *Roots) Remove(path string) {
-	rp := realRoot(path)
-	clean := filepath.Clean(path)
+	given := absClean(path)
+	real := RealPath(given)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := r.roots[:0:0]
-	for _, x := range r.roots {
-		if x != rp && x != clean {
-			out = append(out, x)
+	out := make([]rootEntry, 0, len(r.roots))
+	for _, e := range r.roots {
+		if e.given != given && e.real != given && e.real != real {
+			out = append(out, e)
 		}
 	}
 	r.roots = out
 }
 
-// List returns the roots in order; the first is the primary root.
+// List returns the real paths of the roots in order; the first is the
+// primary root.
 func (r *Roots) List() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return append([]string(nil), r.roots...)
+	entries := r.snapshot()
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.real
+	}
+	return out
 }
 
 // Primary returns the first root, or "" when there is none.
 func (r *Roots) Primary() string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if len(r.roots) == 0 {
+	entries := r.snapshot()
+	if len(entries) == 0 {
 		return ""
 	}
-	return r.roots[0]
+	return entries[0].real
+}
+
+// snapshot returns the roots, first resolving again any that were missing
+// so that a root created (or replaced by a symlink) after it was added is
+// judged by where it really is.
+func (r *Roots) snapshot() []rootEntry {
+	r.mu.RLock()
+	stale := false
+	for _, e := range r.roots {
+		if e.missing {
+			stale = true
+			break
+		}
+	}
+	if !stale {
+		out := append([]rootEntry(nil), r.roots...)
+		r.mu.RUnlock()
+		return out
+	}
+	r.mu.RUnlock()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.roots {
+		e := &r.roots[i]
+		if !e.missing {
+			continue
+		}
+		if _, err := os.Stat(e.given); err == nil {
+			e.real = RealPath(e.given)
+			e.missing = false
+		} else {
+			e.real = RealPath(e.given)
+		}
+	}
+	return append([]rootEntry(nil), r.roots...)
 }
 
 // ErrNotAbsolute and ErrOutside classify the errors of Resolve.
@@ -104,61 +155,163 @@ func (e *PathError) Unwrap() error { return e.Kind }
 
 // Resolve checks that p is absolute and that its real path lies in a root.
 // It returns the cleaned path (not the real path: callers keep the name the
-// user knows) and the root that contains it.
+// user knows) and the real path of the root that contains it; with nested
+// roots that is the first one in order.
+//
+// The path is cleaned before it is resolved, so "/w/link/../x" means "/w/x"
+// as tools.md §2.2 says, whatever link points at.
 func (r *Roots) Resolve(p string) (clean, root string, err error) {
-	roots := r.List()
+	entries := r.snapshot()
 	if !filepath.IsAbs(p) {
-		return "", "", &PathError{Path: p, Roots: roots, Kind: ErrNotAbsolute}
+		return "", "", &PathError{Path: p, Roots: realPaths(entries), Kind: ErrNotAbsolute}
 	}
 	clean = filepath.Clean(p)
 	real := RealPath(clean)
-	for _, rt := range roots {
-		if within(rt, real) {
-			return clean, rt, nil
+	for _, e := range entries {
+		if within(e.real, real) {
+			return clean, e.real, nil
 		}
 	}
-	return "", "", &PathError{Path: clean, Roots: roots, Kind: ErrOutside}
+	return "", "", &PathError{Path: clean, Roots: realPaths(entries), Kind: ErrOutside}
 }
+
+// Rel returns the display path of abs (tools.md §2.2): relative to the root
+// that contains it, "." for a root itself, and otherwise abs cleaned. A path
+// that reaches a root through a symlink is shown relative to that root as
+// long as the name the user gave lies lexically below a root's given or real
+// path, or its real path lies below a root.
+func (r *Roots) Rel(abs string) string {
+	if !filepath.IsAbs(abs) {
+		return filepath.Clean(abs)
+	}
+	clean := filepath.Clean(abs)
+	entries := r.snapshot()
+	// The name as given first: it is what the user typed, and needs no
+	// file-system access.
+	for _, e := range entries {
+		for _, base := range []string{e.given, e.real} {
+			if within(base, clean) {
+				if rel, err := filepath.Rel(base, clean); err == nil {
+					return rel
+				}
+			}
+		}
+	}
+	real := RealPath(clean)
+	for _, e := range entries {
+		if within(e.real, real) {
+			if rel, err := filepath.Rel(e.real, real); err == nil {
+				return rel
+			}
+		}
+	}
+	return clean
+}
+
+// maxSymlinks bounds how many symlinks RealPath follows, like the kernel's
+// limit, so a loop cannot spin forever.
+const maxSymlinks = 255
 
 // RealPath resolves symlinks in p. For a path that does not exist, it
 // resolves the deepest existing ancestor and appends the rest, so a new file
-// under a symlinked directory is judged by where it would really land.
+// under a symlinked directory is judged by where it would really land. A
+// dangling symlink is followed to where its target would be, because writing
+// through it would create the file there.
 func RealPath(p string) string {
 	p = filepath.Clean(p)
-	rest := ""
-	cur := p
-	for {
-		if rp, err := filepath.EvalSymlinks(cur); err == nil {
-			if rest == "" {
-				return rp
-			}
-			return filepath.Join(rp, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
-func realRoot(p string) string {
-	if p == "" {
-		return ""
+	if rp, err := filepath.EvalSymlinks(p); err == nil {
+		return rp
 	}
 	if !filepath.IsAbs(p) {
 		if abs, err := filepath.Abs(p); err == nil {
 			p = abs
+		} else {
+			return p
 		}
 	}
-	if _, err := os.Stat(p); err != nil {
-		return filepath.Clean(p)
-	}
-	return RealPath(p)
+	return walkReal(p)
 }
 
-// within reports whether p equals root or lies below it.
+// walkReal resolves p one component at a time. It is the slow path of
+// RealPath, for paths where some component is missing or unreadable.
+func walkReal(p string) string {
+	sep := string(filepath.Separator)
+	todo := splitPath(p)
+	cur := sep
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			// cur holds only resolved components, so its parent is real.
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Missing (or unreadable): the rest cannot be resolved, so
+			// it is appended as written.
+			return filepath.Join(append([]string{next}, todo...)...)
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		links++
+		target, err := os.Readlink(next)
+		if err != nil || links > maxSymlinks {
+			return filepath.Join(append([]string{next}, todo...)...)
+		}
+		if filepath.IsAbs(target) {
+			cur = sep
+		}
+		todo = append(splitPath(target), todo...)
+	}
+	return cur
+}
+
+func splitPath(p string) []string {
+	return strings.Split(filepath.ToSlash(p), "/")
+}
+
+// newRootEntry resolves a root. A relative path is taken relative to the
+// working directory; "" is refused.
+func newRootEntry(p string) (rootEntry, bool) {
+	if p == "" {
+		return rootEntry{}, false
+	}
+	given := absClean(p)
+	e := rootEntry{given: given, real: RealPath(given)}
+	if _, err := os.Stat(given); err != nil {
+		e.missing = true
+	}
+	return e, true
+}
+
+func absClean(p string) string {
+	if !filepath.IsAbs(p) {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return filepath.Clean(p)
+}
+
+func realPaths(entries []rootEntry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.real
+	}
+	return out
+}
+
+// within reports whether p equals root or lies below it. A sibling that
+// merely shares the root as a string prefix ("/tmp/ab" for "/tmp/a") is not
+// below it.
 func within(root, p string) bool {
 	if p == root {
 		return true
@@ -169,9 +322,9 @@ func within(root, p string) bool {
 	return strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
+func hasRoot(xs []rootEntry, real string) bool {
+	for _, e := range xs {
+		if e.real == real {
 			return true
 		}
 	}

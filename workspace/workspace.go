@@ -10,6 +10,9 @@ import (
 type Options struct {
 	// Roots are the initial workspace folders.
 	Roots []string
+	// Settings says where the settings files are; the zero value uses
+	// the standard locations ($QWEN_HOME or ~/.qwen, /etc/qwen-code).
+	Settings SettingsOptions
 }
 
 // Workspace ties together everything the server knows about the files it
@@ -21,6 +24,8 @@ type Workspace struct {
 	// inert (WatchErr set) when the OS refuses one.
 	Watcher  *Watcher
 	WatchErr error
+	// Settings are the merged settings files plus the editor's layer.
+	Settings *Settings
 
 	closeOnce sync.Once
 }
@@ -29,12 +34,20 @@ type Workspace struct {
 // Start, after the editor has its initialize answer.
 func New(opts Options) *Workspace {
 	w, err := NewWatcher()
-	return &Workspace{
+	ws := &Workspace{
 		Roots:    NewRoots(opts.Roots...),
 		Overlay:  NewOverlay(),
 		Watcher:  w,
 		WatchErr: err,
 	}
+	so := opts.Settings
+	if so.PrimaryRoot == nil {
+		so.PrimaryRoot = ws.Roots.Primary
+	}
+	ws.Settings = NewSettings(so)
+	ws.Settings.Watch(w)
+	ws.Settings.Load()
+	return ws
 }
 
 // Start begins the background work: building the file index and watching
@@ -42,17 +55,36 @@ func New(opts Options) *Workspace {
 func (w *Workspace) Start(ctx context.Context) {}
 
 // SetRoots replaces the roots and brings the caches up to date.
-func (w *Workspace) SetRoots(paths []string) { w.Roots.Set(paths) }
+func (w *Workspace) SetRoots(paths []string) {
+	w.rootsChanged(func() { w.Roots.Set(paths) })
+}
 
 // AddRoot adds a root at runtime.
-func (w *Workspace) AddRoot(path string) { w.Roots.Add(path) }
+func (w *Workspace) AddRoot(path string) {
+	w.rootsChanged(func() { w.Roots.Add(path) })
+}
 
 // RemoveRoot drops a root at runtime.
-func (w *Workspace) RemoveRoot(path string) { w.Roots.Remove(path) }
+func (w *Workspace) RemoveRoot(path string) {
+	w.rootsChanged(func() { w.Roots.Remove(path) })
+}
+
+// rootsChanged applies a change to the roots, then reloads what depends on
+// the primary root (the workspace settings file).
+func (w *Workspace) rootsChanged(change func()) {
+	before := w.Roots.Primary()
+	change()
+	if w.Roots.Primary() != before {
+		w.Settings.Load()
+	}
+}
 
 // Close stops the watcher and background work.
 func (w *Workspace) Close() error {
 	var err error
-	w.closeOnce.Do(func() { err = w.Watcher.Close() })
+	w.closeOnce.Do(func() {
+		w.Settings.Close()
+		err = w.Watcher.Close()
+	})
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // DefaultTimeout bounds every wait of the fake editor, so a broken server
@@ -85,6 +87,18 @@ func Start(t testing.TB, opts rpc.Options) *Editor {
 	t.Helper()
 	toServerR, toServerW := io.Pipe()
 	toEditorR, toEditorW := io.Pipe()
+	if opts.Workspace == nil {
+		// A hermetic workspace: settings come from temp folders, never
+		// from the real home or /etc.
+		dir := t.TempDir()
+		ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
+			UserDir:    filepath.Join(dir, "home", ".qwen"),
+			SystemPath: filepath.Join(dir, "etc", "settings.json"),
+			Getenv:     func(string) (string, bool) { return "", false },
+		}})
+		t.Cleanup(func() { _ = ws.Close() })
+		opts.Workspace = ws
+	}
 	srv := rpc.NewServer(opts)
 	e := newEditor(t, toEditorR, toServerW)
 	e.Server = srv

@@ -1,0 +1,321 @@
+package workspace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// WriteFileAtomic replaces the file at path with data so that a reader sees
+// either the old content or the new, never a mix (tools.md §2.5). The data
+// goes to a temp file in the target's directory, is synced, and is renamed
+// over the target.
+//
+// An existing file keeps its permission bits (perm is used only for a new
+// file, subject to the umask). When path is a symlink, the file it points
+// at is written and the link stays a link. Missing parent directories are
+// created with mode 0755. On any failure the temp file is removed and the
+// target is left as it was.
+//
+// WriteFileAtomic does not check workspace membership; callers resolve the
+// path with Roots.Resolve first.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	target, err := writeTarget(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	dir := filepath.Dir(target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: create parent directories: %w", path, err)
+	}
+
+	keepMode := false
+	mode := perm.Perm()
+	if fi, err := os.Stat(target); err == nil {
+		keepMode = true
+		mode = fi.Mode().Perm()
+	}
+
+	tmp, f, err := createTemp(dir, filepath.Base(target), mode)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// From here on every failure removes the temp file.
+	fail := func(step string, err error) error {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %s: %w", path, step, err)
+	}
+	// OpenFile applied the umask; an existing file's mode is kept exactly.
+	if keepMode {
+		if err := f.Chmod(mode); err != nil {
+			return fail("keep mode", err)
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail("write temp file", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail("sync temp file", err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: close temp file: %w", path, err)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// Syncing the directory makes the rename itself durable. Some file
+	// systems refuse to sync a directory; the data is already safe then.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// tempPrefix marks qwen-ls's temp files, so that a file index or a person
+// can tell a leftover from a crash for what it is.
+const tempPrefix = ".qwen-tmp-"
+
+// createTemp creates a new, empty temp file next to the target. The name
+// starts with a dot so it stays out of most listings while it exists.
+func createTemp(dir, base string, mode os.FileMode) (string, *os.File, error) {
+	// Keep the name well under NAME_MAX (255) whatever the target's name.
+	if len(base) > 100 {
+		base = base[:100]
+	}
+	for range 100 {
+		name := filepath.Join(dir, tempPrefix+base+"."+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if err == nil {
+			return name, f, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", nil, fmt.Errorf("create temp file: %w", err)
+		}
+	}
+	return "", nil, errors.New("create temp file: no free name")
+}
+
+// writeTarget follows a chain of symlinks at path to the file a write should
+// replace. A dangling link yields the path it points at, so the write
+// creates the file there, as writing through the link would.
+func writeTarget(path string) (string, error) {
+	p := filepath.Clean(path)
+	for range maxSymlinks {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(t) {
+			// A relative target counts from the directory the link
+			// really lives in, which may itself be reached by a link.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return "", err
+			}
+			t = filepath.Join(dir, t)
+		}
+		p = filepath.Clean(t)
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// Byte order marks, as strings so they cannot be modified.
+const (
+	BOMUTF8    = "\xEF\xBB\xBF"
+	BOMUTF16LE = "\xFF\xFE"
+	BOMUTF16BE = "\xFE\xFF"
+	BOMUTF32LE = "\xFF\xFE\x00\x00"
+	BOMUTF32BE = "\x00\x00\xFE\xFF"
+)
+
+// TextFormat is what a file's bytes say beyond its text: the byte order mark
+// (which also names the encoding: UTF-8, UTF-16LE/BE or UTF-32LE/BE; none
+// means UTF-8) and whether its line endings are CRLF. Reading a file with
+// DecodeText and writing it back with WriteText keeps both. The zero value
+// is a new file's format: UTF-8, no BOM, LF.
+type TextFormat struct {
+	BOM  []byte
+	CRLF bool
+}
+
+// Charset names the encoding the BOM selects: "utf-8", "utf-16le",
+// "utf-16be", "utf-32le" or "utf-32be".
+func (f TextFormat) Charset() string {
+	switch string(f.BOM) {
+	case BOMUTF16LE:
+		return "utf-16le"
+	case BOMUTF16BE:
+		return "utf-16be"
+	case BOMUTF32LE:
+		return "utf-32le"
+	case BOMUTF32BE:
+		return "utf-32be"
+	}
+	return "utf-8"
+}
+
+// detectBOM returns the BOM data starts with, or "". UTF-32LE is tried
+// before UTF-16LE because its BOM begins with the UTF-16LE one.
+func detectBOM(data []byte) string {
+	for _, bom := range []string{BOMUTF32LE, BOMUTF32BE, BOMUTF8, BOMUTF16LE, BOMUTF16BE} {
+		if bytes.HasPrefix(data, []byte(bom)) {
+			return bom
+		}
+	}
+	return ""
+}
+
+// DetectFormat reports the BOM and line-ending style of a file's bytes. A
+// text is CRLF when it contains at least one "\r\n" (tools.md §2.5).
+func DetectFormat(data []byte) TextFormat {
+	_, f := DecodeText(data)
+	return f
+}
+
+// DecodeText turns a file's bytes into text. A UTF-8 BOM is stripped; UTF-16
+// and UTF-32 with a BOM are decoded to UTF-8 (an incomplete trailing unit or
+// an invalid code point becomes U+FFFD). Nothing else is changed: line
+// endings stay as they are, and bytes without a BOM are returned as they
+// are, valid UTF-8 or not.
+func DecodeText(data []byte) (text string, f TextFormat) {
+	bom := detectBOM(data)
+	if bom != "" {
+		f.BOM = []byte(bom)
+	}
+	body := data[len(bom):]
+	switch bom {
+	case BOMUTF16LE, BOMUTF16BE:
+		text = decodeUTF16(body, bom == BOMUTF16BE)
+	case BOMUTF32LE, BOMUTF32BE:
+		text = decodeUTF32(body, bom == BOMUTF32BE)
+	default:
+		text = string(body)
+	}
+	f.CRLF = strings.Contains(text, "\r\n")
+	return text, f
+}
+
+func decodeUTF16(b []byte, bigEndian bool) string {
+	units := make([]uint16, len(b)/2)
+	for i := range units {
+		lo, hi := b[2*i], b[2*i+1]
+		if bigEndian {
+			lo, hi = hi, lo
+		}
+		units[i] = uint16(lo) | uint16(hi)<<8
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, r := range utf16.Decode(units) {
+		sb.WriteRune(r)
+	}
+	if len(b)%2 != 0 {
+		sb.WriteRune(utf8.RuneError)
+	}
+	return sb.String()
+}
+
+func decodeUTF32(b []byte, bigEndian bool) string {
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for i := 0; i+4 <= len(b); i += 4 {
+		var u uint32
+		if bigEndian {
+			u = uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+		} else {
+			u = uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24
+		}
+		r := rune(u)
+		if u > utf8.MaxRune || !utf8.ValidRune(r) {
+			r = utf8.RuneError
+		}
+		sb.WriteRune(r)
+	}
+	if len(b)%4 != 0 {
+		sb.WriteRune(utf8.RuneError)
+	}
+	return sb.String()
+}
+
+// EncodeText is the inverse of DecodeText: the bytes WriteText would write
+// for text in format f. With f.CRLF every line ending becomes "\r\n", so a
+// text with mixed endings, or one edited with "\n", comes out pure CRLF; a
+// lone "\r" is not a line ending and is kept. Without f.CRLF the text is
+// written as given.
+func EncodeText(text string, f TextFormat) []byte {
+	if f.CRLF {
+		text = toCRLF(text)
+	}
+	out := make([]byte, 0, len(f.BOM)+len(text))
+	out = append(out, f.BOM...)
+	switch f.Charset() {
+	case "utf-16le", "utf-16be":
+		be := f.Charset() == "utf-16be"
+		for _, u := range utf16.Encode([]rune(text)) {
+			if be {
+				out = append(out, byte(u>>8), byte(u))
+			} else {
+				out = append(out, byte(u), byte(u>>8))
+			}
+		}
+	case "utf-32le", "utf-32be":
+		be := f.Charset() == "utf-32be"
+		for _, r := range text {
+			u := uint32(r)
+			if be {
+				out = append(out, byte(u>>24), byte(u>>16), byte(u>>8), byte(u))
+			} else {
+				out = append(out, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+			}
+		}
+	default:
+		out = append(out, text...)
+	}
+	return out
+}
+
+// toCRLF writes every "\n" not already preceded by "\r" as "\r\n".
+func toCRLF(s string) string {
+	n := strings.Count(s, "\n") - strings.Count(s, "\r\n")
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + n)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' && (i == 0 || s[i-1] != '\r') {
+			b.WriteByte('\r')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// WriteText writes text to path in format f (its BOM, encoding and line
+// endings; see EncodeText) with WriteFileAtomic. A new file gets mode 0644
+// before the umask; an existing one keeps its mode.
+func WriteText(path, text string, f TextFormat) error {
+	return WriteFileAtomic(path, EncodeText(text, f), 0o644)
+}
