@@ -1,0 +1,110 @@
+package tools
+
+import "fmt"
+
+// ErrorType is the wire string that classifies a tool error (tools.md §1.4).
+type ErrorType string
+
+// General error types.
+const (
+	ErrorInvalidToolParams  ErrorType = "invalid_tool_params"
+	ErrorUnknown            ErrorType = "unknown"
+	ErrorUnhandledException ErrorType = "unhandled_exception"
+	ErrorToolNotRegistered  ErrorType = "tool_not_registered"
+	ErrorExecutionFailed    ErrorType = "execution_failed"
+	ErrorExecutionDenied    ErrorType = "execution_denied"
+	ErrorOutputTruncated    ErrorType = "output_truncated"
+)
+
+// File error types.
+const (
+	ErrorFileNotFound                ErrorType = "file_not_found"
+	ErrorFileWriteFailure            ErrorType = "file_write_failure"
+	ErrorReadContentFailure          ErrorType = "read_content_failure"
+	ErrorAttemptToCreateExistingFile ErrorType = "attempt_to_create_existing_file"
+	ErrorFileTooLarge                ErrorType = "file_too_large"
+	ErrorPermissionDenied            ErrorType = "permission_denied"
+	ErrorNoSpaceLeft                 ErrorType = "no_space_left"
+	ErrorTargetIsDirectory           ErrorType = "target_is_directory"
+	ErrorPathNotInWorkspace          ErrorType = "path_not_in_workspace"
+	ErrorSearchPathNotFound          ErrorType = "search_path_not_found"
+	ErrorSearchPathNotADirectory     ErrorType = "search_path_not_a_directory"
+)
+
+// Edit error types.
+const (
+	ErrorEditPreparationFailure         ErrorType = "edit_preparation_failure"
+	ErrorEditNoOccurrenceFound          ErrorType = "edit_no_occurrence_found"
+	ErrorEditExpectedOccurrenceMismatch ErrorType = "edit_expected_occurrence_mismatch"
+	ErrorEditNoChange                   ErrorType = "edit_no_change"
+	ErrorEditRequiresPriorRead          ErrorType = "edit_requires_prior_read"
+	ErrorFileChangedSinceRead           ErrorType = "file_changed_since_read"
+	ErrorPriorReadVerificationFailed    ErrorType = "prior_read_verification_failed"
+)
+
+// Error types of individual tools.
+const (
+	ErrorGlobExecution           ErrorType = "glob_execution_error"
+	ErrorGrepExecution           ErrorType = "grep_execution_error"
+	ErrorLsExecution             ErrorType = "ls_execution_error"
+	ErrorPathIsNotADirectory     ErrorType = "path_is_not_a_directory"
+	ErrorReadManyFilesSearch     ErrorType = "read_many_files_search_error"
+	ErrorMCPTool                 ErrorType = "mcp_tool_error"
+	ErrorMemoryToolExecution     ErrorType = "memory_tool_execution_error"
+	ErrorShellExecute            ErrorType = "shell_execute_error"
+	ErrorDiscoveredToolExecution ErrorType = "discovered_tool_execution_error"
+	ErrorWebFetchFallbackFailed  ErrorType = "web_fetch_fallback_failed"
+	ErrorWebFetchProcessing      ErrorType = "web_fetch_processing_error"
+)
+
+// ErrorTypes returns every wire string of tools.md §1.4, in the order that
+// section lists them.
+func ErrorTypes() []ErrorType {
+	return []ErrorType{
+		ErrorInvalidToolParams, ErrorUnknown, ErrorUnhandledException, ErrorToolNotRegistered,
+		ErrorExecutionFailed, ErrorExecutionDenied, ErrorOutputTruncated,
+		ErrorFileNotFound, ErrorFileWriteFailure, ErrorReadContentFailure,
+		ErrorAttemptToCreateExistingFile, ErrorFileTooLarge, ErrorPermissionDenied,
+		ErrorNoSpaceLeft, ErrorTargetIsDirectory, ErrorPathNotInWorkspace,
+		ErrorSearchPathNotFound, ErrorSearchPathNotADirectory,
+		ErrorEditPreparationFailure, ErrorEditNoOccurrenceFound,
+		ErrorEditExpectedOccurrenceMismatch, ErrorEditNoChange, ErrorEditRequiresPriorRead,
+		ErrorFileChangedSinceRead, ErrorPriorReadVerificationFailed,
+		ErrorGlobExecution, ErrorGrepExecution, ErrorLsExecution, ErrorPathIsNotADirectory,
+		ErrorReadManyFilesSearch, ErrorMCPTool, ErrorMemoryToolExecution, ErrorShellExecute,
+		ErrorDiscoveredToolExecution, ErrorWebFetchFallbackFailed, ErrorWebFetchProcessing,
+	}
+}
+
+// ToolError is a failure the model can read and act on: its Message is
+// exactly what the model sees (tools.md §1.2). It is deliberately not a Go
+// error, so that "the call failed" and "the turn ended" never mix.
+type ToolError struct {
+	Message string    `json:"message"`
+	Type    ErrorType `json:"type"`
+}
+
+// NewError returns a tool error of type t with the message msg.
+func NewError(t ErrorType, msg string) *ToolError {
+	return &ToolError{Message: msg, Type: t}
+}
+
+// Errorf returns a tool error of type t with a formatted message.
+func Errorf(t ErrorType, format string, args ...any) *ToolError {
+	return &ToolError{Message: fmt.Sprintf(format, args...), Type: t}
+}
+
+// InvalidParams returns an invalid_tool_params error, the usual answer of a
+// tool's Validate.
+func InvalidParams(msg string) *ToolError {
+	return &ToolError{Message: msg, Type: ErrorInvalidToolParams}
+}
+
+// unexpected is the unhandled_exception error that a panic or a bug inside a
+// tool becomes (tools.md §1.1).
+func unexpected(text string) *ToolError {
+	return &ToolError{
+		Message: "The tool failed unexpectedly: " + text,
+		Type:    ErrorUnhandledException,
+	}
+}
