@@ -55,22 +55,42 @@ type Location struct {
 	Line int    `json:"line,omitempty"`
 }
 
-// Host is the editor side of a call: permission prompts, edit reviews and
-// streamed updates go through it (architecture.md §1). The rpc package
-// implements it. It has no methods yet; the tools that first talk to the
-// editor (the edit review of tools.md §2.11) add the ones they need.
-type Host interface{}
+// Host is the editor side of a call (architecture.md §1): the rpc package
+// implements it through the session. A nil Host means there is no editor
+// (headless runs and unit tests): open buffers cannot then be changed.
+type Host interface {
+	// ApplyToBuffer changes the open buffer of path from version to
+	// newText through the editor (workspace/applyEdit), and returns once
+	// the overlay holds newText. A *BufferEditError says the editor
+	// refused or the change did not show up in time.
+	ApplyToBuffer(ctx context.Context, path string, version int32, newText string) error
+	// CanApplyToBuffers reports whether the editor supports
+	// workspace/applyEdit at all.
+	CanApplyToBuffers() bool
+}
 
-// Workspace is the tools' view of the files: roots, path confinement and the
-// overlay of unsaved buffers (package workspace). The read and write tools add
-// the methods they need when they arrive.
-type Workspace interface{}
+// BufferEditError is returned by Host.ApplyToBuffer when the editor did not
+// apply a change; Reason is its failureReason, "the buffer did not change
+// within 2 s", or "no reason given".
+type BufferEditError struct{ Reason string }
+
+func (e *BufferEditError) Error() string { return "the editor did not apply the change: " + e.Reason }
 
 // Model is what task and web_fetch need from the session's model: one
 // completion request, and a sub-session run with given tools and system
 // prompt. The session package implements it; tools must not import session.
 // Its methods arrive with those two tools.
 type Model interface{}
+
+// EditDecision is the user's answer to an edit review (tools.md §2.11), set
+// by the scheduler on the Call before Execute. A nil decision means the
+// change needed no review (auto-edit, yolo, an allow rule) and is applied
+// as proposed. Rejections never reach Execute: the scheduler answers them.
+type EditDecision struct {
+	// FinalText is the text the user left: nil (or equal to the proposed
+	// text) means "as proposed".
+	FinalText *string
+}
 
 // Call is the per-call data of one tool call. It travels as an explicit
 // argument, never in a context value.
@@ -82,9 +102,17 @@ type Call struct {
 	// Name is the name as the model called it, which may be an alias.
 	Name string
 
-	Host      Host
-	Workspace Workspace
-	Model     Model
+	Host  Host
+	Model Model
+	// Ledger is the session's (or sub-session's) record of reads, for
+	// prior-read enforcement (tools.md §2.9). Nil disables the checks'
+	// record keeping but not the checks: a nil ledger knows no reads.
+	Ledger *Ledger
+	// Confirmation is what ShouldConfirm returned for this call, kept so
+	// that Execute applies exactly the proposal the user saw.
+	Confirmation *Confirmation
+	// Decision is the user's answer to an edit review.
+	Decision *EditDecision
 }
 
 // Output is one live update of a running call. Each update replaces the

@@ -26,6 +26,10 @@ type Workspace struct {
 	WatchErr error
 	// Settings are the merged settings files plus the editor's layer.
 	Settings *Settings
+	// Ignore answers .gitignore and .qwenignore questions.
+	Ignore *Ignorer
+	// Index is the watched list of files under the roots.
+	Index *Index
 
 	closeOnce sync.Once
 }
@@ -47,12 +51,15 @@ func New(opts Options) *Workspace {
 	ws.Settings = NewSettings(so)
 	ws.Settings.Watch(w)
 	ws.Settings.Load()
+	ws.Ignore = NewIgnorer(ws.Roots)
+	ws.Ignore.Watch(w)
+	ws.Index = NewIndex(ws.Roots, ws.Ignore, w)
 	return ws
 }
 
 // Start begins the background work: building the file index and watching
 // the disk.
-func (w *Workspace) Start(ctx context.Context) {}
+func (w *Workspace) Start(ctx context.Context) { w.Index.Start(ctx) }
 
 // SetRoots replaces the roots and brings the caches up to date.
 func (w *Workspace) SetRoots(paths []string) {
@@ -77,12 +84,14 @@ func (w *Workspace) rootsChanged(change func()) {
 	if w.Roots.Primary() != before {
 		w.Settings.Load()
 	}
+	w.Index.RootsChanged()
 }
 
 // Close stops the watcher and background work.
 func (w *Workspace) Close() error {
 	var err error
 	w.closeOnce.Do(func() {
+		w.Index.Close()
 		w.Settings.Close()
 		err = w.Watcher.Close()
 	})

@@ -1,0 +1,141 @@
+package modeltest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+)
+
+func client(s *modeltest.Server) openai.Client {
+	return openai.NewClient(option.WithBaseURL(s.URL), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+}
+
+func params() openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{
+		Model:         "scripted",
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+}
+
+// The real OpenAI client reassembles the scripted stream: text, two tool
+// calls whose arguments arrive in pieces, the finish reason and usage.
+func TestStreamIsReassembledByTheOpenAIClient(t *testing.T) {
+	s := modeltest.Start(t, modeltest.Response{
+		Reasoning: "thinking about it",
+		Text:      "Reading 漢字 files 😀",
+		ToolCalls: []modeltest.ToolCall{
+			{Name: "read_file", Arguments: `{"absolute_path":"/w/a.txt"}`},
+			{ID: "c2", Name: "grep_search", Arguments: `{"pattern":"TODO","limit":3}`},
+		},
+		Usage:     &modeltest.Usage{Prompt: 11, Completion: 7},
+		ChunkSize: 5,
+	})
+	c := client(s)
+	stream := c.Chat.Completions.NewStreaming(context.Background(), params())
+	acc := openai.ChatCompletionAccumulator{}
+	var reasoning strings.Builder
+	for stream.Next() {
+		ch := stream.Current()
+		acc.AddChunk(ch)
+		if len(ch.Choices) > 0 {
+			if f, ok := ch.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+				reasoning.WriteString(strings.Trim(f.Raw(), `"`))
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	msg := acc.Choices[0].Message
+	if msg.Content != "Reading 漢字 files 😀" {
+		t.Errorf("content = %q", msg.Content)
+	}
+	if reasoning.String() != "thinking about it" {
+		t.Errorf("reasoning = %q", reasoning.String())
+	}
+	if len(msg.ToolCalls) != 2 || msg.ToolCalls[0].Function.Arguments != `{"absolute_path":"/w/a.txt"}` ||
+		msg.ToolCalls[1].ID != "c2" || msg.ToolCalls[1].Function.Name != "grep_search" {
+		t.Errorf("tool calls = %+v", msg.ToolCalls)
+	}
+	if acc.Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("finish = %q", acc.Choices[0].FinishReason)
+	}
+	if acc.Usage.PromptTokens != 11 || acc.Usage.CompletionTokens != 7 {
+		t.Errorf("usage = %+v", acc.Usage)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 || !reqs[0].Stream || reqs[0].Messages[0].Text() != "hi" || reqs[0].Header.Get("Authorization") != "Bearer sk-test" {
+		t.Errorf("recorded request = %+v", reqs)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	s := modeltest.Start(t,
+		modeltest.Response{Status: 429, RetryAfter: "2"},
+		modeltest.Response{Text: "this answer is cut off halfway", CutAfter: 3},
+	)
+	c := client(s)
+	_, err := c.Chat.Completions.New(context.Background(), params())
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Response.Header.Get("Retry-After") != "2" {
+		t.Fatalf("429: %v", err)
+	}
+	stream := c.Chat.Completions.NewStreaming(context.Background(), params())
+	n := 0
+	for stream.Next() {
+		n++
+	}
+	if stream.Err() == nil || n != 3 {
+		t.Fatalf("cut stream: %d chunks, err %v; want 3 chunks and an error", n, stream.Err())
+	}
+	// An empty script answers 500 with a message that says so.
+	_, err = c.Chat.Completions.New(context.Background(), params())
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !strings.Contains(apiErr.Message+apiErr.RawJSON(), "no response left") {
+		t.Fatalf("exhausted script: %v", err)
+	}
+}
+
+func TestParseScript(t *testing.T) {
+	rs, err := modeltest.ParseScript([]byte(`A comment.
+-- 02.response --
+status: 500
+-- 01.response --
+reasoning: hmm
+text: line one
+text: line two
+call: read_file {"absolute_path":"$ROOT/a.txt"}
+call[id=x9]: glob {"pattern":"*.go"}
+usage: 3 4
+chunk-delay: 5ms
+-- 03.text --
+verbatim
+  text
+-- 03.response --
+finish: length
+`), map[string]string{"ROOT": "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("%d responses", len(rs))
+	}
+	r := rs[0]
+	if r.Text != "line one\nline two" || r.Reasoning != "hmm" || len(r.ToolCalls) != 2 ||
+		r.ToolCalls[0].Arguments != `{"absolute_path":"/w/a.txt"}` || r.ToolCalls[1].ID != "x9" ||
+		r.Usage.Prompt != 3 || r.Usage.Completion != 4 || r.ChunkDelay.Milliseconds() != 5 {
+		t.Errorf("first = %+v", r)
+	}
+	if rs[1].Status != 500 || rs[2].Text != "verbatim\n  text" || rs[2].FinishReason != "length" {
+		t.Errorf("rest = %+v %+v", rs[1], rs[2])
+	}
+	if _, err := modeltest.ParseScript([]byte("-- 01.response --\nbogus: 1\n"), nil); err == nil {
+		t.Error("unknown directive accepted")
+	}
+}

@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// shellEscapable are the characters before which a backslash in a path
+// argument is dropped (tools.md §2.2): models often shell-escape paths.
+const shellEscapable = " \t()[]{};|*?$`'\"#&<>!~"
+
+// CleanPathArg trims p, drops a backslash that escapes one of
+// shellEscapable, and cleans the result. An empty (or blank) p stays "".
+func CleanPathArg(p string) string {
+	p = strings.TrimSpace(p)
+	if p == "" {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) && strings.IndexByte(shellEscapable, p[i+1]) >= 0 {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return filepath.Clean(b.String())
+}
+
+// PathOptions say which exceptions of §2.2 a path may use.
+type PathOptions struct {
+	// AllowTemp lets read-only tools read the project temp dir, where
+	// long tool outputs are saved.
+	AllowTemp bool
+}
+
+// AbsPath resolves a path argument that must be absolute (§2.2): cleaned,
+// absolute, and inside a root (real path, symlinks resolved). The errors
+// are the model-facing messages of §2.2.
+func (e *Env) AbsPath(raw string, opts PathOptions) (string, *ToolError) {
+	p := CleanPathArg(raw)
+	if !filepath.IsAbs(p) {
+		return "", InvalidParams(e.notAbsoluteMessage(p))
+	}
+	return p, e.CheckInside(p, opts)
+}
+
+// CheckInside refuses an absolute path outside the workspace roots.
+func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
+	if _, _, err := e.Workspace.Roots.Resolve(abs); err == nil {
+		return nil
+	}
+	if opts.AllowTemp {
+		tmp := workspace.RealPath(e.ProjectTempDir())
+		if real := workspace.RealPath(abs); real == tmp || strings.HasPrefix(real, tmp+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return NewError(ErrorPathNotInWorkspace, fmt.Sprintf(
+		"Path is outside the workspace: %s. Tools may only access files inside the workspace roots: %s.",
+		abs, strings.Join(e.Workspace.Roots.List(), ", ")))
+}
+
+func (e *Env) notAbsoluteMessage(p string) string {
+	roots := e.Workspace.Roots.List()
+	msg := fmt.Sprintf("Not an absolute path: %s. Give the full path, starting with /.", p)
+	switch len(roots) {
+	case 0:
+		return msg + " No workspace folder is open."
+	case 1:
+		return msg + fmt.Sprintf(" The workspace root is %s, so the full path is probably %s.", roots[0], filepath.Join(roots[0], p))
+	}
+	return msg + fmt.Sprintf(" The workspace roots are %s.", strings.Join(roots, ", "))
+}
+
+// QwenIgnored returns the §2.10 error when abs is excluded by
+// .qwenignore and the setting respects it.
+func (e *Env) QwenIgnored(abs string) *ToolError {
+	if !e.RespectQwenIgnore() {
+		return nil
+	}
+	isDir := false
+	if fi, err := os.Stat(abs); err == nil {
+		isDir = fi.IsDir()
+	}
+	if e.Workspace.Ignore.Check(abs, isDir).Qwen {
+		return InvalidParams(fmt.Sprintf("%s is excluded by .qwenignore, so this tool cannot use it.", abs))
+	}
+	return nil
+}

@@ -1,0 +1,759 @@
+package workspace
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+)
+
+// IgnoreVerdict says which ignore files exclude a path. Tools that count
+// ignored entries check Git before Qwen (tools.md §2.10).
+type IgnoreVerdict struct {
+	Git  bool
+	Qwen bool
+}
+
+// IsDefaultExcludedDir reports whether a directory of this base name is left
+// out of searches unless the search starts inside it (tools.md §2.10).
+func IsDefaultExcludedDir(name string) bool {
+	switch name {
+	case ".git", "node_modules", "bower_components", ".svn", ".hg":
+		return true
+	}
+	return false
+}
+
+// Ignorer answers whether a path is excluded by .gitignore rules (the
+// repository's info/exclude plus every .gitignore from the repository root
+// down) or by the .qwenignore of its workspace root.
+//
+// The repository is found by looking for .git upward from the workspace root
+// that contains the path, so each root may sit in its own repository, or in
+// none (then git rules do not apply to it). When roots are nested, a path
+// belongs to the innermost root that contains it. Repositories nested inside
+// a root are not treated specially: their .gitignore files simply apply
+// below their directory, like any nested .gitignore.
+//
+// Parsed ignore files (and files found missing) are cached until Invalidate
+// drops them; Watch does that from a Watcher's events.
+type Ignorer struct {
+	roots *Roots
+
+	mu sync.Mutex
+	// files caches parsed ignore files by path; a nil slice records a file
+	// that is missing or holds no rule.
+	files map[string][]ignoreRule
+	// repos caches the repository found for each root.
+	repos map[string]repoInfo
+	// gen counts invalidations, so a load that raced with one does not
+	// store what it read before the file changed.
+	gen uint64
+	w   *Watcher
+}
+
+// repoInfo locates a git repository: dir is its work tree root ("" when the
+// root is in no repository), exclude the path of its info/exclude file.
+type repoInfo struct {
+	dir, exclude string
+}
+
+// NewIgnorer returns an Ignorer for the given roots; it follows later
+// changes of the root set.
+func NewIgnorer(roots *Roots) *Ignorer {
+	return &Ignorer{roots: roots, files: map[string][]ignoreRule{}, repos: map[string]repoInfo{}}
+}
+
+// Watch subscribes the Ignorer to w, so an ignore file that changes is read
+// again. It also watches the few directories outside the index that hold
+// ignore files for the roots: the repository's info directory (or its git
+// directory, until info exists) and the directories between a repository
+// root and a workspace root below it.
+func (ig *Ignorer) Watch(w *Watcher) {
+	ig.mu.Lock()
+	if ig.w != nil || w == nil {
+		ig.mu.Unlock()
+		return
+	}
+	ig.w = w
+	known := make(map[string]repoInfo, len(ig.repos))
+	for root, r := range ig.repos {
+		known[root] = r
+	}
+	ig.mu.Unlock()
+	w.Subscribe(ig.observe)
+	for root, r := range known {
+		watchRepoDirs(w, root, r)
+	}
+}
+
+// isIgnoreEvent reports whether ev may change ignore verdicts: an ignore
+// file changed, a .git came or went, or a repository's info directory
+// appeared (git init writes it just after .git).
+func isIgnoreEvent(ev Event) bool {
+	switch filepath.Base(ev.Path) {
+	case ".gitignore", ".qwenignore", "exclude":
+		return true
+	case ".git":
+		// Only its coming or going matters; git touches it all the time.
+		return ev.Op != Changed
+	case "info":
+		return ev.Op == Created && filepath.Base(filepath.Dir(ev.Path)) == ".git"
+	}
+	return false
+}
+
+// observe updates the caches for one watcher event. It is idempotent, so
+// the index calls it too, before it acts on the same event, whichever of the
+// two subscribed first.
+func (ig *Ignorer) observe(ev Event) {
+	if !isIgnoreEvent(ev) {
+		return
+	}
+	ig.Invalidate(ev.Path)
+	if filepath.Base(ev.Path) == "info" {
+		ig.mu.Lock()
+		w := ig.w
+		ig.mu.Unlock()
+		if w != nil {
+			_ = w.Add(ev.Path)
+		}
+	}
+}
+
+// Invalidate forgets what was read from path and from anything below it, so
+// the next check reads the disk again. A path named .git also forgets every
+// repository found, since one may have appeared or gone.
+func (ig *Ignorer) Invalidate(path string) {
+	path = filepath.Clean(path)
+	prefix := path + string(filepath.Separator)
+	ig.mu.Lock()
+	defer ig.mu.Unlock()
+	ig.gen++
+	delete(ig.files, path)
+	for p := range ig.files {
+		if strings.HasPrefix(p, prefix) {
+			delete(ig.files, p)
+		}
+	}
+	if filepath.Base(path) == ".git" {
+		clear(ig.repos)
+	}
+}
+
+// Check returns the ignore verdict for an absolute path. isDir says whether
+// the path names a directory, which matters for patterns ending in "/".
+// A path outside every root is never ignored.
+func (ig *Ignorer) Check(absPath string, isDir bool) IgnoreVerdict {
+	p := filepath.Clean(absPath)
+	root := ig.rootOf(p)
+	if root == "" {
+		p = RealPath(p)
+		if root = ig.rootOf(p); root == "" {
+			return IgnoreVerdict{}
+		}
+	}
+	if p == root {
+		fr := ig.dirFrame(root, root)
+		return IgnoreVerdict{Git: fr.gitIgn}
+	}
+	fr := ig.dirFrame(root, filepath.Dir(p))
+	return fr.verdict(p, isDir)
+}
+
+// rootOf returns the innermost root containing p, or "".
+func (ig *Ignorer) rootOf(p string) string {
+	best := ""
+	for _, r := range ig.roots.List() {
+		if isUnder(r, p) && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// repo returns the repository of a root, looking for .git upward from it.
+func (ig *Ignorer) repo(root string) repoInfo {
+	ig.mu.Lock()
+	r, ok := ig.repos[root]
+	w := ig.w
+	ig.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = findRepo(root)
+	ig.mu.Lock()
+	ig.repos[root] = r
+	ig.mu.Unlock()
+	if w != nil {
+		watchRepoDirs(w, root, r)
+	}
+	return r
+}
+
+func findRepo(root string) repoInfo {
+	for d := root; ; {
+		g := filepath.Join(d, ".git")
+		if st, err := os.Lstat(g); err == nil {
+			if st.IsDir() {
+				return repoInfo{dir: d, exclude: filepath.Join(g, "info", "exclude")}
+			}
+			if st.Mode().IsRegular() {
+				return repoInfo{dir: d, exclude: filepath.Join(gitFileDir(g, d), "info", "exclude")}
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return repoInfo{}
+		}
+		d = parent
+	}
+}
+
+// gitFileDir follows a .git file ("gitdir: <path>", used by worktrees and
+// submodules) to the directory that holds info/exclude: the common
+// directory of a worktree, else the git directory itself.
+func gitFileDir(gitFile, workTree string) string {
+	data, err := os.ReadFile(gitFile)
+	if err != nil {
+		return gitFile
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return gitFile
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(workTree, dir)
+	}
+	if c, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(dir, common)
+		}
+		return filepath.Clean(common)
+	}
+	return dir
+}
+
+func watchRepoDirs(w *Watcher, root string, r repoInfo) {
+	_ = w.Add(root)
+	if r.dir == "" {
+		return
+	}
+	info := filepath.Dir(r.exclude)
+	if _, err := os.Stat(info); err == nil {
+		_ = w.Add(info)
+	} else {
+		// Watch the git directory until info appears in it; look again
+		// in case it appeared before the watch was in place.
+		_ = w.Add(filepath.Dir(info))
+		if _, err := os.Stat(info); err == nil {
+			_ = w.Add(info)
+		}
+	}
+	for d := filepath.Dir(root); isUnder(r.dir, d); d = filepath.Dir(d) {
+		_ = w.Add(d)
+		if d == r.dir {
+			break
+		}
+	}
+}
+
+// rules returns the parsed rules of one ignore file, from the cache when
+// it is there.
+func (ig *Ignorer) rules(path string) []ignoreRule {
+	ig.mu.Lock()
+	rs, ok := ig.files[path]
+	gen := ig.gen
+	ig.mu.Unlock()
+	if ok {
+		return rs
+	}
+	data, err := os.ReadFile(path)
+	if err == nil {
+		rs = parseIgnore(data)
+	}
+	ig.mu.Lock()
+	if ig.gen == gen {
+		ig.files[path] = rs
+	}
+	ig.mu.Unlock()
+	return rs
+}
+
+// ignoreLayer is the rules of one ignore file, applied to paths below dir.
+type ignoreLayer struct {
+	dir   string
+	rules []ignoreRule
+}
+
+// ignoreFrame is what is known about one directory: the rules that apply to
+// its entries and whether the directory itself is excluded (then so is
+// everything below it, whatever later rules say).
+type ignoreFrame struct {
+	gitOn   bool
+	gitIgn  bool
+	git     []ignoreLayer // lowest precedence first
+	qwenIgn bool
+	qwen    []ignoreLayer
+}
+
+// rootFrame is the frame of a root directory, before its own children.
+func (ig *Ignorer) rootFrame(root string) *ignoreFrame {
+	fr := &ignoreFrame{}
+	r := ig.repo(root)
+	if r.dir != "" {
+		fr.gitOn = true
+		if rs := ig.rules(r.exclude); rs != nil {
+			fr.git = []ignoreLayer{{dir: r.dir, rules: rs}}
+		}
+		// Walk from the repository root down to the workspace root: a
+		// root may lie in an ignored directory, and the .gitignore files
+		// above it apply inside it.
+		d := r.dir
+		fr = fr.enter(d, ig.rules(filepath.Join(d, ".gitignore")))
+		if root != r.dir {
+			for _, name := range strings.Split(root[len(r.dir)+len(sepAfter(r.dir)):], string(filepath.Separator)) {
+				d = filepath.Join(d, name)
+				fr = fr.child(d, true).enter(d, ig.rules(filepath.Join(d, ".gitignore")))
+			}
+		}
+	}
+	if rs := ig.rules(filepath.Join(root, ".qwenignore")); rs != nil {
+		fr.qwen = []ignoreLayer{{dir: root, rules: rs}}
+	}
+	return fr
+}
+
+// dirFrame is the frame of dir, a directory inside root (or root itself),
+// reading each .gitignore on the way from the cache or the disk.
+func (ig *Ignorer) dirFrame(root, dir string) *ignoreFrame {
+	fr := ig.rootFrame(root)
+	if dir == root {
+		return fr
+	}
+	d := root
+	for _, name := range strings.Split(dir[len(root)+len(sepAfter(root)):], string(filepath.Separator)) {
+		d = filepath.Join(d, name)
+		fr = fr.child(d, true)
+		if fr.gitOn {
+			fr = fr.enter(d, ig.rules(filepath.Join(d, ".gitignore")))
+		}
+	}
+	return fr
+}
+
+// sepAfter is the separator that follows dir in the paths below it: none
+// after the file-system root.
+func sepAfter(dir string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return ""
+	}
+	return string(filepath.Separator)
+}
+
+// verdict judges an entry of the frame's directory.
+func (fr *ignoreFrame) verdict(path string, isDir bool) IgnoreVerdict {
+	v := IgnoreVerdict{Qwen: fr.qwenIgn || matchLayers(fr.qwen, path, isDir)}
+	if fr.gitOn {
+		v.Git = fr.gitIgn || filepath.Base(path) == ".git" || matchLayers(fr.git, path, isDir)
+	}
+	return v
+}
+
+// child is the frame of the subdirectory path, before its own .gitignore.
+func (fr *ignoreFrame) child(path string, isDir bool) *ignoreFrame {
+	v := fr.verdict(path, isDir)
+	if v.Git == fr.gitIgn && v.Qwen == fr.qwenIgn {
+		return fr
+	}
+	c := *fr
+	c.gitIgn, c.qwenIgn = v.Git, v.Qwen
+	return &c
+}
+
+// enter adds the rules of dir's .gitignore; frames share their layers, so
+// the slice is always copied before it grows.
+func (fr *ignoreFrame) enter(dir string, rules []ignoreRule) *ignoreFrame {
+	if rules == nil || !fr.gitOn {
+		return fr
+	}
+	c := *fr
+	c.git = append(fr.git[:len(fr.git):len(fr.git)], ignoreLayer{dir: dir, rules: rules})
+	return &c
+}
+
+// matchLayers applies git's precedence: the last matching rule of the
+// deepest file wins; a negated rule that wins re-includes the path.
+func matchLayers(layers []ignoreLayer, path string, isDir bool) bool {
+	if len(layers) == 0 {
+		return false
+	}
+	slash := filepath.ToSlash(path)
+	base := slash[strings.LastIndexByte(slash, '/')+1:]
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		n := len(l.dir) + len(sepAfter(l.dir))
+		if len(slash) <= n {
+			continue
+		}
+		rel := slash[n:]
+		for j := len(l.rules) - 1; j >= 0; j-- {
+			if l.rules[j].match(rel, base, isDir) {
+				return !l.rules[j].negate
+			}
+		}
+	}
+	return false
+}
+
+// ignoreRule is one pattern line of an ignore file.
+type ignoreRule struct {
+	negate  bool
+	dirOnly bool
+	// basename rules (no slash but a trailing one) match the last path
+	// component at any depth; the others match the whole relative path.
+	basename bool
+	segs     []segment
+}
+
+type segKind uint8
+
+const (
+	segGlob    segKind = iota // general wildcard pattern for one component
+	segLiteral                // plain text
+	segAny                    // "*": any one component
+	segSuffix                 // "*" followed by plain text
+	segDeep                   // "**": any number of components
+)
+
+type segment struct {
+	kind segKind
+	text string // the pattern (segGlob), the text (segLiteral) or the suffix
+}
+
+// parseIgnore reads an ignore file. A UTF-8 byte order mark and CRLF line
+// ends are accepted, as git does.
+func parseIgnore(data []byte) []ignoreRule {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	var rules []ignoreRule
+	for _, line := range strings.Split(string(data), "\n") {
+		if r, ok := parseRule(strings.TrimSuffix(line, "\r")); ok {
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
+// parseRule parses one line; ok is false for blank lines and comments.
+func parseRule(line string) (r ignoreRule, ok bool) {
+	if line == "" || line[0] == '#' {
+		return r, false
+	}
+	line = trimTrailingSpaces(line)
+	if line == "" {
+		return r, false
+	}
+	if line[0] == '!' {
+		r.negate = true
+		line = line[1:]
+	}
+	if strings.HasSuffix(line, "/") {
+		r.dirOnly = true
+		line = line[:len(line)-1]
+	}
+	// A slash at the start or in the middle anchors the pattern at the
+	// ignore file's directory; without one it matches a name at any depth.
+	anchored := strings.Contains(line, "/")
+	line = strings.TrimPrefix(line, "/")
+	if line == "" {
+		return r, false
+	}
+	if !anchored {
+		r.basename = true
+		r.segs = []segment{compileSegment(line, false)}
+		return r, true
+	}
+	for _, s := range strings.Split(line, "/") {
+		r.segs = append(r.segs, compileSegment(s, true))
+	}
+	return r, true
+}
+
+// trimTrailingSpaces drops unescaped trailing spaces ("a\ " keeps its
+// escaped space; tabs are kept, as git keeps them).
+func trimTrailingSpaces(s string) string {
+	cut := -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ':
+			if cut < 0 {
+				cut = i
+			}
+		case '\\':
+			i++
+			cut = -1
+		default:
+			cut = -1
+		}
+	}
+	if cut >= 0 {
+		return s[:cut]
+	}
+	return s
+}
+
+func compileSegment(s string, deepAllowed bool) segment {
+	if s == "**" && deepAllowed {
+		return segment{kind: segDeep}
+	}
+	if !strings.ContainsAny(s, `*?[\`) {
+		return segment{kind: segLiteral, text: s}
+	}
+	if s == "*" || s == "**" {
+		return segment{kind: segAny}
+	}
+	if s[0] == '*' && !strings.ContainsAny(s[1:], `*?[\`) {
+		return segment{kind: segSuffix, text: s[1:]}
+	}
+	return segment{kind: segGlob, text: s}
+}
+
+func (s segment) match(name string) bool {
+	switch s.kind {
+	case segLiteral:
+		return name == s.text
+	case segAny:
+		return true
+	case segSuffix:
+		return strings.HasSuffix(name, s.text)
+	case segGlob:
+		return globMatch(s.text, name)
+	}
+	return false
+}
+
+// match tests a path relative to the ignore file's directory ("/"
+// separated); base is its last component.
+func (r *ignoreRule) match(rel, base string, isDir bool) bool {
+	if r.dirOnly && !isDir {
+		return false
+	}
+	if r.basename {
+		return r.segs[0].match(base)
+	}
+	return matchSegments(r.segs, rel)
+}
+
+// matchSegments matches path components against pattern segments. "**"
+// matches zero or more components, except at the end of the pattern where
+// it needs at least one ("dir/**" is what is inside dir, not dir itself).
+func matchSegments(segs []segment, path string) bool {
+	for len(segs) > 0 {
+		s := segs[0]
+		if s.kind == segDeep {
+			rest := segs[1:]
+			if len(rest) == 0 {
+				return path != ""
+			}
+			for {
+				if matchSegments(rest, path) {
+					return true
+				}
+				i := strings.IndexByte(path, '/')
+				if i < 0 {
+					return false
+				}
+				path = path[i+1:]
+			}
+		}
+		comp, more, found := strings.Cut(path, "/")
+		if !s.match(comp) {
+			return false
+		}
+		segs = segs[1:]
+		if !found {
+			return len(segs) == 0
+		}
+		path = more
+	}
+	return false
+}
+
+// globMatch matches one path component against a wildcard pattern: "*" any
+// run, "?" one character, "[...]" a set ("!" or "^" negates it, ranges,
+// [:class:]), a backslash makes the next character literal. Characters are
+// UTF-8 characters. A malformed pattern (an unclosed set, a trailing
+// backslash) matches nothing.
+func globMatch(pat, name string) bool {
+	px, nx := 0, 0
+	starPx, starNx := -1, -1
+	for px < len(pat) || nx < len(name) {
+		if px < len(pat) {
+			switch c := pat[px]; c {
+			case '*':
+				for px < len(pat) && pat[px] == '*' {
+					px++
+				}
+				starPx, starNx = px, nx
+				continue
+			case '?':
+				if nx < len(name) {
+					_, n := utf8.DecodeRuneInString(name[nx:])
+					px++
+					nx += n
+					continue
+				}
+			case '[':
+				width, ok := classWidth(pat[px:])
+				if !ok {
+					return false
+				}
+				if nx < len(name) {
+					r, n := utf8.DecodeRuneInString(name[nx:])
+					if matchClass(pat[px:px+width], r) {
+						px += width
+						nx += n
+						continue
+					}
+				}
+			case '\\':
+				if px+1 >= len(pat) {
+					return false
+				}
+				if nx < len(name) && name[nx] == pat[px+1] {
+					px += 2
+					nx++
+					continue
+				}
+			default:
+				if nx < len(name) && name[nx] == c {
+					px++
+					nx++
+					continue
+				}
+			}
+		}
+		if starPx >= 0 && starNx < len(name) {
+			_, n := utf8.DecodeRuneInString(name[starNx:])
+			starNx += n
+			px, nx = starPx, starNx
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// classWidth returns the length of the set that starts pat ("[...]"), or
+// ok=false when it is not closed.
+func classWidth(pat string) (int, bool) {
+	i := 1
+	if i < len(pat) && (pat[i] == '!' || pat[i] == '^') {
+		i++
+	}
+	first := true
+	for i < len(pat) {
+		switch {
+		case pat[i] == ']' && !first:
+			return i + 1, true
+		case pat[i] == '\\':
+			i += 2
+		case pat[i] == '[' && i+1 < len(pat) && pat[i+1] == ':':
+			end := strings.Index(pat[i+2:], ":]")
+			if end < 0 {
+				i++
+			} else {
+				i += end + 4
+			}
+		default:
+			i++
+		}
+		first = false
+	}
+	return 0, false
+}
+
+// matchClass tests r against a whole set "[...]" (classWidth checked it).
+func matchClass(set string, r rune) bool {
+	body := set[1 : len(set)-1]
+	negate := false
+	if body != "" && (body[0] == '!' || body[0] == '^') {
+		negate = true
+		body = body[1:]
+	}
+	matched := false
+	for i := 0; i < len(body); {
+		if body[i] == '[' && i+1 < len(body) && body[i+1] == ':' {
+			if end := strings.Index(body[i+2:], ":]"); end >= 0 {
+				if posixClass(body[i+2:i+2+end], r) {
+					matched = true
+				}
+				i += end + 4
+				continue
+			}
+		}
+		lo, n := classChar(body[i:])
+		i += n
+		hi := lo
+		if i+1 < len(body) && body[i] == '-' {
+			hi, n = classChar(body[i+1:])
+			i += 1 + n
+		}
+		if lo <= r && r <= hi {
+			matched = true
+		}
+	}
+	return matched != negate
+}
+
+func classChar(s string) (rune, int) {
+	if s[0] == '\\' && len(s) > 1 {
+		r, n := utf8.DecodeRuneInString(s[1:])
+		return r, n + 1
+	}
+	return utf8.DecodeRuneInString(s)
+}
+
+func posixClass(name string, r rune) bool {
+	switch name {
+	case "alnum":
+		return unicode.IsLetter(r) || unicode.IsDigit(r)
+	case "alpha":
+		return unicode.IsLetter(r)
+	case "blank":
+		return r == ' ' || r == '\t'
+	case "cntrl":
+		return unicode.IsControl(r)
+	case "digit":
+		return r >= '0' && r <= '9'
+	case "graph":
+		return unicode.IsGraphic(r) && !unicode.IsSpace(r)
+	case "lower":
+		return unicode.IsLower(r)
+	case "print":
+		return unicode.IsPrint(r)
+	case "punct":
+		return unicode.IsPunct(r) || unicode.IsSymbol(r)
+	case "space":
+		return unicode.IsSpace(r)
+	case "upper":
+		return unicode.IsUpper(r)
+	case "xdigit":
+		return strings.ContainsRune("0123456789abcdefABCDEF", r)
+	}
+	return false
+}
+
+// isUnder reports whether p is dir or lies below it (both clean).
+func isUnder(dir, p string) bool {
+	if len(p) < len(dir) || p[:len(dir)] != dir {
+		return false
+	}
+	return len(p) == len(dir) || p[len(dir)] == filepath.Separator || strings.HasSuffix(dir, string(filepath.Separator))
+}
