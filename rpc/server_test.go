@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -158,4 +160,66 @@ func TestHandlerPanicIsAnsweredAndServerGoesOn(t *testing.T) {
 func isCode(err error, code int64) bool {
 	var re *rpctest.RPCError
 	return errors.As(err, &re) && re.Code == code
+}
+
+// A request that calls back into the editor runs off the read path: while
+// it waits for the editor's answer, didChange notifications keep being
+// applied, and the answer itself can arrive.
+func TestCallbackIntoEditorDoesNotBlockTheReadPath(t *testing.T) {
+	release := make(chan struct{})
+	methods := testMethods()
+	methods["test/ask"] = rpc.Method{Async: true, Handle: func(ctx context.Context, req *rpc.Request) (any, error) {
+		var answer map[string]any
+		if err := req.Server.Call(ctx, "window/showMessageRequest", map[string]any{"type": 3, "message": "ok?", "actions": []any{map[string]any{"title": "Yes"}}}, &answer); err != nil {
+			return nil, err
+		}
+		return answer, nil
+	}}
+	e := rpctest.Start(t, rpc.Options{Version: "test", Methods: methods, Stderr: testLog{t}})
+	e.Handle("window/showMessageRequest", func(params json.RawMessage) (any, error) {
+		<-release // the user takes their time
+		return map[string]any{"title": "Yes"}, nil
+	})
+	root := t.TempDir()
+	e.Initialize(rpctest.InitParams{Roots: []string{root}})
+	id, ch := e.Send("test/ask", map[string]any{})
+	path := root + "/a.txt"
+	e.Open(path, "x")
+	v := e.Change(path, rpctest.Edit{StartLine: 0, StartChar: 1, EndLine: 0, EndChar: 1, Text: "y"})
+	// The server handles this request while test/ask still waits.
+	assertText(t, e, path, "xy", v)
+	close(release)
+	res, err := e.Wait(id, ch)
+	if err != nil || !strings.Contains(string(res), "Yes") {
+		t.Fatalf("test/ask = %s, %v", res, err)
+	}
+}
+
+// Indexing starts after initialized, never before the initialize answer,
+// and the index then knows the root's files.
+func TestIndexStartsAfterInitialized(t *testing.T) {
+	e := start(t)
+	root := t.TempDir()
+	if err := os.WriteFile(root+"/main.go", []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idx := e.Server.Workspace().Index
+	if _, err := e.Call("initialize", rpctest.InitParams{Roots: []string{root}}.Params()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-idx.Ready():
+		t.Fatal("the index was built before initialized")
+	default:
+	}
+	e.Notify("initialized", map[string]any{})
+	select {
+	case <-idx.Ready():
+	case <-time.After(rpctest.DefaultTimeout):
+		t.Fatal("the index never became ready")
+	}
+	files := idx.Files()
+	if len(files) != 1 || !strings.HasSuffix(files[0].Path, "/main.go") {
+		t.Fatalf("index = %+v", files)
+	}
 }
