@@ -89,7 +89,7 @@ func (w *Workspace) ReadText(path string) (*Snapshot, error) {
 // Format. Callers that read the bytes themselves (to sniff the file type
 // before deciding to decode) build the snapshot with it.
 func DiskSnapshot(path string, raw []byte, fi fs.FileInfo) *Snapshot {
-	text, f := DecodeText(raw)
+	text, f := DecodeFileText(raw)
 	s := &Snapshot{Path: path, Text: text, Source: FromDisk, Format: f, Raw: raw}
 	if fi != nil {
 		s.ModTime, s.Size = fi.ModTime(), fi.Size()
@@ -118,7 +118,9 @@ func ReadFileBounded(path string, max int64) ([]byte, fs.FileInfo, error) {
 		return nil, fi, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	// Sized from the stat, with room for one more byte so that a file
+	// that grew since is noticed without a second allocation.
+	data, err := readAllSized(io.LimitReader(f, max+1), fi.Size()+1)
 	if err != nil {
 		return nil, fi, err
 	}
@@ -126,6 +128,27 @@ func ReadFileBounded(path string, max int64) ([]byte, fs.FileInfo, error) {
 		return nil, fi, &TooLargeError{Path: path, Size: int64(len(data))}
 	}
 	return data, fi, nil
+}
+
+// readAllSized reads r to the end into a buffer of initial capacity n.
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n < 512 {
+		n = 512
+	}
+	b := make([]byte, 0, n)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // IsNotExist reports whether err means the file does not exist.

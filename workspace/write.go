@@ -158,11 +158,20 @@ const (
 type TextFormat struct {
 	BOM  []byte
 	CRLF bool
+	// Legacy names the non-Unicode charset the text was decoded from
+	// (one of the Charset* constants of encoding.go) when the file had no
+	// BOM and was not UTF-8; EncodeText then writes that charset again.
+	// Empty means UTF-8 or the encoding the BOM selects.
+	Legacy string
 }
 
 // Charset names the encoding the BOM selects: "utf-8", "utf-16le",
-// "utf-16be", "utf-32le" or "utf-32be".
+// "utf-16be", "utf-32le" or "utf-32be"; or, for a file without BOM that
+// was not UTF-8, the legacy charset it was decoded from (Legacy).
 func (f TextFormat) Charset() string {
+	if f.Legacy != "" && len(f.BOM) == 0 {
+		return f.Legacy
+	}
 	switch string(f.BOM) {
 	case BOMUTF16LE:
 		return "utf-16le"
@@ -259,8 +268,8 @@ func decodeUTF32(b []byte, bigEndian bool) string {
 	return sb.String()
 }
 
-// EncodeText is the inverse of DecodeText: the bytes WriteText would write
-// for text in format f. With f.CRLF every line ending becomes "\r\n", so a
+// EncodeText is the inverse of DecodeText and DecodeFileText: the bytes
+// WriteText would write for text in format f. With f.CRLF every line ending becomes "\r\n", so a
 // text with mixed endings, or one edited with "\n", comes out pure CRLF; a
 // lone "\r" is not a line ending and is kept. Without f.CRLF the text is
 // written as given.
@@ -290,8 +299,12 @@ func EncodeText(text string, f TextFormat) []byte {
 				out = append(out, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
 			}
 		}
-	default:
+	case "utf-8":
 		out = append(out, text...)
+	default:
+		// A legacy charset: a character it cannot represent is written
+		// as '?' (EncodeTextStrict refuses such a text instead).
+		out = append(out, encodeLegacyLossy(text, f.Charset())...)
 	}
 	return out
 }
