@@ -50,6 +50,9 @@ type EditConfirmation struct {
 	NewText   string `json:"newText"`
 	FileDiff  string `json:"fileDiff"`
 	IsNewFile bool   `json:"isNewFile"`
+	// Version is the buffer version OldText was read at, nil when it
+	// came from the disk (qwen/proposeEdit's version, protocol.md §6.2).
+	Version *int32 `json:"version,omitempty"`
 }
 
 // ExecConfirmation asks to run a shell command.

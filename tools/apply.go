@@ -1,0 +1,584 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// This file carries out an accepted change of edit, write_file and
+// save_memory (tools.md §2.11, protocol.md §6.2–6.3): the hunks the editor
+// reviews, what the user's answer means, the rebase onto text typed during
+// the review, the write itself (into the open buffer through the editor, or
+// to disk), and the message that tells the model what really happened.
+
+// Hunk is one line hunk of a change from an old text to a new one, as
+// qwen/proposeEdit sends it (protocol.md §6.2): whole lines, no context,
+// changes with no unchanged line between them merged. Hunks are the units
+// the user accepts or rejects one by one.
+type Hunk struct {
+	// OldStart and OldEnd are the 0-based lines [OldStart, OldEnd) of the
+	// old text that the hunk replaces; an insertion has OldStart == OldEnd.
+	OldStart, OldEnd int
+	// Start and End are the same range as byte offsets in the old text:
+	// column 0 of line OldStart, and column 0 of line OldEnd (the end of
+	// the text when there is no such line). An insertion is the empty
+	// range at column 0 of line OldStart.
+	Start, End int
+	// NewStart and NewEnd are the lines of the new text that replace them.
+	NewStart, NewEnd int
+	// Text is the replacement: lines [NewStart, NewEnd) of the new text,
+	// with their line endings.
+	Text string
+}
+
+// Hunks returns the line hunks of oldText → newText, in order; none when
+// the texts are equal. The rpc layer turns Start and End into LSP ranges.
+func Hunks(oldText, newText string) []Hunk {
+	changes := LineChanges(oldText, newText)
+	if len(changes) == 0 {
+		return nil
+	}
+	oldOff := lineOffsets(SplitLines(oldText))
+	newOff := lineOffsets(SplitLines(newText))
+	out := make([]Hunk, len(changes))
+	for i, c := range changes {
+		out[i] = Hunk{
+			OldStart: c.OldStart, OldEnd: c.OldEnd,
+			Start: oldOff[c.OldStart], End: oldOff[c.OldEnd],
+			NewStart: c.NewStart, NewEnd: c.NewEnd,
+			Text: newText[newOff[c.NewStart]:newOff[c.NewEnd]],
+		}
+	}
+	return out
+}
+
+// lineOffsets returns the byte offset at which each line starts, plus the
+// length of the text as a last element.
+func lineOffsets(lines []string) []int {
+	off := make([]int, len(lines)+1)
+	for i, l := range lines {
+		off[i+1] = off[i] + len(l)
+	}
+	return off
+}
+
+// ReviewOutcome is what an answer to an edit review means (tools.md §2.11).
+type ReviewOutcome int
+
+const (
+	// ReviewAsProposed: no final text, or the proposed one.
+	ReviewAsProposed ReviewOutcome = iota
+	// ReviewModified: the user changed the proposal in some other way.
+	ReviewModified
+	// ReviewPartial: the final text is the old one with a non-empty
+	// proper subset of the hunks applied.
+	ReviewPartial
+	// ReviewRejected: the final text is the old text.
+	ReviewRejected
+)
+
+func (o ReviewOutcome) String() string {
+	switch o {
+	case ReviewAsProposed:
+		return "as proposed"
+	case ReviewModified:
+		return "modified"
+	case ReviewPartial:
+		return "partly applied"
+	case ReviewRejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("ReviewOutcome(%d)", int(o))
+}
+
+// Review is an accepted answer, classified.
+type Review struct {
+	Outcome ReviewOutcome
+	// Text is the text to write: the proposed text or the user's final
+	// text (the old text when rejected).
+	Text string
+	// Hunks are the proposal's hunks and Applied says which of them the
+	// final text kept; both are set for ReviewPartial only.
+	Hunks   []Hunk
+	Applied []bool
+}
+
+// ClassifyReview tells what an accepted review answer means. finalText is
+// the client's finalText (nil when it sent none). The scheduler calls it to
+// find a "rejected" that arrives as an acceptance whose final text is the
+// old text, and answers that with RejectionMessage instead of executing.
+func ClassifyReview(oldText, newText string, finalText *string) Review {
+	if finalText == nil || *finalText == newText {
+		return Review{Outcome: ReviewAsProposed, Text: newText}
+	}
+	final := *finalText
+	if final == oldText {
+		return Review{Outcome: ReviewRejected, Text: oldText}
+	}
+	hunks := Hunks(oldText, newText)
+	if applied, ok := keptHunks(oldText, hunks, final); ok {
+		return Review{Outcome: ReviewPartial, Text: final, Hunks: hunks, Applied: applied}
+	}
+	return Review{Outcome: ReviewModified, Text: final}
+}
+
+// maxKeptPaths bounds the search of keptHunks. Real answers keep one or
+// two candidate positions at a time; only contrived texts could need more,
+// and those are then reported as modified.
+const maxKeptPaths = 1024
+
+// keptHunks finds which hunks final keeps, when final is old with a
+// non-empty proper subset of hunks applied. Final must be the unchanged
+// stretches of old with, in each hunk's place, either its old lines or its
+// new ones. Since an empty old or new side can make the choice ambiguous,
+// the search tracks every position in final that a choice sequence can
+// reach, and prefers "applied" when two sequences reach the same place.
+func keptHunks(old string, hunks []Hunk, final string) ([]bool, bool) {
+	n := len(hunks)
+	if n < 2 {
+		return nil, false
+	}
+	// gap(k) is the unchanged text before hunk k; gap(n) follows the last.
+	gap := func(k int) string {
+		start, end := 0, len(old)
+		if k > 0 {
+			start = hunks[k-1].End
+		}
+		if k < n {
+			end = hunks[k].Start
+		}
+		return old[start:end]
+	}
+	if !strings.HasPrefix(final, gap(0)) {
+		return nil, false
+	}
+	type step struct {
+		prev    int
+		applied bool
+	}
+	back := make([]map[int]step, n)
+	frontier := []int{len(gap(0))}
+	for k, h := range hunks {
+		after := gap(k + 1)
+		next := map[int]step{}
+		var reached []int
+		for _, pos := range frontier {
+			for _, applied := range [2]bool{true, false} {
+				seg := old[h.Start:h.End]
+				if applied {
+					seg = h.Text
+				}
+				rest := final[pos:]
+				if !strings.HasPrefix(rest, seg) || !strings.HasPrefix(rest[len(seg):], after) {
+					continue
+				}
+				np := pos + len(seg) + len(after)
+				if _, seen := next[np]; !seen {
+					next[np] = step{prev: pos, applied: applied}
+					reached = append(reached, np)
+				}
+			}
+		}
+		if len(reached) == 0 || len(reached) > maxKeptPaths {
+			return nil, false
+		}
+		back[k], frontier = next, reached
+	}
+	if _, ok := back[n-1][len(final)]; !ok {
+		return nil, false
+	}
+	applied := make([]bool, n)
+	kept := 0
+	for k, pos := n-1, len(final); k >= 0; k-- {
+		s := back[k][pos]
+		applied[k] = s.applied
+		if s.applied {
+			kept++
+		}
+		pos = s.prev
+	}
+	return applied, kept > 0 && kept < n
+}
+
+// RejectionMessage is the reason the model reads when the user rejected a
+// proposed change to abs (tools.md §2.11), with the user's feedback when
+// there is any. The scheduler makes the call cancelled and sends
+// "[Cancelled] " + this text (§5.5).
+func RejectionMessage(abs, feedback string) string {
+	msg := fmt.Sprintf("The user rejected the proposed change to %s; the file was not modified.", abs)
+	if fb := strings.TrimSpace(feedback); fb != "" {
+		msg += " The user's feedback: " + fb
+	}
+	return msg
+}
+
+// RejectionDisplay is the display of a rejected change: the proposal, as
+// the review showed it.
+func RejectionDisplay(c *EditConfirmation) *FileDiff {
+	d := &FileDiff{FileName: filepath.Base(c.FilePath), FilePath: c.FilePath, FileDiff: c.FileDiff, NewContent: c.NewText}
+	if !c.IsNewFile {
+		old := c.OldText
+		d.OriginalContent = &old
+	}
+	return d
+}
+
+// bufferDenied is the answer when abs is open and the editor cannot change
+// open buffers (protocol.md §6.3), checked before any review and again
+// before writing.
+func bufferDenied(abs string) *ToolError {
+	return Errorf(ErrorExecutionDenied,
+		"%s is open in the editor, and this editor cannot apply changes to open files. Ask the user to save and close the file, then try again.", abs)
+}
+
+// checkBufferWritable refuses a change to an open buffer that the editor of
+// call cannot make.
+func checkBufferWritable(call *Call, snap *workspace.Snapshot) *ToolError {
+	if snap == nil || snap.Source != workspace.FromBuffer {
+		return nil
+	}
+	if call.Host == nil || !call.Host.CanApplyToBuffers() {
+		return bufferDenied(snap.Path)
+	}
+	return nil
+}
+
+// changeProposal builds the edit confirmation of a change of abs from its current
+// snapshot (nil for a new file) to newText. titleVerb is "Confirm Edit" or
+// "Confirm Write".
+func (e *Env) changeProposal(abs, titleVerb string, snap *workspace.Snapshot, newText string) *Confirmation {
+	rel := e.Rel(abs)
+	c := &EditConfirmation{FilePath: abs, NewText: newText, IsNewFile: snap == nil}
+	if snap != nil {
+		c.OldText = snap.Text
+		if snap.Source == workspace.FromBuffer {
+			v := snap.Version
+			c.Version = &v
+		}
+	}
+	c.FileDiff = UnifiedDiff(rel, DiffCurrent, DiffProposed, c.OldText, newText)
+	return &Confirmation{Title: titleVerb + ": " + readTitlePath(rel), Details: c}
+}
+
+// proposalOf returns the proposal kept on call, or computes it when the
+// caller did not keep one (a direct Execute without ShouldConfirm).
+func proposalOf(ctx context.Context, tool Tool, call *Call, params map[string]any) (*EditConfirmation, *ToolError) {
+	if call.Confirmation != nil {
+		if c, ok := call.Confirmation.Details.(*EditConfirmation); ok {
+			return c, nil
+		}
+	}
+	conf, terr := tool.ShouldConfirm(ctx, call, params)
+	if terr != nil {
+		return nil, terr
+	}
+	c, ok := conf.Details.(*EditConfirmation)
+	if !ok {
+		return nil, Errorf(ErrorUnknown, "the %s tool made no edit proposal", tool.Name())
+	}
+	return c, nil
+}
+
+// applyChange carries out the accepted proposal c (tools.md §2.11) with the
+// answer in call.Decision, and returns what the model and the user are
+// told. base is the tool's success sentence; snippetAsProposed says whether
+// a change applied as proposed shows the changed region (edit) or not
+// (write_file, save_memory). The tool's match is never run again here: the
+// text written is the proposal's (or the user's), rebased onto the current
+// text when the user typed during the review.
+func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, base string, snippetAsProposed bool) (Result, error) {
+	abs := c.FilePath
+	var final *string
+	if call.Decision != nil {
+		final = call.Decision.FinalText
+	}
+	review := ClassifyReview(c.OldText, c.NewText, final)
+	if review.Outcome == ReviewRejected {
+		// The scheduler answers rejections itself; should one get here,
+		// nothing is written and the result is still no success.
+		return Result{Error: NewError(ErrorExecutionDenied, RejectionMessage(abs, "")), Display: RejectionDisplay(c)}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+
+	snap, err := e.Workspace.ReadText(abs)
+	switch {
+	case missing(err):
+		snap = nil
+	case err != nil:
+		return Result{Error: notWritable(abs, err)}, nil
+	}
+	if terr := checkBufferWritable(call, snap); terr != nil {
+		return Result{Error: terr}, nil
+	}
+	current := ""
+	if snap != nil {
+		current = snap.Text
+	}
+	toWrite, proposed := review.Text, c.NewText
+	if snap == nil && !c.IsNewFile {
+		// Deleted during the review: there is nothing to change any more.
+		return Result{Error: changedDuringReview(abs)}, nil
+	}
+	if current != c.OldText {
+		rebased, ok := rebase(c.OldText, toWrite, current)
+		if !ok {
+			return Result{Error: changedDuringReview(abs)}, nil
+		}
+		toWrite = rebased
+		if p, ok := rebase(c.OldText, c.NewText, current); ok {
+			proposed = p
+		}
+	}
+
+	toWrite, terr, err := e.writeChange(ctx, call, abs, snap, toWrite)
+	if terr != nil || err != nil {
+		return Result{Error: terr}, err
+	}
+
+	msg := base
+	switch review.Outcome {
+	case ReviewAsProposed:
+		if snippetAsProposed {
+			msg += " " + changeSnippet(current, toWrite)
+		}
+	case ReviewModified:
+		msg += " The user modified your proposal before it was applied, so the file differs from what you proposed. " +
+			changeSnippet(proposed, toWrite)
+	case ReviewPartial:
+		msg += " " + partialSentence(review) + " " + changeSnippet(proposed, toWrite)
+	}
+
+	display := &FileDiff{
+		FileName:   filepath.Base(abs),
+		FilePath:   abs,
+		FileDiff:   UnifiedDiff(e.Rel(abs), DiffOriginal, DiffWritten, current, toWrite),
+		NewContent: toWrite,
+	}
+	if snap != nil {
+		display.OriginalContent = &current
+	}
+	return Result{LLMContent: []Part{TextPart(msg)}, Display: display}, nil
+}
+
+// writeChange puts text into the open buffer of abs through the editor, or onto
+// the disk, and records it in the ledger. It returns the text as written
+// (a CRLF file gets "\r\n" throughout). A Go error means the turn ends.
+func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *workspace.Snapshot, text string) (string, *ToolError, error) {
+	if snap != nil && snap.Source == workspace.FromBuffer {
+		if err := call.Host.ApplyToBuffer(ctx, abs, snap.Version, text); err != nil {
+			var refused *BufferEditError
+			if !errors.As(err, &refused) {
+				return "", nil, err // cancellation or a lost editor
+			}
+			reason := refused.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			return "", Errorf(ErrorFileWriteFailure, "The editor did not apply the change to %s: %s. The file was not modified.", abs, reason), nil
+		}
+		e.recordBufferWrite(call.Ledger, abs, snap.Version, text)
+		return text, nil, nil
+	}
+	format := e.newFileFormat()
+	if snap != nil {
+		format = snap.Format
+	}
+	if format.CRLF {
+		// What the disk will hold, so that the display and the snippet
+		// show it.
+		text = crlfText(text)
+	}
+	if terr := e.writeDisk(call.Ledger, abs, text, format); terr != nil {
+		return "", terr, nil
+	}
+	return text, nil, nil
+}
+
+// partialSentence says which hunks the user kept and which not.
+func partialSentence(r Review) string {
+	var rejected []string
+	for i, h := range r.Hunks {
+		if !r.Applied[i] {
+			rejected = append(rejected, hunkLines(h))
+		}
+	}
+	return fmt.Sprintf("The user applied only %d of the %d proposed changes; the changes at original lines %s were rejected and not applied.",
+		len(r.Hunks)-len(rejected), len(r.Hunks), strings.Join(rejected, ", "))
+}
+
+// changedDuringReview is the conflict answer of §2.11.
+func changedDuringReview(abs string) *ToolError {
+	return Errorf(ErrorFileChangedSinceRead,
+		"File %s changed while your change was being reviewed, and the change no longer applies cleanly; nothing was written. Re-read the file with read_file and try again.", abs)
+}
+
+// hunkLines names the original lines of a hunk for the "partly applied"
+// message: 1-based and inclusive. An insertion replaces no line, so it is
+// named by the line it follows (the first line when it comes first).
+func hunkLines(h Hunk) string {
+	if h.OldEnd > h.OldStart {
+		return fmt.Sprintf("%d-%d", h.OldStart+1, h.OldEnd)
+	}
+	l := max(h.OldStart, 1)
+	return fmt.Sprintf("%d-%d", l, l)
+}
+
+// rebase applies the line hunks of base → target to current, a later
+// version of base (the user typed during the review). It refuses (false)
+// when one of those hunks overlaps or touches a region where current
+// differs from base.
+func rebase(base, target, current string) (string, bool) {
+	ours := LineChanges(base, target)
+	theirs := LineChanges(base, current)
+	for i, j := 0, 0; i < len(ours) && j < len(theirs); {
+		o, t := ours[i], theirs[j]
+		if o.OldStart <= t.OldEnd && t.OldStart <= o.OldEnd {
+			return "", false
+		}
+		if o.OldEnd < t.OldStart {
+			i++
+		} else {
+			j++
+		}
+	}
+	a, ourLines, theirLines := SplitLines(base), SplitLines(target), SplitLines(current)
+	var b strings.Builder
+	b.Grow(len(current) + len(target) - len(base))
+	next := 0 // the next line of base not yet copied
+	take := func(c LineChange, src []string) {
+		for ; next < c.OldStart; next++ {
+			b.WriteString(a[next])
+		}
+		for k := c.NewStart; k < c.NewEnd; k++ {
+			b.WriteString(src[k])
+		}
+		next = c.OldEnd
+	}
+	i, j := 0, 0
+	for i < len(ours) || j < len(theirs) {
+		if j == len(theirs) || i < len(ours) && ours[i].OldStart < theirs[j].OldStart {
+			take(ours[i], ourLines)
+			i++
+		} else {
+			take(theirs[j], theirLines)
+			j++
+		}
+	}
+	for ; next < len(a); next++ {
+		b.WriteString(a[next])
+	}
+	return b.String(), true
+}
+
+// The limits of a changed-region snippet (tools.md §2.11).
+const (
+	snippetContext  = 4
+	snippetMaxLines = 1000
+)
+
+// changeSnippet is <snippet(A→B)> of tools.md §2.11: the lines of b where
+// it differs from a (lines compared from both ends), with 4 lines of
+// context each side, numbered from 1. Line endings are shown as "\n".
+func changeSnippet(a, b string) string {
+	la, lb := SplitLines(a), SplitLines(b)
+	if len(lb) == 0 {
+		return "The file is now empty."
+	}
+	p := 0
+	for p < len(la) && p < len(lb) && la[p] == lb[p] {
+		p++
+	}
+	s := 0
+	for s < len(la)-p && s < len(lb)-p && la[len(la)-1-s] == lb[len(lb)-1-s] {
+		s++
+	}
+	from, to := p, len(lb)-s
+	if to-from > snippetMaxLines {
+		return "The changed region is too long to show; read the file again before editing it further."
+	}
+	start, end := max(0, from-snippetContext), min(len(lb), to+snippetContext)
+	shown := make([]string, 0, end-start)
+	for _, l := range lb[start:end] {
+		l = strings.TrimSuffix(l, "\n")
+		shown = append(shown, strings.TrimSuffix(l, "\r"))
+	}
+	return fmt.Sprintf("The file now reads (lines %d-%d of %d):\n\n---\n\n%s", start+1, end, len(lb), strings.Join(shown, "\n"))
+}
+
+// newFileFormat is the format of a file the tools create: UTF-8, with a BOM
+// only when general.defaultFileEncoding is utf-8-bom (tools.md §2.5).
+func (e *Env) newFileFormat() workspace.TextFormat {
+	if strings.EqualFold(e.Settings().String("general.defaultFileEncoding", "utf-8"), "utf-8-bom") {
+		return workspace.TextFormat{BOM: []byte(workspace.BOMUTF8)}
+	}
+	return workspace.TextFormat{}
+}
+
+// crlfText gives every line ending of s the form "\r\n" (tools.md §2.5).
+func crlfText(s string) string {
+	return string(workspace.EncodeText(s, workspace.TextFormat{CRLF: true}))
+}
+
+// writeDisk writes text to abs in format f, atomically (tools.md §2.5), and
+// records the text as the file now holds it in the ledger.
+func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *ToolError {
+	if err := workspace.WriteText(abs, text, f); err != nil {
+		return notWritable(abs, err)
+	}
+	// Read back through the tools' own view, so that the entry is what a
+	// later read sees: the text really written, with its mtime and size.
+	if snap, err := e.Workspace.ReadText(abs); err == nil {
+		l.Record(abs, EntryFor(snap, true, true, ""))
+	}
+	return nil
+}
+
+// recordBufferWrite records a change made to an open buffer. The editor
+// gave the buffer a new version; if the buffer already moved past the
+// written text, the entry keeps the version the change was made on, which
+// the buffer no longer has, so the hash decides.
+func (e *Env) recordBufferWrite(l *Ledger, abs string, before int32, text string) {
+	entry := LedgerEntry{Source: workspace.FromBuffer, Version: before, Hash: HashText(text), Full: true, Editable: true}
+	if b, ok := e.Workspace.Overlay.Get(abs); ok && b.Text == text {
+		entry.Version = b.Version
+	}
+	l.Record(abs, entry)
+}
+
+// notWritable maps a failed write (or a failed look at the target before
+// it) to the errors of tools.md §2.11.
+func notWritable(abs string, err error) *ToolError {
+	var nr *workspace.NotRegularError
+	switch {
+	case errors.As(err, &nr) && nr.Dir, errors.Is(err, syscall.EISDIR):
+		return Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+	case errors.As(err, &nr):
+		return notRegularFile(abs)
+	case errors.Is(err, fs.ErrPermission):
+		return Errorf(ErrorPermissionDenied, "Permission denied: cannot write %s (EACCES).", abs)
+	case errors.Is(err, syscall.ENOSPC):
+		return Errorf(ErrorNoSpaceLeft, "No space left on device while writing %s (ENOSPC)", abs)
+	}
+	return Errorf(ErrorFileWriteFailure, "Could not write %s: %s", abs, rootCause(err))
+}
+
+// rootCause is the text of the innermost error err wraps: "not a
+// directory" rather than the whole chain of operations.
+func rootCause(err error) string {
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return err.Error()
+		}
+		err = inner
+	}
+}

@@ -1,0 +1,76 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// The <verb> of the prior-read messages (tools.md §2.9).
+const (
+	verbEditing     = "editing"
+	verbOverwriting = "overwriting"
+)
+
+// checkPriorRead is the prior-read check of tools.md §2.9 that edit and
+// write_file run when they compute a proposal: a file may be changed only
+// if this session has read it (partly counts), it has not changed since
+// (Env.Unchanged decides), and it holds text. A missing file passes: it is
+// a creation, and exists is false.
+func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *ToolError) {
+	if _, open := e.Workspace.Overlay.Version(abs); !open {
+		fi, err := os.Stat(abs)
+		switch {
+		case missing(err):
+			return false, nil
+		case err != nil:
+			return true, cannotVerify(abs, err)
+		case fi.IsDir():
+			return true, Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+		case !fi.Mode().IsRegular():
+			return true, notRegularFile(abs)
+		}
+	}
+	entry, known, unchanged, err := e.Unchanged(l, abs)
+	switch {
+	case !known:
+		return true, Errorf(ErrorEditRequiresPriorRead,
+			"You have not read %s in this session. Read it with read_file before %s it.", abs, verb)
+	case missing(err):
+		// Deleted since the stat: it is a creation now.
+		return false, nil
+	case err != nil:
+		return true, cannotVerify(abs, err)
+	case !unchanged:
+		return true, Errorf(ErrorFileChangedSinceRead,
+			"%s changed after you last read it. Read it again with read_file before %s it.", abs, verb)
+	case !entry.Editable:
+		kind := entry.Kind
+		if kind == "" {
+			kind = "binary"
+		}
+		return true, Errorf(ErrorEditRequiresPriorRead,
+			"%s holds %s content, which this tool cannot change; use run_shell_command or another tool instead.", abs, kind)
+	}
+	return true, nil
+}
+
+// missing reports whether err says the file is not there: it does not
+// exist, or a component of its path is a file (ENOTDIR), so it cannot.
+func missing(err error) bool {
+	return workspace.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// cannotVerify is the answer when the file could not be looked at.
+func cannotVerify(abs string, err error) *ToolError {
+	return NewError(ErrorPriorReadVerificationFailed, fmt.Sprintf(
+		"Could not tell whether %s changed since you read it (%s). Read it again with read_file, then retry.", abs, rootCause(err)))
+}
+
+// notRegularFile is the answer for a FIFO, socket or device.
+func notRegularFile(abs string) *ToolError {
+	return Errorf(ErrorEditRequiresPriorRead, "%s is a FIFO, socket or device; this tool cannot change it.", abs)
+}
