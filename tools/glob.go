@@ -1,0 +1,490 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// This file holds the glob tool (tools.md §3.6) and the file listing that
+// glob and grep_search share: which files a search sees under a directory
+// (§2.10 ignore rules, default excludes, open buffers not yet on disk), taken
+// from the watched index when it can answer and from the disk otherwise.
+
+//go:embed glob.md
+var globDescription string
+
+const globSchema = `{
+  "type": "object",
+  "properties": {
+    "pattern": {
+      "type": "string",
+      "description": "The glob pattern to match file paths against, such as \"**/*.go\" or \"src/**/*.{ts,tsx}\"."
+    },
+    "path": {
+      "type": "string",
+      "description": "Absolute path of the directory to search. Leave it out to search every workspace root."
+    },
+    "case_sensitive": {
+      "type": "boolean",
+      "description": "Match letter case exactly. Defaults to false."
+    },
+    "respect_git_ignore": {
+      "type": "boolean",
+      "description": "Leave out files that .gitignore excludes. Defaults to true."
+    }
+  },
+  "required": ["pattern"]
+}`
+
+// globRecent is how recently a file must have changed to be listed first.
+const globRecent = 24 * time.Hour
+
+// globMaxFiles caps the number of paths shown (with truncateToolOutputLines).
+const globMaxFiles = 100
+
+// Glob is the glob tool: it lists the files whose paths, relative to the
+// search directory, match a doublestar pattern.
+type Glob struct {
+	Base
+	env *Env
+}
+
+// NewGlob returns the glob tool working on env's workspace.
+func NewGlob(env *Env) *Glob {
+	return &Glob{
+		Base: Base{Spec: Spec{
+			Name:        "glob",
+			DisplayName: "Glob",
+			Description: globDescription,
+			Schema:      json.RawMessage(globSchema),
+			Kind:        KindSearch,
+		}},
+		env: env,
+	}
+}
+
+// globRequest is a validated glob call.
+type globRequest struct {
+	// pattern is matched against paths relative to each directory.
+	pattern string
+	// dirs are the search directories; explicit says they come from the
+	// path argument or an absolute pattern rather than the roots.
+	dirs     []string
+	explicit bool
+	caseSens bool
+	filter   searchFilter
+}
+
+func (g *Glob) Validate(params map[string]any) *ToolError {
+	_, terr := g.request(params)
+	return terr
+}
+
+func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
+	pattern, _ := String(params, "pattern")
+	if strings.TrimSpace(pattern) == "" {
+		return nil, InvalidParams(`Argument "pattern" must not be empty.`)
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return nil, InvalidParams(`"` + pattern + `" is not a valid glob pattern.`)
+	}
+	req := &globRequest{pattern: pattern}
+	for strings.HasPrefix(req.pattern, "./") {
+		// Paths are matched relative to the directory, without "./".
+		req.pattern = req.pattern[2:]
+	}
+	req.caseSens, _ = Bool(params, "case_sensitive")
+	respectGit, ok := Bool(params, "respect_git_ignore")
+	if !ok {
+		respectGit = true
+	}
+	req.filter = searchFilter{RespectGit: respectGit, RespectQwen: g.env.RespectQwenIgnore()}
+
+	dirArg, hasDir := String(params, "path")
+	if filepath.IsAbs(pattern) {
+		// The static part of an absolute pattern names the directory; it is
+		// checked like path and replaces it.
+		base, rest := doublestar.SplitPattern(filepath.ToSlash(pattern))
+		dirArg, hasDir, req.pattern = base, true, rest
+		if rest == "" {
+			return nil, InvalidParams(`"` + pattern + `" is not a valid glob pattern.`)
+		}
+	}
+	if hasDir && strings.TrimSpace(dirArg) != "" {
+		dir, terr := g.env.searchDir(dirArg, true)
+		if terr != nil {
+			return nil, terr
+		}
+		req.dirs, req.explicit = []string{dir}, true
+	} else {
+		req.dirs = g.env.Workspace.Roots.List()
+	}
+	return req, nil
+}
+
+// searchDir checks a search path argument (§2.2) and that it exists (and,
+// with wantDir, that it is a directory). An open buffer that is not on disk
+// yet counts as an existing file.
+func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
+	p, terr := e.AbsPath(raw, PathOptions{AllowTemp: true})
+	if terr != nil {
+		return "", terr
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		if _, open := e.Workspace.Overlay.Get(p); open && !wantDir {
+			return p, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", Errorf(ErrorSearchPathNotFound, "%s does not exist.", p)
+		}
+		return "", Errorf(ErrorSearchPathNotFound, "%s cannot be read: %v", p, err)
+	}
+	if wantDir && !fi.IsDir() {
+		return "", Errorf(ErrorSearchPathNotADirectory, "%s is not a directory.", p)
+	}
+	return p, nil
+}
+
+func (g *Glob) Describe(params map[string]any) string {
+	pattern, _ := String(params, "pattern")
+	out := "'" + pattern + "'"
+	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
+		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
+	}
+	return out
+}
+
+func (g *Glob) Locations(params map[string]any) []Location {
+	if p, ok := String(params, "path"); ok && filepath.IsAbs(CleanPathArg(p)) {
+		return []Location{{Path: CleanPathArg(p)}}
+	}
+	return nil
+}
+
+// globHit is one matching file.
+type globHit struct {
+	path  string
+	mtime time.Time
+}
+
+func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ func(Output)) (Result, error) {
+	req, terr := g.request(params)
+	if terr != nil {
+		return Result{Error: terr}, nil
+	}
+	pattern, _ := String(params, "pattern")
+	start := time.Now()
+	hits, err := g.find(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return ErrorResult(ErrorGlobExecution, "The file search failed: "+err.Error()), nil
+	}
+	sortGlobHits(hits, start)
+
+	loc := searchLocation(req.dirs, req.explicit)
+	if len(hits) == 0 {
+		return TextResult(fmt.Sprintf("No files match \"%s\" %s.", pattern, loc), Markdown("No files found")), nil
+	}
+	limit := globMaxFiles
+	if l := g.env.LineLimit(); l > 0 && l < limit {
+		limit = l
+	}
+	shown := hits
+	if len(shown) > limit {
+		shown = shown[:limit]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s matching \"%s\" %s (changed in the last 24 hours first, newest first; then by path):\n---\n",
+		len(hits), searchPlural(len(hits), "file", "files"), pattern, loc)
+	for i, h := range shown {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(h.path)
+	}
+	display := fmt.Sprintf("Found %d matching %s", len(hits), searchPlural(len(hits), "file", "files"))
+	if k := len(hits) - len(shown); k > 0 {
+		fmt.Fprintf(&b, "\n---\n[%d more %s not shown]", k, searchPlural(k, "file", "files"))
+		display += " (truncated)"
+	}
+	return TextResult(b.String(), Markdown(display)), nil
+}
+
+// find lists the files of every search directory that match, each once.
+func (g *Glob) find(ctx context.Context, req *globRequest) ([]globHit, error) {
+	var hits []globHit
+	seen := map[string]bool{}
+	for _, dir := range req.dirs {
+		pattern := req.pattern
+		if globLiteralExists(dir, pattern) {
+			// A name such as "a[1].txt" that exists means itself.
+			pattern = globEscape(pattern)
+		}
+		if !req.caseSens {
+			pattern = strings.ToLower(pattern)
+		}
+		match := globMatcher(pattern, req.caseSens)
+		err := g.env.searchFiles(ctx, dir, req.filter, func(f searchFile) {
+			if !match(f.Path[len(dir)+len(searchSep(dir)):]) {
+				return
+			}
+			if len(req.dirs) > 1 {
+				if seen[f.Path] {
+					return
+				}
+				seen[f.Path] = true
+			}
+			hits = append(hits, globHit{path: f.Path, mtime: f.ModTime})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hits, nil
+}
+
+// globMatcher returns the test for one relative path. pattern is already
+// lowered when the match ignores case. The common shapes "**/*.ext" and
+// "*.ext" are answered without the general matcher.
+func globMatcher(pattern string, caseSens bool) func(rel string) bool {
+	lower := func(s string) string { return s }
+	if !caseSens {
+		lower = strings.ToLower
+	}
+	if ext, ok := strings.CutPrefix(pattern, "**/*"); ok && globPlainSuffix(ext) {
+		return func(rel string) bool {
+			base := rel[strings.LastIndexByte(rel, '/')+1:]
+			return len(base) >= len(ext) && lower(base[len(base)-len(ext):]) == ext
+		}
+	}
+	slashed := filepath.Separator != '/'
+	return func(rel string) bool {
+		if slashed {
+			rel = filepath.ToSlash(rel)
+		}
+		return doublestar.MatchUnvalidated(pattern, lower(rel))
+	}
+}
+
+// globPlainSuffix reports whether s holds no glob syntax and no slash, so
+// that "*"+s matches exactly the names ending in s.
+func globPlainSuffix(s string) bool {
+	return s != "" && !strings.ContainsAny(s, `*?[]{}\/`)
+}
+
+// globLiteralExists reports whether dir/pattern names an existing file, for
+// names that hold glob syntax.
+func globLiteralExists(dir, pattern string) bool {
+	if !strings.ContainsAny(pattern, `*?[]{}\`) {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(pattern)))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// globEscape escapes every character that doublestar treats as syntax.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// sortGlobHits puts the files changed within globRecent of start first,
+// newest first (ties by path), then the others by path.
+func sortGlobHits(hits []globHit, start time.Time) {
+	cutoff := start.Add(-globRecent)
+	slices.SortFunc(hits, func(a, b globHit) int {
+		ra, rb := a.mtime.After(cutoff), b.mtime.After(cutoff)
+		switch {
+		case ra && !rb:
+			return -1
+		case rb && !ra:
+			return 1
+		case ra && rb:
+			if c := b.mtime.Compare(a.mtime); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a.path, b.path)
+	})
+}
+
+// searchLocation is the <loc> of the search tools' messages.
+func searchLocation(dirs []string, explicit bool) string {
+	switch {
+	case explicit && len(dirs) == 1:
+		return "under " + dirs[0]
+	case len(dirs) > 1:
+		return fmt.Sprintf("in %d workspace roots", len(dirs))
+	}
+	return "in the workspace"
+}
+
+// plural picks the singular for exactly one.
+func searchPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// sepAfter is the separator that follows dir in the paths below it (none
+// after the file-system root).
+func searchSep(dir string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return ""
+	}
+	return string(filepath.Separator)
+}
+
+// searchFilter says which ignore files a search respects (§2.10).
+type searchFilter struct {
+	RespectGit  bool
+	RespectQwen bool
+}
+
+func (f searchFilter) drops(v workspace.IgnoreVerdict) bool {
+	return (f.RespectGit && v.Git) || (f.RespectQwen && v.Qwen)
+}
+
+// searchFile is one file a search looks at.
+type searchFile struct {
+	// Path is absolute and clean.
+	Path string
+	// Size is the size on disk; -1 for a buffer not on disk.
+	Size    int64
+	ModTime time.Time
+	// Unsaved marks an open buffer that has no file on disk yet.
+	Unsaved bool
+}
+
+// searchFiles calls fn for every file below dir that a search sees: regular
+// files and symlinks to them, dot files included, directory symlinks not
+// followed, minus ignored files (per f) and default-excluded directories
+// below dir (§2.10), plus open buffers below dir that are not on disk. The
+// order is unspecified. It reads the watched index when that can answer
+// for dir, and walks the disk otherwise; only an unreadable dir itself
+// (or cancellation) is an error.
+func (e *Env) searchFiles(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
+	ws := e.Workspace
+	if ws.Index.Covers(dir, f.RespectGit) {
+		ws.Index.WalkUnder(dir, func(fe workspace.FileEntry) bool {
+			if (f.RespectGit && fe.Git) || (f.RespectQwen && fe.Qwen) {
+				return true
+			}
+			fn(searchFile{Path: fe.Path, Size: fe.Size, ModTime: fe.ModTime})
+			return true
+		})
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	} else if err := e.walkSearchDir(ctx, dir, f, fn); err != nil {
+		return err
+	}
+	e.unsavedBuffers(dir, f, fn)
+	return nil
+}
+
+// walkSearchDir is searchFiles' disk walk.
+func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
+	ig := e.Workspace.Ignore
+	var walk func(d string) error
+	walk = func(d string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			if d == dir {
+				return err
+			}
+			return nil // an unreadable subdirectory is left out
+		}
+		for _, de := range ents {
+			name := de.Name()
+			p := d + searchSep(d) + name
+			t := de.Type()
+			if t.IsDir() {
+				if workspace.IsDefaultExcludedDir(name) || f.drops(ig.Check(p, true)) {
+					continue
+				}
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			var info fs.FileInfo
+			switch {
+			case t.IsRegular():
+				info, err = de.Info()
+			case t&fs.ModeSymlink != 0:
+				info, err = os.Stat(p)
+			default:
+				continue
+			}
+			if err != nil || !info.Mode().IsRegular() || f.drops(ig.Check(p, false)) {
+				continue
+			}
+			fn(searchFile{Path: p, Size: info.Size(), ModTime: info.ModTime()})
+		}
+		return nil
+	}
+	return walk(dir)
+}
+
+// unsavedBuffers calls fn for the open buffers below dir that have no file
+// on disk, filtered like the files on disk.
+func (e *Env) unsavedBuffers(dir string, f searchFilter, fn func(searchFile)) {
+	ws := e.Workspace
+	for _, p := range ws.Overlay.Paths() {
+		rel, ok := searchRel(dir, p)
+		if !ok || searchUnderExcluded(rel) {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			continue
+		}
+		b, open := ws.Overlay.Get(p)
+		if !open || f.drops(ws.Ignore.Check(p, false)) {
+			continue
+		}
+		fn(searchFile{Path: p, Size: -1, ModTime: b.Modified, Unsaved: true})
+	}
+}
+
+// searchRel returns p relative to dir when p lies strictly below dir.
+func searchRel(dir, p string) (string, bool) {
+	prefix := dir + searchSep(dir)
+	if len(p) <= len(prefix) || !strings.HasPrefix(p, prefix) {
+		return "", false
+	}
+	return p[len(prefix):], true
+}
+
+// searchUnderExcluded reports whether a relative file path passes through
+// a default-excluded directory.
+func searchUnderExcluded(rel string) bool {
+	dirs := strings.Split(filepath.Dir(rel), string(filepath.Separator))
+	return slices.ContainsFunc(dirs, workspace.IsDefaultExcludedDir)
+}
