@@ -159,6 +159,8 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	tools := []string{}
 	if s.opts.ToolNames != nil {
 		tools = append(tools, s.opts.ToolNames()...)
+	} else {
+		tools = append(tools, s.registry.Snapshot().Names()...)
 	}
 	exp, err := json.Marshal(map[string]any{
 		"qwen": map[string]any{

@@ -15,6 +15,9 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/qwen-ls/qwen-ls/registry"
+	"github.com/qwen-ls/qwen-ls/session"
+	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -35,7 +38,16 @@ type Options struct {
 	Methods map[string]Method
 	// ACP selects newline-delimited framing (--acp) instead of LSP headers.
 	ACP bool
+	// QwenHome is qwen-ls's state folder; "" means $QWEN_HOME or ~/.qwen.
+	QwenHome string
+	// NewModel overrides the model factory (default: from the settings).
+	NewModel func() (session.Model, error)
+	// Retry is the model's retry policy (zero: the defaults).
+	Retry RetryPolicy
 }
+
+// RetryPolicy is the model's retry policy.
+type RetryPolicy = session.RetryPolicy
 
 // Method handles one JSON-RPC method.
 type Method struct {
@@ -75,6 +87,9 @@ type Server struct {
 	ws        *workspace.Workspace
 	ownsWS    bool
 	methods   map[string]Method
+	env       *tools.Env
+	registry  *registry.Registry
+	sessions  *session.Manager
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
 
@@ -132,7 +147,11 @@ func NewServer(opts Options) *Server {
 		s.ws = workspace.New(workspace.Options{})
 		s.ownsWS = true
 	}
+	s.setupAgent()
 	s.methods = s.builtinMethods()
+	for name, m := range s.agentMethods() {
+		s.methods[name] = m
+	}
 	for name, m := range opts.Methods {
 		s.methods[name] = m
 	}
@@ -169,6 +188,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 		s.log.Infof("the editor closed the connection")
 	case <-ctx.Done():
 	}
+	s.sessions.CancelAll()
 	s.cancelAll()
 	s.waitAsync(2 * time.Second)
 	_ = s.conn.Close()

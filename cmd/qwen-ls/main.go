@@ -22,6 +22,10 @@ const usage = `qwen-ls: the Qwen Code agent for editors, over the Language Serve
 Usage:
   qwen-ls [--stdio]     serve one editor over stdin/stdout (LSP framing); the default
   qwen-ls --acp         serve one editor over the Agent Client Protocol (not yet available)
+  qwen-ls demo          watch the agent work on a sample workspace with a scripted
+                        model (no API key, no network)
+  qwen-ls exec -p PROMPT [--approval-mode MODE] [--cwd DIR]
+                        run one prompt headless against the configured model
   qwen-ls --version     print the version
   qwen-ls --help        print this help
 
@@ -35,6 +39,14 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "demo":
+			return runDemo(stdout, stderr)
+		case "exec":
+			return runExec(args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("qwen-ls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }

@@ -55,6 +55,8 @@ type Handler func(params json.RawMessage) (any, error)
 type Editor struct {
 	// Server is the in-process server (nil for StartProcess).
 	Server *rpc.Server
+	// Home is the server's private ~/.qwen (Start only).
+	Home string
 
 	t testing.TB
 	w io.WriteCloser
@@ -98,10 +100,19 @@ func Start(t testing.TB, opts rpc.Options) *Editor {
 		}})
 		t.Cleanup(func() { _ = ws.Close() })
 		opts.Workspace = ws
+		if opts.QwenHome == "" {
+			opts.QwenHome = filepath.Join(dir, "home", ".qwen")
+		}
+	}
+	if opts.Retry == (rpc.RetryPolicy{}) {
+		// Retries in tests wait milliseconds, not seconds (a Retry-After
+		// from the scripted model is still honoured).
+		opts.Retry = rpc.RetryPolicy{Attempts: 3, Base: 5 * time.Millisecond, Max: 3 * time.Second}
 	}
 	srv := rpc.NewServer(opts)
 	e := newEditor(t, toEditorR, toServerW)
 	e.Server = srv
+	e.Home = opts.QwenHome
 	go func() {
 		code := srv.Serve(context.Background(), toServerR, toEditorW)
 		_ = toEditorW.Close()

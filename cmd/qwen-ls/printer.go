@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// printer renders session updates as a readable transcript.
+type printer struct {
+	mu  sync.Mutex
+	out io.Writer
+	// root shortens paths in titles.
+	root string
+	// inText is true while agent text is streaming.
+	inText bool
+	// titles remembers each call's title for its final line.
+	titles map[string]string
+	last   string
+}
+
+func newPrinter(out io.Writer, root string) *printer {
+	return &printer{out: out, root: root, titles: map[string]string{}}
+}
+
+type wireUpdate struct {
+	SessionUpdate string          `json:"sessionUpdate"`
+	Content       json.RawMessage `json:"content"`
+	ToolCallID    string          `json:"toolCallId"`
+	Title         string          `json:"title"`
+	Kind          string          `json:"kind"`
+	Status        string          `json:"status"`
+	CurrentModeID string          `json:"currentModeId"`
+	Entries       []struct {
+		Content, Status string
+	} `json:"entries"`
+}
+
+type wireContent struct {
+	Type    string  `json:"type"`
+	Text    string  `json:"text"`
+	Path    string  `json:"path"`
+	OldText *string `json:"oldText"`
+	NewText string  `json:"newText"`
+	Content *struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (p *printer) update(raw json.RawMessage) {
+	var u wireUpdate
+	if json.Unmarshal(raw, &u) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch u.SessionUpdate {
+	case "agent_message_chunk":
+		var c wireContent
+		json.Unmarshal(u.Content, &c)
+		if !p.inText {
+			fmt.Fprint(p.out, "\nQwen: ")
+			p.inText = true
+		}
+		fmt.Fprint(p.out, c.Text)
+	case "agent_thought_chunk":
+		var c wireContent
+		json.Unmarshal(u.Content, &c)
+		p.endText()
+		fmt.Fprintf(p.out, "  (%s)\n", strings.TrimSpace(c.Text))
+	case "tool_call":
+		p.endText()
+		p.titles[u.ToolCallID] = u.Title
+		fmt.Fprintf(p.out, "  ▸ %-6s %s\n", u.Kind, strings.ReplaceAll(u.Title, p.root+"/", ""))
+	case "tool_call_update":
+		if u.Status != "completed" && u.Status != "failed" {
+			return
+		}
+		p.endText()
+		var items []wireContent
+		json.Unmarshal(u.Content, &items)
+		mark := "done"
+		if u.Status == "failed" {
+			mark = "failed"
+		}
+		fmt.Fprintf(p.out, "    %s: %s\n", mark, strings.ReplaceAll(p.titles[u.ToolCallID], p.root+"/", ""))
+		for _, it := range items {
+			switch {
+			case it.Type == "diff":
+				old := ""
+				if it.OldText != nil {
+					old = *it.OldText
+				}
+				rel := strings.TrimPrefix(it.Path, p.root+"/")
+				for _, line := range strings.Split(strings.TrimRight(tools.UnifiedDiff(rel, tools.DiffOriginal, tools.DiffWritten, old, it.NewText), "\n"), "\n") {
+					fmt.Fprintf(p.out, "      %s\n", line)
+				}
+			case it.Content != nil && it.Content.Text != "":
+				for _, line := range firstLines(it.Content.Text, 6) {
+					fmt.Fprintf(p.out, "      %s\n", line)
+				}
+			}
+		}
+	case "plan":
+		p.endText()
+		fmt.Fprintln(p.out, "  plan:")
+		for _, e := range u.Entries {
+			fmt.Fprintf(p.out, "    [%s] %s\n", e.Status, e.Content)
+		}
+	case "current_mode_update":
+		p.endText()
+		fmt.Fprintf(p.out, "  (approval mode is now %s)\n", u.CurrentModeID)
+	}
+}
+
+func (p *printer) endText() {
+	if p.inText {
+		fmt.Fprintln(p.out)
+		p.inText = false
+	}
+}
+
+// line prints a line of the printer's own.
+func (p *printer) line(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endText()
+	fmt.Fprintf(p.out, format+"\n", args...)
+}
+
+func firstLines(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("… (%d more lines)", len(lines)-n))
+	}
+	return lines
+}

@@ -1,0 +1,266 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/registry"
+	"github.com/qwen-ls/qwen-ls/session"
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// The qwen/* session methods (protocol.md §4).
+
+func (s *Server) agentMethods() map[string]Method {
+	return map[string]Method{
+		"qwen/newSession":      {Handle: s.newSession},
+		"qwen/prompt":          {Async: true, Handle: s.prompt},
+		"qwen/cancel":          {Handle: s.cancelSession},
+		"qwen/setApprovalMode": {Handle: s.setApprovalMode},
+		"qwen/listTools":       {Handle: s.listTools},
+		"qwen/didFocus":        {Handle: s.didFocus},
+	}
+}
+
+// setupAgent builds the tool registry and the session manager over the
+// server's workspace.
+func (s *Server) setupAgent() {
+	home := s.opts.QwenHome
+	if home == "" {
+		home = tools.DefaultQwenHome()
+	}
+	s.env = &tools.Env{Workspace: s.ws, QwenHome: home}
+	s.registry = registry.New(tools.Builtins(s.env), filterFromSettings(s.env))
+	s.ws.Settings.OnChange(func() { s.registry.SetFilter(filterFromSettings(s.env)) })
+	newModel := s.opts.NewModel
+	if newModel == nil {
+		newModel = session.ModelFromSettings(s.ws.Settings, s.opts.Retry)
+	}
+	s.sessions = session.NewManager(session.Options{
+		Env:         s.env,
+		Tools:       toolbox{s.registry},
+		Host:        &host{s: s},
+		NewModel:    newModel,
+		DefaultMode: s.defaultMode,
+	})
+}
+
+func filterFromSettings(env *tools.Env) registry.Filter {
+	st := env.Settings()
+	f := registry.Filter{Exclude: st.Strings("tools.exclude"), Disabled: st.Strings("tools.disabled")}
+	if _, ok := st.Get("tools.core"); ok {
+		f.Core = st.Strings("tools.core")
+		if f.Core == nil {
+			f.Core = []string{}
+		}
+	}
+	return f
+}
+
+// defaultMode is initializationOptions.approvalMode, else the setting
+// tools.approvalMode, else default.
+func (s *Server) defaultMode() string {
+	caps := s.Caps()
+	if len(caps.InitOptions) > 0 {
+		var io initOptions
+		if json.Unmarshal(caps.InitOptions, &io) == nil && io.ApprovalMode != "" {
+			return io.ApprovalMode
+		}
+	}
+	return s.ws.Settings.String("tools.approvalMode", session.ModeDefault)
+}
+
+// toolbox adapts the registry to the session's Toolbox.
+type toolbox struct{ r *registry.Registry }
+
+func (t toolbox) Tools() session.ToolSet { return toolSet{t.r.Snapshot()} }
+
+type toolSet struct{ s *registry.Snapshot }
+
+func (t toolSet) Lookup(name string) (tools.Tool, *tools.ToolError) {
+	e, err := t.s.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.Tool, nil
+}
+
+func (t toolSet) Declarations() []session.ToolDecl {
+	ds := t.s.Declarations()
+	out := make([]session.ToolDecl, len(ds))
+	for i, d := range ds {
+		out[i] = session.ToolDecl{Name: d.Name, Description: d.Description, Parameters: d.Parameters}
+	}
+	return out
+}
+
+func (t toolSet) Names() []string { return t.s.Names() }
+
+func unmarshalParams(req *Request, v any) error {
+	if len(req.Params) == 0 || string(req.Params) == "null" {
+		return invalidParams(req.Method, fmt.Errorf("params are required"))
+	}
+	if err := json.Unmarshal(req.Params, v); err != nil {
+		return invalidParams(req.Method, err)
+	}
+	return nil
+}
+
+// sessionError maps the session's errors to JSON-RPC errors (§8).
+func sessionError(err error) error {
+	var nm *session.NoModelError
+	var me *session.ModelError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nm):
+		return Error(CodeNoModel, "%s", nm.Error())
+	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode):
+		return Error(CodeInvalidParams, "%s", err.Error())
+	case errors.Is(err, session.ErrBusy):
+		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
+	case errors.Is(err, session.ErrMaxSessionTurns):
+		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
+	case errors.As(err, &me) && me.Kind == session.ErrAuth:
+		return Error(CodeNoModel, "the model endpoint refused the API key (status %d: %s): check OPENAI_API_KEY (or DASHSCOPE_API_KEY) or model.apiKey", me.Status, me.Message)
+	case errors.As(err, &me):
+		return Error(CodeInternalError, "%s", me.Error())
+	}
+	return Error(CodeInternalError, "%s", err.Error())
+}
+
+func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Cwd          string `json:"cwd"`
+		ApprovalMode string `json:"approvalMode"`
+	}
+	if len(req.Params) > 0 && string(req.Params) != "null" {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, invalidParams(req.Method, err)
+		}
+	}
+	info, err := s.sessions.NewSession(p.Cwd, p.ApprovalMode)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	var model any
+	if info.Model != "" {
+		model = info.Model
+	}
+	tools := info.Tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return map[string]any{"sessionId": info.ID, "approvalMode": info.Mode, "model": model, "tools": tools}, nil
+}
+
+func (s *Server) prompt(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID     string                 `json:"sessionId"`
+		Prompt        []session.ContentBlock `json:"prompt"`
+		WorkDoneToken json.RawMessage        `json:"workDoneToken"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Session(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	progress := s.beginProgress(p.WorkDoneToken, "qwen: working")
+	res, err := sess.Prompt(ctx, p.Prompt)
+	progress.end(res.StopReason)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	out := map[string]any{"stopReason": res.StopReason}
+	if res.Usage != (session.Usage{}) {
+		out["usage"] = res.Usage
+	}
+	return out, nil
+}
+
+func (s *Server) cancelSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	if err := s.sessions.Cancel(p.SessionID); err != nil {
+		s.log.Warnf("qwen/cancel: %v", err)
+	}
+	return nil, nil
+}
+
+func (s *Server) setApprovalMode(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+		Mode      string `json:"mode"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Session(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	if err := sess.SetMode(p.Mode); err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{}, nil
+}
+
+func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
+	infos := s.registry.Snapshot().Infos()
+	if infos == nil {
+		infos = []registry.Info{}
+	}
+	return map[string]any{"tools": infos, "servers": []any{}}, nil
+}
+
+func (s *Server) didFocus(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		URI       string `json:"uri"`
+		Selection *struct {
+			Start struct{ Line, Character int } `json:"start"`
+			End   struct{ Line, Character int } `json:"end"`
+		} `json:"selection"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	if p.URI == "" {
+		s.sessions.SetFocus(nil)
+		return nil, nil
+	}
+	path, err := uriToPath(p.URI)
+	if err != nil {
+		return nil, invalidParams(req.Method, err)
+	}
+	f := &session.Focus{Path: path}
+	if sel := p.Selection; sel != nil && sel.Start != sel.End {
+		f.StartLine, f.EndLine = sel.Start.Line+1, sel.End.Line+1
+		if b, ok := s.ws.Overlay.Get(path); ok {
+			f.Selected = selectedLines(b.Text, f.StartLine, f.EndLine)
+		}
+	}
+	s.sessions.SetFocus(f)
+	return nil, nil
+}
+
+// maxFocusLines bounds the selection text given to the model.
+const maxFocusLines = 200
+
+// selectedLines returns lines start..end (1-based, inclusive) of text.
+func selectedLines(text string, start, end int) string {
+	lines := strings.Split(text, "\n")
+	if start < 1 || start > len(lines) {
+		return ""
+	}
+	end = min(end, len(lines), start+maxFocusLines-1)
+	return strings.Join(lines[start-1:end], "\n")
+}

@@ -1,0 +1,45 @@
+package session
+
+import (
+	"net/url"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// ModelFromSettings returns a model factory that reads the model fields
+// from the settings (protocol.md §10) each time, so a settings change
+// applies from the next request. With no key and no endpoint, or no model
+// name, it returns a *NoModelError.
+func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model, error) {
+	return func() (Model, error) {
+		mc := st.Model()
+		if mc.APIKey == "" && mc.BaseURL == "" {
+			return nil, &NoModelError{}
+		}
+		if mc.Name == "" {
+			if mc.BaseURL == workspace.DashScopeBaseURL {
+				mc.Name = "qwen3-coder-plus"
+			} else {
+				return nil, &NoModelError{MissingName: true}
+			}
+		}
+		if mc.APIKey == "" && !isLoopback(mc.BaseURL) {
+			return nil, &NoModelError{MissingKey: true, BaseURL: mc.BaseURL}
+		}
+		return NewOpenAIModel(ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}, retry), nil
+	}
+}
+
+// isLoopback reports whether an endpoint is on this machine, where local
+// servers need no key.
+func isLoopback(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch u.Hostname() {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,277 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// Approval modes (tools.md §6.4).
+const (
+	ModeDefault  = "default"
+	ModePlan     = "plan"
+	ModeAutoEdit = "auto-edit"
+	ModeYolo     = "yolo"
+)
+
+// Modes lists the approval modes in their advertised order.
+var Modes = []string{ModeDefault, ModePlan, ModeAutoEdit, ModeYolo}
+
+// Stop reasons (protocol.md §4).
+const (
+	StopEndTurn         = "end_turn"
+	StopCancelled       = "cancelled"
+	StopMaxTurnRequests = "max_turn_requests"
+	StopMaxTokens       = "max_tokens"
+	StopRefusal         = "refusal"
+)
+
+// Errors the rpc layer maps to JSON-RPC codes (protocol.md §8).
+var (
+	// ErrUnknownSession: -32602.
+	ErrUnknownSession = errors.New("unknown session id")
+	// ErrBadMode: -32602.
+	ErrBadMode = errors.New("unknown approval mode")
+	// ErrBusy: -32803 with reason session_busy.
+	ErrBusy = errors.New("the session is already running a prompt; cancel it or wait for it to end")
+	// ErrMaxSessionTurns: -32803 with reason max_session_turns.
+	ErrMaxSessionTurns = errors.New("the session has reached model.maxSessionTurns; start a new session")
+)
+
+// NoModelError says no usable model is configured (-32000). Its message
+// names what to set.
+type NoModelError struct {
+	// MissingName: an endpoint is set but no model name.
+	MissingName bool
+	// MissingKey: a remote endpoint is set without a key.
+	MissingKey bool
+	BaseURL    string
+}
+
+func (e *NoModelError) Error() string {
+	switch {
+	case e.MissingName:
+		return "no model name is configured: set OPENAI_MODEL in the environment qwen-ls starts with, or model.name in ~/.qwen/settings.json, .qwen/settings.json or the editor's qwen-ls settings"
+	case e.MissingKey:
+		return "no API key is configured for " + e.BaseURL + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json"
+	}
+	return "no model is configured: set OPENAI_API_KEY (or DASHSCOPE_API_KEY), OPENAI_BASE_URL and OPENAI_MODEL in the environment qwen-ls starts with, " +
+		"or model.name, model.baseUrl and model.apiKey in ~/.qwen/settings.json, .qwen/settings.json or the editor's qwen-ls settings; " +
+		"a local OpenAI-compatible server (Ollama, vLLM, llama.cpp) needs only OPENAI_BASE_URL and OPENAI_MODEL"
+}
+
+// Options configures a Manager.
+type Options struct {
+	// Env is the tools' shared environment (workspace and settings).
+	Env *tools.Env
+	// Tools gives the registered tools.
+	Tools Toolbox
+	// Host is the editor; nil means none.
+	Host Host
+	// NewModel builds the model from the current settings; it returns a
+	// NoModelError when none is configured.
+	NewModel func() (Model, error)
+	// DefaultMode is the approval mode for sessions that name none.
+	DefaultMode func() string
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Manager owns the sessions of one connection.
+type Manager struct {
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	focus    *Focus
+}
+
+// Focus is the editor's active file and selection (qwen/didFocus).
+type Focus struct {
+	Path string
+	// StartLine and EndLine are 1-based; 0 means no selection.
+	StartLine, EndLine int
+	Selected           string
+}
+
+// NewManager returns a manager with no sessions.
+func NewManager(opts Options) *Manager {
+	if opts.Host == nil {
+		opts.Host = nopHost{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Manager{opts: opts, sessions: map[string]*Session{}}
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID    string
+	Cwd   string
+	Mode  string
+	Model string // "" when no model is configured
+	Tools []string
+}
+
+// NewSession creates a session. mode "" takes the default; an unknown mode
+// is ErrBadMode.
+func (m *Manager) NewSession(cwd, mode string) (SessionInfo, error) {
+	if mode == "" && m.opts.DefaultMode != nil {
+		mode = m.opts.DefaultMode()
+	}
+	if mode == "" {
+		mode = ModeDefault
+	}
+	if !slices.Contains(Modes, mode) {
+		return SessionInfo{}, fmt.Errorf("%w %q: use one of %v", ErrBadMode, mode, Modes)
+	}
+	if cwd == "" {
+		cwd = m.opts.Env.Workspace.Roots.Primary()
+	}
+	s := &Session{id: newID(), cwd: cwd, mode: mode, mgr: m, ledger: tools.NewLedger(), created: m.opts.Now()}
+	s.system = m.buildSystemPrompt(cwd)
+	m.mu.Lock()
+	m.sessions[s.id] = s
+	m.mu.Unlock()
+	return m.info(s), nil
+}
+
+func (m *Manager) info(s *Session) SessionInfo {
+	info := SessionInfo{ID: s.id, Cwd: s.cwd, Mode: s.Mode()}
+	if model, err := m.opts.NewModel(); err == nil {
+		info.Model = model.Name()
+	}
+	if m.opts.Tools != nil {
+		info.Tools = m.opts.Tools.Tools().Names()
+	}
+	return info
+}
+
+// Session returns a session by id.
+func (m *Manager) Session(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownSession, id)
+	}
+	return s, nil
+}
+
+// SetFocus records the editor's active file and selection; every session
+// of the connection gives it to the model with the next prompt.
+func (m *Manager) SetFocus(f *Focus) {
+	m.mu.Lock()
+	m.focus = f
+	m.mu.Unlock()
+}
+
+func (m *Manager) currentFocus() *Focus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.focus
+}
+
+// Cancel cancels the running prompt of a session, if any.
+func (m *Manager) Cancel(id string) error {
+	s, err := m.Session(id)
+	if err != nil {
+		return err
+	}
+	s.Cancel()
+	return nil
+}
+
+// CancelAll cancels every running prompt (shutdown).
+func (m *Manager) CancelAll() {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.Cancel()
+	}
+}
+
+func newID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("s%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Session is one conversation.
+type Session struct {
+	id      string
+	cwd     string
+	mgr     *Manager
+	ledger  *tools.Ledger
+	created time.Time
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	mode    string
+	history []Message
+	busy    bool
+	cancel  context.CancelFunc
+	turns   int
+	// failSig and failCount track repeated identical failures (§5.5).
+	failSig   string
+	failCount int
+	// allowed are the rules the user allowed for the session.
+	allowed map[string]bool
+	// system is the system prompt, built once when the session starts
+	// (memory files are not reloaded during a session).
+	system string
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Mode returns the approval mode.
+func (s *Session) Mode() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// SetMode changes the approval mode and tells the editor.
+func (s *Session) SetMode(mode string) error {
+	if !slices.Contains(Modes, mode) {
+		return fmt.Errorf("%w %q: use one of %v", ErrBadMode, mode, Modes)
+	}
+	s.mu.Lock()
+	s.mode = mode
+	s.mu.Unlock()
+	s.mgr.opts.Host.Update(s.id, Update{Kind: UpdateMode, CurrentModeID: mode})
+	return nil
+}
+
+// Cancel stops the running prompt, if any.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	c := s.cancel
+	s.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// History returns a copy of the conversation so far.
+func (s *Session) History() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.history)
+}

@@ -1,0 +1,477 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+)
+
+// Message is one chat message in the session's history.
+type Message struct {
+	// Role is system, user, assistant or tool.
+	Role string
+	Text string
+	// Parts, when set on a user message, replace Text with a list of
+	// text and media parts (media attached after tool results).
+	Parts []Part
+	// ToolCalls are an assistant message's calls.
+	ToolCalls []ToolCall
+	// ToolCallID names the call a tool message answers.
+	ToolCallID string
+}
+
+// Part is one part of a multi-part user message.
+type Part struct {
+	// Type is text, image, audio, video or file.
+	Type string
+	Text string
+	MIME string
+	// Data is base64.
+	Data string
+	Name string
+}
+
+// ToolCall is a function call made by the model.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ToolDecl is a function declaration sent to the model.
+type ToolDecl struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ModelRequest is one chat-completions request.
+type ModelRequest struct {
+	Model    string
+	Messages []Message
+	Tools    []ToolDecl
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+	TotalTokens  int `json:"totalTokens"`
+}
+
+// Add sums u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+}
+
+// ModelResponse is the model's whole answer to one request.
+type ModelResponse struct {
+	Text         string
+	Reasoning    string
+	Refusal      string
+	ToolCalls    []ToolCall
+	FinishReason string
+	Usage        Usage
+}
+
+// StreamEvents receive a response as it streams. Any may be nil.
+type StreamEvents struct {
+	OnText      func(string)
+	OnReasoning func(string)
+	// OnRetry is told before each retry, for a progress message.
+	OnRetry func(attempt int, wait time.Duration, err error)
+	// OnCut is told when a stream that already showed text was cut; the
+	// partial answer is dropped and the request resent.
+	OnCut func()
+}
+
+// Model is the session's model: a streaming request with retries, and a
+// single plain request for side queries.
+type Model interface {
+	Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error)
+	Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error)
+	// Name is the model name in use.
+	Name() string
+}
+
+// ErrorKind classifies model failures.
+type ErrorKind int
+
+const (
+	// ErrFatal is a failure that retrying does not fix (400, 404).
+	ErrFatal ErrorKind = iota
+	// ErrAuth is 401 or 403: the key is missing or wrong.
+	ErrAuth
+	// ErrTransient is 408, 429, 5xx, a reset or a cut stream.
+	ErrTransient
+)
+
+// ModelError is a failed model request.
+type ModelError struct {
+	Kind       ErrorKind
+	Status     int
+	Message    string
+	RetryAfter time.Duration
+	Attempts   int
+}
+
+func (e *ModelError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("the model request failed with status %d: %s", e.Status, e.Message)
+	}
+	return "the model request failed: " + e.Message
+}
+
+// RetryPolicy says how transient failures are retried.
+type RetryPolicy struct {
+	// Attempts is the number of retries after the first try (default 5).
+	Attempts int
+	// Base is the first backoff (default 1 s), doubled each retry, with
+	// full jitter; Max caps one wait, Retry-After included (default 60 s).
+	Base, Max time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Attempts == 0 {
+		p.Attempts = 5
+	}
+	if p.Base == 0 {
+		p.Base = time.Second
+	}
+	if p.Max == 0 {
+		p.Max = 60 * time.Second
+	}
+	return p
+}
+
+// ModelConfig says which endpoint and model to use.
+type ModelConfig struct {
+	Name    string
+	BaseURL string
+	APIKey  string
+}
+
+// OpenAIModel talks to any OpenAI-compatible chat-completions endpoint.
+type OpenAIModel struct {
+	cfg    ModelConfig
+	client openai.Client
+	retry  RetryPolicy
+}
+
+// NewOpenAIModel returns a model client. The SDK's own retries are off:
+// ours report progress and honour Retry-After.
+func NewOpenAIModel(cfg ModelConfig, retry RetryPolicy) *OpenAIModel {
+	key := cfg.APIKey
+	if key == "" {
+		// Local servers (Ollama, vLLM, llama.cpp) need no key, but the
+		// SDK would otherwise fall back to the environment.
+		key = "none"
+	}
+	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	return &OpenAIModel{cfg: cfg, client: openai.NewClient(opts...), retry: retry.withDefaults()}
+}
+
+// Name implements Model.
+func (m *OpenAIModel) Name() string { return m.cfg.Name }
+
+// Complete implements Model: one attempt, no streaming.
+func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	if len(c.Choices) == 0 {
+		return nil, &ModelError{Kind: ErrFatal, Message: "the answer has no choices"}
+	}
+	ch := c.Choices[0]
+	out := &ModelResponse{Text: ch.Message.Content, Refusal: ch.Message.Refusal, FinishReason: ch.FinishReason,
+		Usage: Usage{int(c.Usage.PromptTokens), int(c.Usage.CompletionTokens), int(c.Usage.TotalTokens)}}
+	for _, tc := range ch.Message.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return out, nil
+}
+
+// Stream implements Model, retrying transient failures.
+func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	for attempt := 0; ; attempt++ {
+		resp, shown, err := m.streamOnce(ctx, params, ev)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var me *ModelError
+		if !errors.As(err, &me) {
+			me = &ModelError{Kind: ErrFatal, Message: err.Error()}
+		}
+		me.Attempts = attempt + 1
+		if me.Kind != ErrTransient || attempt >= m.retry.Attempts {
+			return nil, me
+		}
+		if shown && ev.OnCut != nil {
+			ev.OnCut()
+		}
+		wait := backoff(m.retry, attempt, me.RetryAfter)
+		if ev.OnRetry != nil {
+			ev.OnRetry(attempt+1, wait, me)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// backoff is exponential with full jitter, or Retry-After when the server
+// gave one, capped by the policy.
+func backoff(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, p.Max)
+	}
+	ceil := p.Base << min(attempt, 20)
+	if ceil > p.Max || ceil <= 0 {
+		ceil = p.Max
+	}
+	return p.Base/2 + time.Duration(rand.Int64N(int64(ceil)))
+}
+
+func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompletionNewParams, ev StreamEvents) (*ModelResponse, bool, error) {
+	stream := m.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	out := &ModelResponse{}
+	var text, reasoning strings.Builder
+	calls := map[int64]*ToolCall{}
+	var order []int64
+	shown := false
+	for stream.Next() {
+		chunk := stream.Current()
+		if chunk.JSON.Usage.Valid() {
+			out.Usage = Usage{int(chunk.Usage.PromptTokens), int(chunk.Usage.CompletionTokens), int(chunk.Usage.TotalTokens)}
+		}
+		if len(chunk.Choices) == 0 {
+			continue
+		}
+		ch := chunk.Choices[0]
+		d := ch.Delta
+		if f, ok := d.JSON.ExtraFields["reasoning_content"]; ok {
+			var r string
+			if json.Unmarshal([]byte(f.Raw()), &r) == nil && r != "" {
+				reasoning.WriteString(r)
+				if ev.OnReasoning != nil {
+					ev.OnReasoning(r)
+				}
+				shown = true
+			}
+		}
+		if d.Content != "" {
+			text.WriteString(d.Content)
+			if ev.OnText != nil {
+				ev.OnText(d.Content)
+			}
+			shown = true
+		}
+		if d.Refusal != "" {
+			out.Refusal += d.Refusal
+		}
+		for _, tc := range d.ToolCalls {
+			c, ok := calls[tc.Index]
+			if !ok {
+				c = &ToolCall{}
+				calls[tc.Index] = c
+				order = append(order, tc.Index)
+			}
+			if tc.ID != "" {
+				c.ID = tc.ID
+			}
+			if tc.Function.Name != "" {
+				c.Name += tc.Function.Name
+			}
+			c.Arguments += tc.Function.Arguments
+		}
+		if ch.FinishReason != "" {
+			out.FinishReason = ch.FinishReason
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, shown, classify(ctx, err)
+	}
+	if out.FinishReason == "" {
+		// A stream that ends without a finish reason was cut short.
+		return nil, shown, &ModelError{Kind: ErrTransient, Message: "the stream ended before the answer was complete"}
+	}
+	out.Text, out.Reasoning = text.String(), reasoning.String()
+	for _, i := range order {
+		out.ToolCalls = append(out.ToolCalls, *calls[i])
+	}
+	return out, shown, nil
+}
+
+// classify turns an SDK or transport error into a ModelError.
+func classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		me := &ModelError{Status: apiErr.StatusCode, Message: apiMessage(apiErr)}
+		switch {
+		case apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden:
+			me.Kind = ErrAuth
+		case apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode == http.StatusRequestTimeout || apiErr.StatusCode >= 500:
+			me.Kind = ErrTransient
+		}
+		if apiErr.Response != nil {
+			me.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"))
+		}
+		return me
+	}
+	var ne net.Error
+	var ue *url.Error
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) || errors.As(err, &ue) {
+		return &ModelError{Kind: ErrTransient, Message: err.Error()}
+	}
+	return &ModelError{Kind: ErrTransient, Message: err.Error()}
+}
+
+func apiMessage(e *openai.Error) string {
+	if e.Message != "" {
+		return e.Message
+	}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(e.RawJSON()), &body) == nil && body.Error.Message != "" {
+		return body.Error.Message
+	}
+	if e.Response != nil {
+		return e.Response.Status
+	}
+	return "no message"
+}
+
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// params converts a request into the SDK's parameters.
+func (m *OpenAIModel) params(req ModelRequest) (openai.ChatCompletionNewParams, error) {
+	name := req.Model
+	if name == "" {
+		name = m.cfg.Name
+	}
+	p := openai.ChatCompletionNewParams{Model: name}
+	for _, msg := range req.Messages {
+		mp, err := messageParam(msg)
+		if err != nil {
+			return p, err
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for _, t := range req.Tools {
+		var params map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(t.Parameters)))
+		dec.UseNumber()
+		if err := dec.Decode(&params); err != nil || params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name:        t.Name,
+			Description: openai.String(t.Description),
+			Parameters:  params,
+		}))
+	}
+	return p, nil
+}
+
+func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case "system":
+		return openai.SystemMessage(msg.Text), nil
+	case "user":
+		if len(msg.Parts) == 0 {
+			return openai.UserMessage(msg.Text), nil
+		}
+		var parts []openai.ChatCompletionContentPartUnionParam
+		for _, pt := range msg.Parts {
+			switch pt.Type {
+			case "text":
+				parts = append(parts, openai.TextContentPart(pt.Text))
+			case "image":
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + pt.MIME + ";base64," + pt.Data}))
+			case "audio":
+				format := "wav"
+				if strings.Contains(pt.MIME, "mp3") || strings.Contains(pt.MIME, "mpeg") {
+					format = "mp3"
+				}
+				parts = append(parts, openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: pt.Data, Format: format}))
+			case "file":
+				parts = append(parts, openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
+					FileData: openai.String("data:" + pt.MIME + ";base64," + pt.Data), Filename: openai.String(pt.Name)}))
+			default:
+				// Video has no chat-completions part type that every
+				// server accepts; describe it instead of failing.
+				parts = append(parts, openai.TextContentPart(fmt.Sprintf("[%s content %s could not be attached]", pt.MIME, pt.Name)))
+			}
+		}
+		return openai.UserMessage(parts), nil
+	case "assistant":
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if msg.Text != "" {
+			a.Content.OfString = param.NewOpt(msg.Text)
+		}
+		for _, tc := range msg.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	case "tool":
+		return openai.ToolMessage(msg.Text, msg.ToolCallID), nil
+	}
+	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("message role %q is not one of system, user, assistant, tool", msg.Role)
+}

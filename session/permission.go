@@ -1,0 +1,179 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// Permission option ids (protocol.md §6.1).
+const (
+	OptionProceedOnce   = "proceed_once"
+	OptionProceedAlways = "proceed_always"
+	OptionAlwaysProject = "proceed_always_project"
+	OptionAlwaysUser    = "proceed_always_user"
+	OptionCancel        = "cancel"
+	kindAllowOnce       = "allow_once"
+	kindAllowAlways     = "allow_always"
+	kindRejectOnce      = "reject_once"
+	outcomeAccepted     = "accepted"
+	outcomeRejected     = "rejected"
+)
+
+// rulesOf are the permission rules a confirmation suggests: what an
+// "always" answer remembers.
+func rulesOf(c *tools.Confirmation) []string {
+	switch d := c.Details.(type) {
+	case *tools.ExecConfirmation:
+		return d.PermissionRules
+	case *tools.MCPConfirmation:
+		return d.PermissionRules
+	case *tools.InfoConfirmation:
+		if len(d.PermissionRules) > 0 {
+			return d.PermissionRules
+		}
+		var out []string
+		for _, u := range d.URLs {
+			if pu, err := url.Parse(u); err == nil {
+				out = append(out, "WebFetch("+pu.Hostname()+")")
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// remembered reports whether an earlier "always" answer in this session
+// covers every rule the confirmation suggests.
+func (s *Session) remembered(c *tools.Confirmation) bool {
+	rules := rulesOf(c)
+	if len(rules) == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rules {
+		if !s.allowed[r] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Session) remember(rules []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.allowed == nil {
+		s.allowed = map[string]bool{}
+	}
+	for _, r := range rules {
+		s.allowed[r] = true
+	}
+}
+
+// ask puts a confirmation to the user (tools.md §6.5) and records the
+// answer on the call.
+func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation) {
+	host := s.mgr.opts.Host
+	if edit, ok := conf.Details.(*tools.EditConfirmation); ok {
+		ans, err := host.ReviewEdit(ctx, s.id, EditReview{ToolCallID: r.tc.ID, Title: conf.Title, Path: edit.FilePath,
+			Version: edit.Version, IsNewFile: edit.IsNewFile, OldText: edit.OldText, NewText: edit.NewText})
+		if ctx.Err() != nil {
+			r.cancel(reasonBeforeRun)
+			return
+		}
+		if err != nil {
+			r.fail(tools.NewError(tools.ErrorExecutionDenied, "The edit review failed: "+err.Error()))
+			return
+		}
+		if ans.Outcome != outcomeAccepted {
+			r.state, r.userRejected = stateCancelled, true
+			r.reason = fmt.Sprintf("The user rejected the proposed change to %s; the file was not modified.", edit.FilePath)
+			if fb := strings.TrimSpace(ans.Feedback); fb != "" && ans.Outcome == outcomeRejected {
+				r.reason += " The user's feedback: " + fb
+				r.hasFeedback = true
+			}
+			return
+		}
+		if ans.Always {
+			_ = s.SetMode(ModeAutoEdit)
+		}
+		r.call.Decision = &tools.EditDecision{FinalText: ans.FinalText}
+		r.approved = true
+		return
+	}
+	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
+		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf), Confirmation: conf}
+	if text := promptText(conf); text != "" {
+		req.Content = []ToolContent{{Type: "content", Content: textBlock(text)}}
+	}
+	ans, err := host.RequestPermission(ctx, s.id, req)
+	if ctx.Err() != nil {
+		r.cancel(reasonBeforeRun)
+		return
+	}
+	if err != nil {
+		r.fail(tools.NewError(tools.ErrorExecutionDenied, "The permission request failed: "+err.Error()))
+		return
+	}
+	switch {
+	case ans.Cancelled || ans.OptionID == OptionCancel || ans.OptionID == "":
+		r.state, r.reason, r.userRejected = stateCancelled, reasonRejected, true
+	case ans.OptionID == OptionProceedAlways || ans.OptionID == OptionAlwaysProject || ans.OptionID == OptionAlwaysUser:
+		s.remember(rulesOf(conf))
+		if ans.OptionID != OptionProceedAlways {
+			if err := s.persistRules(ans.OptionID, rulesOf(conf)); err != nil {
+				host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock("[Could not save the permission rule: " + err.Error() + "]\n")})
+			}
+		}
+		r.approved = true
+	case ans.OptionID == OptionProceedOnce:
+		r.approved = true
+	default:
+		// An option we did not offer is never an allow.
+		r.state, r.reason, r.userRejected = stateCancelled, reasonRejected, true
+	}
+}
+
+// persistRules is filled in by the permission-rule work: until then the
+// "always in this project / for this user" answers last for the session.
+func (s *Session) persistRules(option string, rules []string) error { return nil }
+
+func optionsFor(t tools.Tool, c *tools.Confirmation) []PermissionOption {
+	what := t.DisplayName()
+	switch d := c.Details.(type) {
+	case *tools.ExecConfirmation:
+		what = d.RootCommand
+	case *tools.InfoConfirmation:
+		if len(d.URLs) > 0 {
+			if u, err := url.Parse(d.URLs[0]); err == nil {
+				what = u.Hostname()
+			}
+		}
+	}
+	rules := strings.Join(rulesOf(c), ", ")
+	return []PermissionOption{
+		{OptionProceedOnce, "Allow", kindAllowOnce},
+		{OptionProceedAlways, "Allow " + what + " for this session", kindAllowAlways},
+		{OptionAlwaysProject, "Always allow in this project: " + rules, kindAllowAlways},
+		{OptionAlwaysUser, "Always allow for this user: " + rules, kindAllowAlways},
+		{OptionCancel, "Reject", kindRejectOnce},
+	}
+}
+
+func promptText(c *tools.Confirmation) string {
+	switch d := c.Details.(type) {
+	case *tools.ExecConfirmation:
+		return d.Command
+	case *tools.InfoConfirmation:
+		return d.Prompt
+	case *tools.PlanConfirmation:
+		return d.Plan
+	case *tools.MCPConfirmation:
+		return d.ToolDisplayName
+	}
+	return ""
+}

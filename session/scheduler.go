@@ -1,0 +1,453 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// Call states (tools.md §5.2) as far as the model and editor see them.
+const (
+	stateSuccess   = "success"
+	stateError     = "error"
+	stateCancelled = "cancelled"
+)
+
+// Cancellation reasons (tools.md §5.4, §6.5).
+const (
+	reasonBeforeRun   = "The user cancelled the turn before this call ran."
+	reasonWhileRun    = "The user cancelled the turn while this call was running."
+	reasonRejected    = "The user rejected this call."
+	repeatedFailure   = "\n\nWARNING: repeated failure. This exact call has now failed %d times in a row with the same error. Do not retry it unchanged: re-read the files involved, change the arguments, or take a different approach."
+	planModeBlockText = "Tool call %q was not executed because plan mode is active.\n<system-reminder>\nThis session is in plan mode, so nothing may change yet: no file edits, no commands with side effects, no configuration changes, no commits. Use read-only tools to learn what you need, then call exit_plan_mode with your plan and wait for the user to approve it. Keep to this even if earlier messages asked for changes.\n</system-reminder>"
+)
+
+// PlanModeChecker is implemented by tools that plan mode allows only for
+// some arguments (run_shell_command with read-only commands).
+type PlanModeChecker interface {
+	AllowedInPlanMode(params map[string]any) bool
+}
+
+// callRun is one call going through the nine steps.
+type callRun struct {
+	tc     ToolCall
+	tool   tools.Tool
+	params map[string]any
+	// lookupErr and argErr end the call before it starts.
+	lookupErr *tools.ToolError
+	argErr    *tools.ToolError
+
+	state  string
+	result tools.Result
+	// content is the tool message for the model.
+	content string
+	// reason is the cancellation reason.
+	reason string
+	// userRejected: the user turned the call down (a dismissed prompt
+	// counts); hasFeedback: with a reason for the model.
+	userRejected bool
+	hasFeedback  bool
+	// approved is set once the permission flow let the call run.
+	approved bool
+	call     *tools.Call
+	// displayed is set once the final update went to the editor.
+	displayed atomic.Bool
+}
+
+type batchResult struct {
+	messages []Message
+	// allRejected: every call was rejected by the user without feedback.
+	allRejected bool
+}
+
+// runBatch takes the calls of one model response through validation,
+// confirmation, execution and the response to the model (tools.md §5).
+func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cutOff bool) batchResult {
+	host := s.mgr.opts.Host
+	runs := make([]*callRun, len(calls))
+	for i, tc := range calls {
+		r := &callRun{tc: tc}
+		runs[i] = r
+		title, kind := tc.Name, string(tools.KindOther)
+		var locs []Location
+		tool, terr := ts.Lookup(tc.Name)
+		if terr != nil {
+			r.lookupErr = terr
+		} else {
+			r.tool = tool
+			kind = kindOf(tool)
+			title = tool.DisplayName()
+			params, perr := tools.PrepareArgs(tool, tc.Arguments)
+			if perr != nil {
+				r.argErr = perr
+			} else {
+				r.params = params
+				title = tools.GuardDescribe(tool, params)
+				locs = locations(tool, params)
+			}
+		}
+		host.Update(s.id, Update{Kind: UpdateToolCall, ToolCallID: tc.ID, Title: title, ToolKind: kind,
+			Status: StatusPending, Locations: locs, RawInput: rawInput(tc.Arguments)})
+	}
+
+	for _, group := range groupCalls(runs) {
+		if ctx.Err() != nil {
+			for _, r := range group {
+				r.cancel(reasonBeforeRun)
+			}
+			continue
+		}
+		// Confirmations come one at a time in call order; approved
+		// read-only calls then run in parallel.
+		for _, r := range group {
+			if ctx.Err() != nil {
+				r.cancel(reasonBeforeRun)
+				continue
+			}
+			s.prepare(ctx, r, cutOff)
+		}
+		s.executeGroup(ctx, group)
+		for _, r := range group {
+			if r.state != "" {
+				s.display(r)
+			}
+		}
+	}
+
+	out := batchResult{allRejected: true}
+	var media []Part
+	for _, r := range runs {
+		if r.state == "" {
+			r.cancel(reasonBeforeRun)
+		}
+		msg, parts := s.toolMessage(r)
+		out.messages = append(out.messages, Message{Role: "tool", ToolCallID: r.tc.ID, Text: msg})
+		media = append(media, parts...)
+		if !r.userRejected || r.hasFeedback {
+			out.allRejected = false
+		}
+		s.display(r)
+	}
+	if len(media) > 0 {
+		out.messages = append(out.messages, Message{Role: "user", Parts: media})
+	}
+	return out
+}
+
+func (r *callRun) cancel(reason string) {
+	if r.state != "" {
+		return
+	}
+	r.state, r.reason = stateCancelled, reason
+}
+
+func (r *callRun) fail(terr *tools.ToolError) {
+	r.state = stateError
+	r.result = tools.Result{Error: terr}
+}
+
+// groupCalls cuts the batch into groups: consecutive read-only calls form
+// one parallel group; every other call is a group of its own.
+func groupCalls(runs []*callRun) [][]*callRun {
+	var groups [][]*callRun
+	for _, r := range runs {
+		ro := r.tool != nil && r.lookupErr == nil && r.tool.Kind().ReadOnly()
+		if ro && len(groups) > 0 {
+			last := groups[len(groups)-1]
+			if last[0].tool != nil && last[0].lookupErr == nil && last[0].tool.Kind().ReadOnly() {
+				groups[len(groups)-1] = append(last, r)
+				continue
+			}
+		}
+		groups = append(groups, []*callRun{r})
+	}
+	return groups
+}
+
+// prepare runs steps 3-5 for one call: lookup and argument errors, the
+// plan-mode block, shouldConfirm, and the permission flow.
+func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
+	switch {
+	case r.lookupErr != nil:
+		r.fail(r.lookupErr)
+		return
+	case r.argErr != nil:
+		r.fail(r.argErr)
+		return
+	case cutOff && r.tool.Kind() == tools.KindEdit:
+		r.fail(tools.NewError(tools.ErrorOutputTruncated, fmt.Sprintf("Your response was cut off by the output token limit, so this %s call may be incomplete and was not executed. Write large content in smaller pieces: create the file with a short skeleton using write_file, then add sections with edit.", r.tc.Name)))
+		return
+	}
+	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.mgr.opts.Host, Ledger: s.ledger}
+	mode := s.Mode()
+	if mode == ModePlan && !allowedInPlanMode(r.tool, r.params) {
+		r.state = stateError
+		r.result = tools.Result{Error: tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf(planModeBlockText, r.tc.Name)), Display: tools.Markdown("Blocked by plan mode.")}
+		r.content = fmt.Sprintf(planModeBlockText, r.tc.Name)
+		return
+	}
+	conf, terr := tools.GuardConfirm(ctx, r.tool, r.call, r.params)
+	if terr != nil {
+		r.fail(terr)
+		return
+	}
+	r.call.Confirmation = conf
+	if conf == nil || !needsPrompt(mode, conf) || s.remembered(conf) {
+		r.approved = true
+		return
+	}
+	host := s.mgr.opts.Host
+	if !host.CanAsk() {
+		r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("%s needs the user's permission, but this client cannot ask for it, so the call was denied. An allow rule or another approval mode can permit it.", r.tc.Name)))
+		return
+	}
+	s.ask(ctx, r, conf)
+}
+
+func allowedInPlanMode(t tools.Tool, params map[string]any) bool {
+	switch t.Kind() {
+	case tools.KindRead, tools.KindSearch, tools.KindFetch, tools.KindThink:
+		return true
+	}
+	if t.Name() == "task" {
+		return true
+	}
+	if pc, ok := t.(PlanModeChecker); ok {
+		return pc.AllowedInPlanMode(params)
+	}
+	return false
+}
+
+// needsPrompt applies the approval mode (tools.md §6.4).
+func needsPrompt(mode string, conf *tools.Confirmation) bool {
+	switch mode {
+	case ModeYolo:
+		return false
+	case ModeAutoEdit:
+		t := conf.Type()
+		return t != tools.ConfirmEdit && t != tools.ConfirmInfo
+	}
+	return true
+}
+
+// executeGroup runs the approved calls of a group, in parallel when the
+// group has several (they are all read-only then).
+func (s *Session) executeGroup(ctx context.Context, group []*callRun) {
+	limit := 10
+	if v, err := strconv.Atoi(os.Getenv("QWEN_CODE_MAX_TOOL_CONCURRENCY")); err == nil && v > 0 {
+		limit = v
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for _, r := range group {
+		if r.state != "" || !r.approved {
+			continue
+		}
+		if ctx.Err() != nil {
+			r.cancel(reasonBeforeRun)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(r *callRun) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.execute(ctx, r)
+			s.display(r)
+		}(r)
+		if len(group) == 1 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+}
+
+// execute runs step 6-7 for one approved call.
+func (s *Session) execute(ctx context.Context, r *callRun) {
+	host := s.mgr.opts.Host
+	host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress})
+	res, err := tools.Guard(ctx, r.tool, r.call, r.params, func(o tools.Output) {
+		if ctx.Err() != nil {
+			return
+		}
+		host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress, Content: liveContent(o)})
+	})
+	if ctx.Err() != nil {
+		// A result that arrives after cancellation is discarded.
+		r.cancel(reasonWhileRun)
+		return
+	}
+	if err != nil {
+		r.fail(tools.NewError(tools.ErrorUnhandledException, "The tool failed unexpectedly: "+err.Error()))
+		return
+	}
+	r.result = res
+	if res.Error != nil {
+		r.state = stateError
+	} else {
+		r.state = stateSuccess
+	}
+}
+
+func liveContent(o tools.Output) []ToolContent {
+	if o.Display != nil {
+		if items := displayContent(o.Display); items != nil {
+			return items
+		}
+	}
+	return []ToolContent{{Type: "content", Content: textBlock(o.Text)}}
+}
+
+// toolMessage builds the model's view of a finished call (tools.md §5.5),
+// and the media parts to attach after the batch.
+func (s *Session) toolMessage(r *callRun) (string, []Part) {
+	switch r.state {
+	case stateCancelled:
+		return "[Cancelled] " + r.reason, nil
+	case stateError:
+		if r.content != "" { // plan-mode block: an output, not an error
+			return r.content, nil
+		}
+		msg := r.result.Error.Message
+		sig := r.tc.Name + ":" + msg
+		s.mu.Lock()
+		if sig == s.failSig {
+			s.failCount++
+		} else {
+			s.failSig, s.failCount = sig, 1
+		}
+		count := s.failCount
+		s.mu.Unlock()
+		if count >= 3 {
+			msg += fmt.Sprintf(repeatedFailure, count)
+		}
+		return msg, nil
+	}
+	s.mu.Lock()
+	s.failSig, s.failCount = "", 0
+	s.mu.Unlock()
+	var lines []string
+	var media []Part
+	for _, p := range r.result.LLMContent {
+		if p.InlineData == nil {
+			lines = append(lines, p.Text)
+			continue
+		}
+		kind := mediaKind(p.InlineData.MimeType)
+		if s.acceptsModality(kind) {
+			lines = append(lines, fmt.Sprintf("[%s content attached in the following message]", p.InlineData.MimeType))
+			media = append(media,
+				Part{Type: "text", Text: fmt.Sprintf("Attachment from tool call %s (%s): %s", r.tc.ID, r.tc.Name, p.InlineData.DisplayName)},
+				Part{Type: partType(kind), MIME: p.InlineData.MimeType, Data: p.InlineData.Data, Name: p.InlineData.DisplayName})
+		} else {
+			lines = append(lines, fmt.Sprintf("[%s content omitted: the model does not accept %s input]", p.InlineData.MimeType, kind))
+		}
+	}
+	text := strings.Join(lines, "\n")
+	if text == "" {
+		text = "The tool finished with no output."
+	}
+	return text, media
+}
+
+func mediaKind(mime string) string {
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		return "image"
+	case strings.HasPrefix(mime, "audio/"):
+		return "audio"
+	case strings.HasPrefix(mime, "video/"):
+		return "video"
+	case mime == "application/pdf":
+		return "pdf"
+	}
+	return "file"
+}
+
+func partType(kind string) string {
+	if kind == "pdf" {
+		return "file"
+	}
+	return kind
+}
+
+func (s *Session) acceptsModality(kind string) bool {
+	return s.mgr.opts.Env.Settings().Bool("model.modalities."+kind, false)
+}
+
+// display sends the final tool_call_update (tools.md §5.6), once.
+func (s *Session) display(r *callRun) {
+	if r.displayed.Swap(true) {
+		return
+	}
+	status := StatusCompleted
+	if r.state != stateSuccess {
+		status = StatusFailed
+	}
+	var content []ToolContent
+	switch {
+	case r.state == stateCancelled:
+		content = []ToolContent{{Type: "content", Content: textBlock("[Cancelled] " + r.reason)}}
+	case r.state == stateError && r.result.Display != nil:
+		content = displayContent(r.result.Display)
+	case r.state == stateError:
+		content = []ToolContent{{Type: "content", Content: textBlock(r.result.Error.Message)}}
+	default:
+		content = displayContent(r.result.Display)
+	}
+	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status}
+	if content != nil {
+		u.Content = content
+	}
+	s.mgr.opts.Host.Update(s.id, u)
+}
+
+func displayContent(d tools.Display) []ToolContent {
+	switch d := d.(type) {
+	case tools.Markdown:
+		if d == "" {
+			return nil
+		}
+		return []ToolContent{{Type: "content", Content: textBlock(string(d))}}
+	case *tools.FileDiff:
+		nt := d.NewContent
+		return []ToolContent{{Type: "diff", Path: d.FilePath, OldText: d.OriginalContent, NewText: &nt}}
+	case *tools.PlanSummary:
+		return []ToolContent{{Type: "content", Content: textBlock(d.Message + "\n\n" + d.Plan)}}
+	case *tools.SubagentRun:
+		var lines []string
+		for _, c := range d.ToolCalls {
+			lines = append(lines, fmt.Sprintf("%s: %s (%s)", c.Name, c.Title, c.Status))
+		}
+		return []ToolContent{{Type: "content", Content: textBlock(strings.Join(lines, "\n"))}}
+	}
+	return nil
+}
+
+func locations(t tools.Tool, params map[string]any) []Location {
+	var out []Location
+	for _, l := range t.Locations(params) {
+		out = append(out, Location{Path: l.Path, Line: l.Line})
+	}
+	return out
+}
+
+// rawInput is the arguments as sent, as JSON when they parse, else as a
+// JSON string.
+func rawInput(args string) json.RawMessage {
+	if strings.TrimSpace(args) == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	b, _ := json.Marshal(args)
+	return b
+}

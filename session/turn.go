@@ -1,0 +1,205 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// PromptResult is how a turn ended.
+type PromptResult struct {
+	StopReason string
+	Usage      Usage
+	// LastText is the model's last reply text in the turn.
+	LastText string
+}
+
+// connectionLost is shown after text that a cut stream left on screen; it
+// is not part of the history (protocol.md §10).
+const connectionLost = "\n[connection lost; retrying]\n"
+
+// Prompt runs one turn: the user's prompt, then model requests and tool
+// batches until the model answers without tool calls, the turn is
+// cancelled, or a limit is reached. A second prompt while one runs gets
+// ErrBusy; with no model configured, a *NoModelError.
+func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResult, error) {
+	st := s.mgr.opts.Env.Settings()
+	model, err := s.mgr.opts.NewModel()
+	if err != nil {
+		return PromptResult{}, err
+	}
+	s.mu.Lock()
+	if s.busy {
+		s.mu.Unlock()
+		return PromptResult{}, ErrBusy
+	}
+	if max := st.Int("model.maxSessionTurns", 0); max > 0 && s.turns >= max {
+		s.mu.Unlock()
+		return PromptResult{}, ErrMaxSessionTurns
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.busy, s.cancel = true, cancel
+	s.turns++
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		s.busy, s.cancel = false, nil
+		s.mu.Unlock()
+	}()
+	return s.runTurn(ctx, model, blocks)
+}
+
+func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBlock) (PromptResult, error) {
+	host := s.mgr.opts.Host
+	st := s.mgr.opts.Env.Settings()
+	res := PromptResult{}
+	s.append(Message{Role: "user", Text: s.renderPrompt(blocks)})
+	system := s.systemPrompt()
+	maxRequests := st.Int("model.maxTurnRequests", 100)
+	window := st.Int("model.contextWindow", 131072)
+	for n := 0; ; n++ {
+		if maxRequests > 0 && n >= maxRequests {
+			res.StopReason = StopMaxTurnRequests
+			return res, nil
+		}
+		toolset := s.mgr.opts.Tools.Tools()
+		msgs := append([]Message{{Role: "system", Text: system}}, s.History()...)
+		resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: toolset.Declarations()}, StreamEvents{
+			OnText: func(t string) {
+				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
+			},
+			OnReasoning: func(t string) {
+				host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(t)})
+			},
+			OnCut: func() {
+				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(connectionLost)})
+			},
+			OnRetry: func(attempt int, wait time.Duration, err error) {
+				host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(
+					fmt.Sprintf("[The model request failed (%v); retry %d in %.1f s.]\n", err, attempt, wait.Seconds()))})
+			},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				res.StopReason = StopCancelled
+				return res, nil
+			}
+			return res, err
+		}
+		res.Usage = res.Usage.Add(resp.Usage)
+		used := resp.Usage.InputTokens + resp.Usage.OutputTokens
+		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
+		calls := s.fixCallIDs(resp.ToolCalls)
+		s.append(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls})
+		res.LastText = resp.Text
+		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
+			if resp.Refusal != "" && resp.Text == "" {
+				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(resp.Refusal)})
+				res.LastText = resp.Refusal
+			}
+			res.StopReason = StopRefusal
+			return res, nil
+		}
+		if len(calls) == 0 {
+			res.StopReason = StopEndTurn
+			if resp.FinishReason == "length" {
+				res.StopReason = StopMaxTokens
+			}
+			return res, nil
+		}
+		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length")
+		for _, m := range out.messages {
+			s.append(m)
+		}
+		if ctx.Err() != nil {
+			res.StopReason = StopCancelled
+			return res, nil
+		}
+		if out.allRejected {
+			res.StopReason = StopEndTurn
+			return res, nil
+		}
+	}
+}
+
+func (s *Session) append(m Message) {
+	s.mu.Lock()
+	s.history = append(s.history, m)
+	s.mu.Unlock()
+}
+
+// fixCallIDs replaces empty or duplicate call ids with call_<n>, unique in
+// the session (tools.md §5.1).
+func (s *Session) fixCallIDs(calls []ToolCall) []ToolCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	for _, m := range s.history {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
+	out := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			for n := len(seen) + 1; ; n++ {
+				id := fmt.Sprintf("call_%d", n)
+				if !seen[id] {
+					c.ID = id
+					break
+				}
+			}
+		}
+		seen[c.ID] = true
+		out[i] = c
+	}
+	return out
+}
+
+// renderPrompt turns the prompt's content blocks, and the editor's focus,
+// into the user message.
+func (s *Session) renderPrompt(blocks []ContentBlock) string {
+	var b strings.Builder
+	for _, blk := range blocks {
+		switch blk.Type {
+		case "text":
+			b.WriteString(blk.Text)
+		case "resource_link":
+			fmt.Fprintf(&b, "@%s", pathOf(blk.URI))
+		case "resource":
+			if blk.Resource != nil {
+				fmt.Fprintf(&b, "\n\n--- Content of %s (as open in the editor) ---\n%s\n--- End of %s ---\n", pathOf(blk.Resource.URI), blk.Resource.Text, pathOf(blk.Resource.URI))
+			}
+		}
+	}
+	if f := s.mgr.currentFocus(); f != nil && f.Path != "" {
+		fmt.Fprintf(&b, "\n\n<system-reminder>\nThe user is looking at %s", f.Path)
+		if f.StartLine > 0 {
+			fmt.Fprintf(&b, ", with lines %d-%d selected", f.StartLine, f.EndLine)
+			if f.Selected != "" {
+				fmt.Fprintf(&b, ":\n%s", f.Selected)
+			}
+		}
+		b.WriteString("\n</system-reminder>")
+	}
+	return b.String()
+}
+
+func pathOf(uri string) string {
+	return strings.TrimPrefix(uri, "file://")
+}
+
+// kindOf maps a tool's Kind to the ACP kind of a tool_call.
+func kindOf(t tools.Tool) string {
+	if t == nil {
+		return string(tools.KindOther)
+	}
+	if t.Name() == "exit_plan_mode" {
+		return "switch_mode"
+	}
+	return string(t.Kind())
+}

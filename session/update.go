@@ -1,0 +1,104 @@
+package session
+
+import "encoding/json"
+
+// Update is one ACP session update (protocol.md §5); its JSON is the
+// payload's "update" object.
+type Update struct {
+	Kind string `json:"sessionUpdate"`
+	// Content is a ContentBlock for message chunks, or []ToolContent for
+	// tool call updates.
+	Content any `json:"content,omitempty"`
+
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Title      string          `json:"title,omitempty"`
+	ToolKind   string          `json:"kind,omitempty"`
+	Status     string          `json:"status,omitempty"`
+	Locations  []Location      `json:"locations,omitempty"`
+	RawInput   json.RawMessage `json:"rawInput,omitempty"`
+
+	// Entries are a plan's entries.
+	Entries []PlanEntry `json:"entries,omitempty"`
+	// Used and Size are a usage update's token counts.
+	Used *int `json:"used,omitempty"`
+	Size *int `json:"size,omitempty"`
+	// CurrentModeID is a mode update's mode.
+	CurrentModeID string `json:"currentModeId,omitempty"`
+}
+
+// Update kinds.
+const (
+	UpdateAgentMessage = "agent_message_chunk"
+	UpdateAgentThought = "agent_thought_chunk"
+	UpdateToolCall     = "tool_call"
+	UpdateToolCallUpd  = "tool_call_update"
+	UpdatePlan         = "plan"
+	UpdateUsage        = "usage_update"
+	UpdateMode         = "current_mode_update"
+)
+
+// Tool call statuses on the wire.
+const (
+	StatusPending    = "pending"
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// ContentBlock is an ACP content block.
+type ContentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	URI  string `json:"uri,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Resource is an embedded resource ({uri, text}).
+	Resource *EmbeddedResource `json:"resource,omitempty"`
+}
+
+// EmbeddedResource is the resource of a "resource" content block.
+type EmbeddedResource struct {
+	URI  string `json:"uri"`
+	Text string `json:"text"`
+}
+
+// ToolContent is one item of a tool call's content.
+type ToolContent struct {
+	Type    string        `json:"type"` // content or diff
+	Content *ContentBlock `json:"content,omitempty"`
+	Path    string        `json:"path,omitempty"`
+	OldText *string       `json:"oldText,omitempty"`
+	NewText *string       `json:"newText,omitempty"`
+}
+
+// MarshalJSON writes oldText as null for a new file in a diff item.
+func (c ToolContent) MarshalJSON() ([]byte, error) {
+	if c.Type != "diff" {
+		type plain ToolContent
+		return json.Marshal(plain(c))
+	}
+	newText := ""
+	if c.NewText != nil {
+		newText = *c.NewText
+	}
+	return json.Marshal(struct {
+		Type    string  `json:"type"`
+		Path    string  `json:"path"`
+		OldText *string `json:"oldText"`
+		NewText string  `json:"newText"`
+	}{c.Type, c.Path, c.OldText, newText})
+}
+
+// Location is a path and a 1-based line.
+type Location struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+}
+
+// PlanEntry is one entry of a plan update.
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"`
+	Status   string `json:"status"`
+}
+
+func textBlock(s string) *ContentBlock { return &ContentBlock{Type: "text", Text: s} }
