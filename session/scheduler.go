@@ -451,3 +451,14 @@ func rawInput(args string) json.RawMessage {
 	b, _ := json.Marshal(args)
 	return b
 }
+
+// toolModel is the session's model as tools see it (tools.Model).
+type toolModel struct{ m Model }
+
+func (t toolModel) Complete(ctx context.Context, system, user string) (string, error) {
+	resp, err := t.m.Complete(ctx, ModelRequest{Model: t.m.Name(), Messages: []Message{{Role: "system", Text: system}, {Role: "user", Text: user}}})
+	if err != nil {
+		return "", err
+	}
+	return resp.Text, nil
+}

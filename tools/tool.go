@@ -76,11 +76,14 @@ type BufferEditError struct{ Reason string }
 
 func (e *BufferEditError) Error() string { return "the editor did not apply the change: " + e.Reason }
 
-// Model is what task and web_fetch need from the session's model: one
-// completion request, and a sub-session run with given tools and system
-// prompt. The session package implements it; tools must not import session.
-// Its methods arrive with those two tools.
-type Model interface{}
+// Model is what task and web_fetch need from the session's model
+// (architecture.md §3). The session package implements it; tools must not
+// import session. A nil Model means no model is configured.
+type Model interface {
+	// Complete sends one request without tools, a single attempt, and
+	// returns the reply text.
+	Complete(ctx context.Context, system, user string) (string, error)
+}
 
 // EditDecision is the user's answer to an edit review (tools.md §2.11), set
 // by the scheduler on the Call before Execute. A nil decision means the
