@@ -22,6 +22,7 @@ func (s *Server) agentMethods() map[string]Method {
 		"qwen/setApprovalMode": {Handle: s.setApprovalMode},
 		"qwen/listTools":       {Handle: s.listTools},
 		"qwen/didFocus":        {Handle: s.didFocus},
+		"qwen/resolveReview":   {Handle: s.resolveReview},
 	}
 }
 
@@ -33,7 +34,11 @@ func (s *Server) setupAgent() {
 		home = tools.DefaultQwenHome()
 	}
 	s.env = &tools.Env{Workspace: s.ws, QwenHome: home}
+	s.host = &host{s: s}
 	s.registry = registry.New(tools.Builtins(s.env), filterFromSettings(s.env))
+	if len(s.opts.ExtraTools) > 0 {
+		s.registry.SetDiscovered(s.opts.ExtraTools)
+	}
 	s.ws.Settings.OnChange(func() { s.registry.SetFilter(filterFromSettings(s.env)) })
 	newModel := s.opts.NewModel
 	if newModel == nil {
@@ -42,7 +47,7 @@ func (s *Server) setupAgent() {
 	s.sessions = session.NewManager(session.Options{
 		Env:         s.env,
 		Tools:       toolbox{s.registry},
-		Host:        &host{s: s},
+		Host:        s.host,
 		NewModel:    newModel,
 		DefaultMode: s.defaultMode,
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +25,23 @@ type agent struct {
 
 func startAgent(t *testing.T, mode string, script ...modeltest.Response) *agent {
 	t.Helper()
+	return startAgentWith(t, mode, rpc.Options{}, func(*rpctest.InitParams) {}, script...)
+}
+
+// startAgentWith lets a test shape the server options and the client's
+// initialize params (capabilities, roots).
+func startAgentWith(t *testing.T, mode string, opts rpc.Options, shape func(*rpctest.InitParams), script ...modeltest.Response) *agent {
+	t.Helper()
 	m := modeltest.Start(t, script...)
-	e := start(t)
+	opts.Version, opts.Methods, opts.Stderr = "test", testMethods(), testLog{t}
+	e := rpctest.Start(t, opts)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
-	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, UTF8: true, InitializationOptions: map[string]any{
+	ip := rpctest.InitParams{Roots: []string{root}, Rich: true, UTF8: true, InitializationOptions: map[string]any{
 		"approvalMode": mode,
 		"model":        map[string]any{"name": "scripted", "baseUrl": m.URL},
-	}})
+	}}
+	shape(&ip)
+	e.Initialize(ip)
 	res, err := e.Call("qwen/newSession", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
@@ -341,8 +352,25 @@ func TestListToolsReportsTheBuiltins(t *testing.T) {
 			t.Errorf("tool %+v", tl)
 		}
 	}
-	if strings.Join(names, ",") != "list_directory,read_file,write_file,grep_search,glob,edit,read_many_files" || lt.Servers == nil {
-		t.Fatalf("listTools = %s", res)
+	// The built-ins come in the order of tools.md §1.5, the seven file
+	// tools always among them.
+	order := []string{"list_directory", "read_file", "write_file", "grep_search", "glob", "edit", "read_many_files",
+		"run_shell_command", "web_fetch", "web_search", "save_memory", "todo_write", "task", "exit_plan_mode"}
+	pos := -1
+	for _, n := range names {
+		i := slices.Index(order, n)
+		if i <= pos {
+			t.Fatalf("tool %s is out of the §1.5 order in %v", n, names)
+		}
+		pos = i
+	}
+	for _, must := range order[:7] {
+		if !slices.Contains(names, must) {
+			t.Fatalf("listTools lacks %s: %v", must, names)
+		}
+	}
+	if lt.Servers == nil {
+		t.Fatal("servers must be a list")
 	}
 }
 

@@ -44,6 +44,9 @@ type Options struct {
 	NewModel func() (session.Model, error)
 	// Retry is the model's retry policy (zero: the defaults).
 	Retry RetryPolicy
+	// ExtraTools are registered after the built-ins, as if discovered:
+	// for embedding qwen-ls and for tests.
+	ExtraTools []tools.Tool
 }
 
 // RetryPolicy is the model's retry policy.
@@ -90,6 +93,7 @@ type Server struct {
 	env       *tools.Env
 	registry  *registry.Registry
 	sessions  *session.Manager
+	host      *host
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Permission option ids (protocol.md §6.1).
@@ -46,21 +47,41 @@ func rulesOf(c *tools.Confirmation) []string {
 	return nil
 }
 
-// remembered reports whether an earlier "always" answer in this session
-// covers every rule the confirmation suggests.
+// remembered reports whether the allow rules (permissions.allow and the
+// legacy tools.allowed of every settings scope) and the session's "always"
+// answers cover every rule the confirmation suggests.
 func (s *Session) remembered(c *tools.Confirmation) bool {
 	rules := rulesOf(c)
 	if len(rules) == 0 {
 		return false
 	}
+	st := s.mgr.opts.Env.Settings()
+	persisted := map[string]bool{}
+	for _, key := range []string{"permissions.allow", "tools.allowed"} {
+		for _, r := range st.Strings(key) {
+			persisted[normalizeRule(r)] = true
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range rules {
-		if !s.allowed[r] {
+		if !s.allowed[r] && !persisted[normalizeRule(r)] {
 			return false
 		}
 	}
 	return true
+}
+
+// normalizeRule writes the shell tool's names as Bash and ":*" as " *", so
+// equivalent spellings of a rule compare equal (tools.md §6.2).
+func normalizeRule(r string) string {
+	r = strings.TrimSpace(r)
+	for _, alias := range []string{"run_shell_command(", "Shell(", "ShellTool("} {
+		if strings.HasPrefix(r, alias) {
+			r = "Bash(" + r[len(alias):]
+		}
+	}
+	return strings.ReplaceAll(r, ":*", " *")
 }
 
 func (s *Session) remember(rules []string) {
@@ -88,6 +109,10 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		if err != nil {
 			r.fail(tools.NewError(tools.ErrorExecutionDenied, "The edit review failed: "+err.Error()))
 			return
+		}
+		if ans.Outcome == outcomeAccepted && ans.FinalText != nil && *ans.FinalText == edit.OldText {
+			// Accepting with the old text keeps nothing: a rejection.
+			ans = EditAnswer{Outcome: outcomeRejected, Feedback: ans.Feedback}
 		}
 		if ans.Outcome != outcomeAccepted {
 			r.state, r.userRejected = stateCancelled, true
@@ -138,9 +163,14 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 	}
 }
 
-// persistRules is filled in by the permission-rule work: until then the
-// "always in this project / for this user" answers last for the session.
-func (s *Session) persistRules(option string, rules []string) error { return nil }
+// persistRules writes "always" rules to the project or user settings.
+func (s *Session) persistRules(option string, rules []string) error {
+	scope := workspace.ScopeProject
+	if option == OptionAlwaysUser {
+		scope = workspace.ScopeUser
+	}
+	return s.mgr.opts.Env.Settings().AppendAllowRules(scope, rules)
+}
 
 func optionsFor(t tools.Tool, c *tools.Confirmation) []PermissionOption {
 	what := t.DisplayName()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -867,4 +868,34 @@ func TestSettingsCloseStopsReloads(t *testing.T) {
 		t.Fatal("an event after Close scheduled a reload")
 	}
 	f.s.Close() // twice is harmless
+}
+
+func TestAppendAllowRulesKeepsOtherKeysAndNeverDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "W")
+	os.MkdirAll(filepath.Join(root, ".qwen"), 0o755)
+	os.WriteFile(filepath.Join(root, ".qwen", "settings.json"), []byte(`{
+  // a comment
+  "tools": {"approvalMode": "plan"},
+  "permissions": {"allow": ["Bash(git *)"], "deny": ["Bash(rm *)"]}
+}`), 0o644)
+	s := NewSettings(SettingsOptions{UserDir: filepath.Join(dir, "home"), SystemPath: filepath.Join(dir, "none.json"),
+		PrimaryRoot: func() string { return root }, Getenv: func(string) (string, bool) { return "", false }})
+	s.Load()
+	if err := s.AppendAllowRules(ScopeProject, []string{"Bash(touch *)", "Bash(git *)"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Strings("permissions.allow"); !slices.Equal(got, []string{"Bash(git *)", "Bash(touch *)"}) {
+		t.Fatalf("allow = %v", got)
+	}
+	if s.String("tools.approvalMode", "") != "plan" || !slices.Equal(s.Strings("permissions.deny"), []string{"Bash(rm *)"}) {
+		t.Fatalf("other keys lost: %v", s.Merged())
+	}
+	if err := s.AppendAllowRules(ScopeUser, []string{"WebFetch(example.com)"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "home", "settings.json"))
+	if err != nil || !strings.Contains(string(data), `"WebFetch(example.com)"`) {
+		t.Fatalf("user file = %s, %v", data, err)
+	}
 }

@@ -73,6 +73,8 @@ type Editor struct {
 	changed  chan struct{}
 	readErr  error
 	versions map[string]int32
+	texts    map[string]string
+	applied  []AppliedEdit
 
 	done     chan struct{}
 	exitCode int
@@ -186,6 +188,7 @@ func newEditor(t testing.TB, r io.Reader, w io.WriteCloser) *Editor {
 		handlers: map[string]Handler{},
 		changed:  make(chan struct{}),
 		versions: map[string]int32{},
+		texts:    map[string]string{},
 		done:     make(chan struct{}),
 	}
 	go e.readLoop(bufio.NewReader(r))
