@@ -176,7 +176,9 @@ func (s *Server) prompt(ctx context.Context, req *Request) (any, error) {
 		return nil, sessionError(err)
 	}
 	progress := s.beginProgress(p.WorkDoneToken, "qwen: working")
+	s.turns.set(p.SessionID, progress)
 	res, err := sess.Prompt(ctx, p.Prompt)
+	s.turns.set(p.SessionID, nil)
 	progress.end(res.StopReason)
 	if err != nil {
 		return nil, sessionError(err)

@@ -39,6 +39,19 @@ type deferredKey struct{ session, call string }
 
 // Update implements session.Host: rich clients get qwen/sessionUpdate.
 func (h *host) Update(sessionID string, u session.Update) {
+	if u.Kind == session.UpdateToolCall {
+		if p := h.s.turns.get(sessionID); p != nil {
+			p.report(u.Title)
+		}
+		if !h.s.Caps().Rich {
+			h.s.log.Infof("qwen: %s", u.Title)
+		}
+	}
+	if u.Kind == session.UpdateToolCallUpd && u.Status == session.StatusFailed && !h.s.Caps().Rich {
+		if items, ok := u.Content.([]session.ToolContent); ok && len(items) > 0 && items[0].Content != nil {
+			h.s.log.Warnf("qwen: a tool call failed: %s", firstLine(items[0].Content.Text))
+		}
+	}
 	if !h.s.Caps().SessionUpdates {
 		return
 	}

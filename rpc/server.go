@@ -85,17 +85,21 @@ const (
 
 // Server serves one editor connection.
 type Server struct {
-	opts      Options
-	log       *logger
-	ws        *workspace.Workspace
-	ownsWS    bool
-	methods   map[string]Method
-	env       *tools.Env
-	registry  *registry.Registry
-	sessions  *session.Manager
-	host      *host
-	baseCtx   context.Context
-	cancelAll context.CancelFunc
+	opts     Options
+	log      *logger
+	ws       *workspace.Workspace
+	ownsWS   bool
+	methods  map[string]Method
+	env      *tools.Env
+	registry *registry.Registry
+	sessions *session.Manager
+	host     *host
+	turns    turnProgress
+	// implicitMu serialises creating the implicit session of plain
+	// clients.
+	implicitMu sync.Mutex
+	baseCtx    context.Context
+	cancelAll  context.CancelFunc
 
 	// conn is set once in Serve; connReady is closed after that, and the
 	// read goroutine (which jsonrpc2 starts inside NewConn) waits on it.
@@ -108,9 +112,11 @@ type Server struct {
 	state    lifecycle
 	caps     ClientCaps
 	inflight map[jsonrpc2.ID]context.CancelFunc
-	exitCode int
-	exited   chan struct{}
-	exitOnce sync.Once
+	// implicitSession is the session of qwen-ls.prompt without an id.
+	implicitSession string
+	exitCode        int
+	exited          chan struct{}
+	exitOnce        sync.Once
 
 	// async counts request goroutines, so Serve can wait for them.
 	async sync.WaitGroup
@@ -154,6 +160,9 @@ func NewServer(opts Options) *Server {
 	s.setupAgent()
 	s.methods = s.builtinMethods()
 	for name, m := range s.agentMethods() {
+		s.methods[name] = m
+	}
+	for name, m := range s.plainMethods() {
 		s.methods[name] = m
 	}
 	for name, m := range opts.Methods {

@@ -130,6 +130,10 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		r.approved = true
 		return
 	}
+	if _, ok := conf.Details.(*tools.PlanConfirmation); ok {
+		s.askPlan(ctx, r, conf)
+		return
+	}
 	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
 		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf), Confirmation: conf}
 	if text := promptText(conf); text != "" {
@@ -206,4 +210,37 @@ func promptText(c *tools.Confirmation) string {
 		return d.ToolDisplayName
 	}
 	return ""
+}
+
+// askPlan asks about an exit_plan_mode plan with the three options of
+// tools.md §3.14 and switches the approval mode on the answer.
+func (s *Session) askPlan(ctx context.Context, r *callRun, conf *tools.Confirmation) {
+	plan := conf.Details.(*tools.PlanConfirmation).Plan
+	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
+		Content: []ToolContent{{Type: "content", Content: textBlock(plan)}}, Confirmation: conf,
+		Options: []PermissionOption{
+			{OptionProceedAlways, "Yes, and auto-accept edits", kindAllowAlways},
+			{OptionProceedOnce, "Yes, and manually approve edits", kindAllowOnce},
+			{OptionCancel, "No, keep planning", kindRejectOnce},
+		}}
+	ans, err := s.mgr.opts.Host.RequestPermission(ctx, s.id, req)
+	if ctx.Err() != nil {
+		r.cancel(reasonBeforeRun)
+		return
+	}
+	if err != nil {
+		r.fail(tools.NewError(tools.ErrorExecutionDenied, "The permission request failed: "+err.Error()))
+		return
+	}
+	switch {
+	case !ans.Cancelled && ans.OptionID == OptionProceedAlways:
+		_ = s.SetMode(ModeAutoEdit)
+		r.approved = true
+	case !ans.Cancelled && ans.OptionID == OptionProceedOnce:
+		_ = s.SetMode(ModeDefault)
+		r.approved = true
+	default:
+		r.state, r.reason, r.userRejected = stateCancelled, tools.PlanRejectedReason, true
+		r.result.Display = tools.PlanRejectedDisplay(plan)
+	}
 }

@@ -90,6 +90,11 @@ func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cu
 			} else {
 				r.params = params
 				title = tools.GuardDescribe(tool, params)
+				if sd, ok := tool.(tools.SessionDescriber); ok {
+					if d := sd.DescribeSession(s.id, params); d != "" {
+						title = d
+					}
+				}
 				locs = locations(tool, params)
 			}
 		}
@@ -185,7 +190,7 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		r.fail(tools.NewError(tools.ErrorOutputTruncated, fmt.Sprintf("Your response was cut off by the output token limit, so this %s call may be incomplete and was not executed. Write large content in smaller pieces: create the file with a short skeleton using write_file, then add sections with edit.", r.tc.Name)))
 		return
 	}
-	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.mgr.opts.Host, Ledger: s.ledger}
+	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.mgr.opts.Host, Ledger: s.ledger, Model: s.toolModel()}
 	mode := s.Mode()
 	if mode == ModePlan && !allowedInPlanMode(r.tool, r.params) {
 		r.state = stateError
@@ -272,6 +277,7 @@ func (s *Session) executeGroup(ctx context.Context, group []*callRun) {
 // execute runs step 6-7 for one approved call.
 func (s *Session) execute(ctx context.Context, r *callRun) {
 	host := s.mgr.opts.Host
+	r.call.Mode = s.Mode()
 	host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress})
 	res, err := tools.Guard(ctx, r.tool, r.call, r.params, func(o tools.Output) {
 		if ctx.Err() != nil {
@@ -393,6 +399,8 @@ func (s *Session) display(r *callRun) {
 	}
 	var content []ToolContent
 	switch {
+	case r.state == stateCancelled && r.result.Display != nil:
+		content = displayContent(r.result.Display)
 	case r.state == stateCancelled:
 		content = []ToolContent{{Type: "content", Content: textBlock("[Cancelled] " + r.reason)}}
 	case r.state == stateError && r.result.Display != nil:
@@ -401,6 +409,13 @@ func (s *Session) display(r *callRun) {
 		content = []ToolContent{{Type: "content", Content: textBlock(r.result.Error.Message)}}
 	default:
 		content = displayContent(r.result.Display)
+	}
+	if todos, ok := r.result.Display.(*tools.TodoList); ok && r.state == stateSuccess {
+		entries := make([]PlanEntry, 0, len(todos.Todos))
+		for _, td := range todos.Todos {
+			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
+		}
+		s.mgr.opts.Host.Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
 	}
 	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status}
 	if content != nil {
@@ -450,6 +465,16 @@ func rawInput(args string) json.RawMessage {
 	}
 	b, _ := json.Marshal(args)
 	return b
+}
+
+// toolModel returns the session's model for tools, or nil when none is
+// configured.
+func (s *Session) toolModel() tools.Model {
+	m, err := s.mgr.opts.NewModel()
+	if err != nil {
+		return nil
+	}
+	return toolModel{m}
 }
 
 // toolModel is the session's model as tools see it (tools.Model).

@@ -18,7 +18,7 @@ type Update struct {
 	RawInput   json.RawMessage `json:"rawInput,omitempty"`
 
 	// Entries are a plan's entries.
-	Entries []PlanEntry `json:"entries,omitempty"`
+	Entries []PlanEntry `json:"entries,omitzero"`
 	// Used and Size are a usage update's token counts.
 	Used *int `json:"used,omitempty"`
 	Size *int `json:"size,omitempty"`

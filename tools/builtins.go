@@ -11,5 +11,8 @@ func Builtins(env *Env) []Tool {
 		NewGlob(env),
 		NewEdit(env),
 		NewReadManyFiles(env),
+		NewSaveMemory(env),
+		NewTodoWrite(env),
+		NewExitPlanMode(env),
 	}
 }

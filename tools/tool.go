@@ -116,6 +116,11 @@ type Call struct {
 	Confirmation *Confirmation
 	// Decision is the user's answer to an edit review.
 	Decision *EditDecision
+	// Mode is the session's approval mode after the confirmation
+	// ("default", "auto-edit", "yolo" or "plan"), set by the scheduler
+	// before Execute. exit_plan_mode tells the model which mode the
+	// user's answer switched to (tools.md §3.14).
+	Mode string
 }
 
 // Output is one live update of a running call. Each update replaces the
