@@ -56,6 +56,10 @@ func (s *Server) setupAgent() {
 func filterFromSettings(env *tools.Env) registry.Filter {
 	st := env.Settings()
 	f := registry.Filter{Exclude: st.Strings("tools.exclude"), Disabled: st.Strings("tools.disabled")}
+	if !tools.WebSearchAvailable(env) {
+		// Declared only when a provider is configured (tools.md §3.10).
+		f.Exclude = append(f.Exclude, "web_search")
+	}
 	if _, ok := st.Get("tools.core"); ok {
 		f.Core = st.Strings("tools.core")
 		if f.Core == nil {

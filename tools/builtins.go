@@ -1,7 +1,10 @@
 package tools
 
 // Builtins returns the built-in tools in their declaration order
-// (tools.md §1.5). Tools that later issues add join this list in place.
+// (tools.md §1.5). web_search is always in the list; the registry leaves it
+// out while no search provider is configured (see WebSearchAvailable), so a
+// provider added to the settings takes effect from the next model request
+// without rebuilding the tools.
 func Builtins(env *Env) []Tool {
 	return []Tool{
 		NewListDirectory(env),
@@ -11,6 +14,8 @@ func Builtins(env *Env) []Tool {
 		NewGlob(env),
 		NewEdit(env),
 		NewReadManyFiles(env),
+		NewWebFetch(env),
+		NewWebSearch(env),
 		NewSaveMemory(env),
 		NewTodoWrite(env),
 		NewExitPlanMode(env),

@@ -1,0 +1,224 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// Resolver looks up the addresses of a host name. *net.Resolver implements
+// it; tests give a fake so that no name is ever looked up for real.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// DialFunc opens a connection. The guard only ever passes it an "ip:port"
+// address it has already checked.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// maxRedirects is how many redirects one fetch follows (tools.md §3.9).
+const maxRedirects = 10
+
+// NetGuard keeps HTTP requests away from the machine itself and from the
+// networks around it (tools.md §3.9): every address a host name resolves to
+// and every address actually dialled, on the first hop and after each
+// redirect, must be public. The zero value uses the system's resolver and
+// dialer and refuses private addresses.
+//
+// The check sits in the dialer, not only in front of the request, so that a
+// name that resolves to a public address when checked and to a private one
+// when connecting (DNS rebinding) is still refused: the dialer connects to
+// the very addresses it checked, never to the name.
+type NetGuard struct {
+	// Resolver looks up host names; nil means net.DefaultResolver.
+	Resolver Resolver
+	// Dial connects to a checked "ip:port"; nil means a net.Dialer that
+	// checks the socket's address once more just before connecting.
+	Dial DialFunc
+	// AllowPrivate turns the address checks off
+	// (tools.webFetch.allowPrivateAddresses).
+	AllowPrivate bool
+}
+
+// RefusedAddressError says that a host resolves to an address the guard
+// does not connect to. URL is the request (first hop or redirect target)
+// that was refused, when known.
+type RefusedAddressError struct {
+	URL  string
+	Host string
+	IP   netip.Addr
+}
+
+func (e *RefusedAddressError) Error() string {
+	return fmt.Sprintf("%s resolves to a private or loopback address (%s)", e.Host, e.IP)
+}
+
+// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// thisNetwork is 0.0.0.0/8: Linux connects 0.0.0.0 to the machine itself,
+// so the whole block counts as unspecified.
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// BlockedAddress reports whether ip is one the guard refuses: loopback,
+// private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16,
+// fe80::/10), CGNAT (100.64/10) or unspecified (0.0.0.0/8, ::). An
+// IPv4-mapped IPv6 address is judged by the IPv4 address inside it, and an
+// invalid address is refused.
+func BlockedAddress(ip netip.Addr) bool {
+	ip = ip.Unmap().WithZone("")
+	if !ip.IsValid() {
+		return true
+	}
+	return ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
+		cgnat.Contains(ip) || thisNetwork.Contains(ip)
+}
+
+// Resolve returns the addresses of host (an IP literal is its own only
+// address), and a *RefusedAddressError naming the first blocked one unless
+// AllowPrivate is set. Every address must pass, not just one: a name with
+// one public and one private address could otherwise be steered to the
+// private one.
+func (g *NetGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		r := g.Resolver
+		if r == nil {
+			r = net.DefaultResolver
+		}
+		addrs, err := r.LookupIPAddr(ctx, host)
+		if err != nil {
+			return nil, fmt.Errorf("look up %s: %w", host, err)
+		}
+		for _, a := range addrs {
+			ip, ok := netip.AddrFromSlice(a.IP)
+			if !ok {
+				continue
+			}
+			ips = append(ips, ip.Unmap().WithZone(a.Zone))
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("look up %s: no addresses", host)
+		}
+	}
+	if !g.AllowPrivate {
+		for _, ip := range ips {
+			if BlockedAddress(ip) {
+				return nil, &RefusedAddressError{Host: host, IP: ip.Unmap().WithZone("")}
+			}
+		}
+	}
+	return ips, nil
+}
+
+// DialContext resolves and checks the host of addr, then connects to its
+// addresses in order until one answers. Nothing is dialled when a check
+// fails.
+func (g *NetGuard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	ips, err := g.Resolve(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	dial := g.Dial
+	if dial == nil {
+		dial = g.systemDialer().DialContext
+	}
+	var errs []error
+	for _, ip := range ips {
+		conn, err := dial(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// systemDialer is the default dialer. Its Control hook sees the address of
+// the socket about to connect, the last word on where the request goes.
+func (g *NetGuard) systemDialer() *net.Dialer {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if !g.AllowPrivate {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("check address %s: %w", address, err)
+			}
+			if BlockedAddress(ap.Addr()) {
+				return &RefusedAddressError{Host: ap.Addr().String(), IP: ap.Addr().Unmap().WithZone("")}
+			}
+			return nil
+		}
+	}
+	return d
+}
+
+// Client returns an HTTP client whose connections all go through the guard,
+// that follows at most 10 redirects (http and https only), ignores proxy
+// settings (a proxy would hide where a request really goes), and gives up
+// after timeout (0: no limit besides the request's context). Call
+// CloseIdleConnections on it when done: each client has its own transport.
+func (g *NetGuard) Client(timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConns:          4,
+		IdleConnTimeout:       30 * time.Second,
+	}
+	return &http.Client{
+		Transport: &guardTransport{base: tr},
+		Timeout:   timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects {
+				return &tooManyRedirectsError{}
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("redirect to %s: only http and https are followed", req.URL.Redacted())
+			}
+			return nil
+		},
+	}
+}
+
+// tooManyRedirectsError ends a fetch that keeps redirecting.
+type tooManyRedirectsError struct{}
+
+func (*tooManyRedirectsError) Error() string {
+	return fmt.Sprintf("stopped after %d redirects", maxRedirects)
+}
+
+// guardTransport names the request in a refusal, which the dialer cannot
+// know: every hop, the first and each redirect, passes through RoundTrip.
+type guardTransport struct {
+	base *http.Transport
+}
+
+func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	var refused *RefusedAddressError
+	if err != nil && errors.As(err, &refused) && refused.URL == "" {
+		refused.URL = req.URL.String()
+	}
+	return resp, err
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// transport underneath.
+func (t *guardTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

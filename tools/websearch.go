@@ -1,0 +1,620 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed websearch.md
+var webSearchDescription string
+
+const webSearchSchema = `{
+  "type": "object",
+  "properties": {
+    "query": {
+      "type": "string",
+      "description": "What to search the web for."
+    },
+    "provider": {
+      "type": "string",
+      "description": "The search service to use: tavily, google or dashscope. Leave it out for the default one."
+    }
+  },
+  "required": ["query"]
+}`
+
+// Search provider types, as webSearch.provider entries name them.
+const (
+	providerTavily    = "tavily"
+	providerGoogle    = "google"
+	providerDashScope = "dashscope"
+)
+
+// The public endpoints; an entry's endpoint replaces them (tools.md §3.10).
+const (
+	tavilyEndpoint    = "https://api.tavily.com/search"
+	googleEndpoint    = "https://www.googleapis.com/customsearch/v1"
+	dashScopeEndpoint = "https://dashscope.aliyuncs.com/api/v1/indices/plugin/web_search"
+)
+
+const (
+	// webSearchTimeout bounds one search request.
+	webSearchTimeout = 30 * time.Second
+	// webSearchShown is how many results a listing shows.
+	webSearchShown = 5
+	// searchBodyLimit caps what is read of a provider's answer.
+	searchBodyLimit = 4 << 20
+)
+
+// searchProvider is one usable entry of webSearch.provider.
+type searchProvider struct {
+	Type     string
+	APIKey   string
+	Endpoint string // "" means the public one
+
+	// tavily
+	SearchDepth   string
+	IncludeAnswer bool
+	// google
+	SearchEngineID, SafeSearch, Language, Country string
+
+	// MaxResults is how many results to ask for; 0 means the provider's
+	// default here (tavily 5, google 10, dashscope 10).
+	MaxResults int
+}
+
+// Name is how the model is told which provider answered.
+func (p searchProvider) Name() string {
+	switch p.Type {
+	case providerTavily:
+		return "Tavily"
+	case providerGoogle:
+		return "Google"
+	case providerDashScope:
+		return "DashScope"
+	}
+	return p.Type
+}
+
+// searchConfig is the webSearch setting resolved against the environment.
+type searchConfig struct {
+	// Available lists the usable providers: the entries of
+	// webSearch.provider that have their keys, in order, then tavily when
+	// only TAVILY_API_KEY names it.
+	Available []searchProvider
+	// Default is webSearch.default, lower-cased.
+	Default string
+}
+
+// loadSearchConfig reads webSearch (tools.md §3.10). Entries of unknown
+// types, entries without their keys and repeated types (the first one
+// wins) are left out.
+func loadSearchConfig(env *Env, getenv func(string) (string, bool)) searchConfig {
+	lookup := func(name string) string {
+		v, _ := getenv(name)
+		return strings.TrimSpace(v)
+	}
+	var cfg searchConfig
+	ws, _ := env.Settings().Get("webSearch")
+	m, _ := ws.(map[string]any)
+	cfg.Default = strings.ToLower(strings.TrimSpace(settingString(m, "default")))
+
+	var entries []any
+	switch v := m["provider"].(type) {
+	case []any:
+		entries = v
+	case map[string]any:
+		entries = []any{v}
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		em, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		p := searchProvider{
+			Type:     strings.ToLower(strings.TrimSpace(settingString(em, "type"))),
+			APIKey:   strings.TrimSpace(settingString(em, "apiKey")),
+			Endpoint: strings.TrimSpace(settingString(em, "endpoint")),
+		}
+		if seen[p.Type] {
+			continue
+		}
+		p.MaxResults = settingInt(em, "maxResults")
+		switch p.Type {
+		case providerTavily:
+			if p.APIKey == "" {
+				p.APIKey = lookup("TAVILY_API_KEY")
+			}
+			p.SearchDepth = strings.TrimSpace(settingString(em, "searchDepth"))
+			p.IncludeAnswer = true
+			if b, ok := em["includeAnswer"].(bool); ok {
+				p.IncludeAnswer = b
+			}
+		case providerGoogle:
+			p.SearchEngineID = strings.TrimSpace(settingString(em, "searchEngineId"))
+			p.SafeSearch = strings.TrimSpace(settingString(em, "safeSearch"))
+			p.Language = strings.TrimSpace(settingString(em, "language"))
+			p.Country = strings.TrimSpace(settingString(em, "country"))
+			if p.SearchEngineID == "" {
+				continue
+			}
+		case providerDashScope:
+			if p.APIKey == "" {
+				p.APIKey = lookup("DASHSCOPE_API_KEY")
+			}
+		default:
+			continue
+		}
+		if p.APIKey == "" {
+			continue
+		}
+		seen[p.Type] = true
+		cfg.Available = append(cfg.Available, p)
+	}
+	if !seen[providerTavily] {
+		if key := lookup("TAVILY_API_KEY"); key != "" {
+			cfg.Available = append(cfg.Available, searchProvider{
+				Type: providerTavily, APIKey: key, IncludeAnswer: true,
+			})
+		}
+	}
+	return cfg
+}
+
+// names lists the available provider types, "none" when there are none.
+func (c searchConfig) names() string {
+	if len(c.Available) == 0 {
+		return "none"
+	}
+	out := make([]string, len(c.Available))
+	for i, p := range c.Available {
+		out[i] = p.Type
+	}
+	return strings.Join(out, ", ")
+}
+
+// pick chooses the provider of a call: the requested one, else the default
+// when available, else the first available one.
+func (c searchConfig) pick(requested string) (searchProvider, *ToolError) {
+	want := strings.ToLower(strings.TrimSpace(requested))
+	find := func(t string) (searchProvider, bool) {
+		for _, p := range c.Available {
+			if p.Type == t {
+				return p, true
+			}
+		}
+		return searchProvider{}, false
+	}
+	if want != "" {
+		if p, ok := find(want); ok {
+			return p, nil
+		}
+		return searchProvider{}, InvalidParams(fmt.Sprintf(
+			`Search provider "%s" is not configured; configured providers: %s.`, strings.TrimSpace(requested), c.names()))
+	}
+	if p, ok := find(c.Default); ok {
+		return p, nil
+	}
+	if len(c.Available) == 0 {
+		return searchProvider{}, NewError(ErrorExecutionFailed, "The web search failed: no search provider is configured.")
+	}
+	return c.Available[0], nil
+}
+
+func settingString(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// settingInt reads a whole number that settings hold as a float64, a
+// json.Number or a string (filled in from an environment variable); 0 when
+// it is none of these.
+func settingInt(m map[string]any, key string) int {
+	var f float64
+	switch v := m[key].(type) {
+	case float64:
+		f = v
+	case json.Number:
+		f, _ = v.Float64()
+	case int:
+		return v
+	case string:
+		n, _ := strconv.Atoi(strings.TrimSpace(v))
+		return n
+	}
+	if f != math.Trunc(f) || f < 0 || f > 1000 {
+		return 0
+	}
+	return int(f)
+}
+
+// WebSearchAvailable reports whether web_search has a provider and so is
+// declared (tools.md §3.10): an entry of webSearch.provider with its key,
+// or TAVILY_API_KEY in the process environment. Settings changes can turn
+// it on or off, so the registry asks again when the settings change.
+func WebSearchAvailable(env *Env) bool {
+	return len(loadSearchConfig(env, os.LookupEnv).Available) > 0
+}
+
+// WebSearch is the web_search tool (tools.md §3.10).
+type WebSearch struct {
+	Base
+	env *Env
+
+	// Getenv looks up TAVILY_API_KEY and DASHSCOPE_API_KEY; nil means
+	// os.LookupEnv. Client sends the requests; nil means a client with a
+	// 30 s timeout. Set them before the first call.
+	Getenv func(string) (string, bool)
+	Client *http.Client
+}
+
+// NewWebSearch returns the web_search tool working in env.
+func NewWebSearch(env *Env) *WebSearch {
+	return &WebSearch{env: env, Base: Base{Spec: Spec{
+		Name:        "web_search",
+		DisplayName: "WebSearch",
+		Description: webSearchDescription,
+		Schema:      []byte(webSearchSchema),
+		Kind:        KindSearch,
+	}}}
+}
+
+func (w *WebSearch) config() searchConfig {
+	getenv := w.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	return loadSearchConfig(w.env, getenv)
+}
+
+// Validate checks the query and the provider, which must be configured when
+// given.
+func (w *WebSearch) Validate(params map[string]any) *ToolError {
+	if q, _ := String(params, "query"); strings.TrimSpace(q) == "" {
+		return InvalidParams(`Argument "query" must not be empty.`)
+	}
+	if _, given := params["provider"]; given {
+		p, _ := String(params, "provider")
+		if strings.TrimSpace(p) == "" {
+			return InvalidParams(`Argument "provider" must not be empty when given; leave it out for the default provider.`)
+		}
+		if _, terr := w.config().pick(p); terr != nil {
+			return terr
+		}
+	}
+	return nil
+}
+
+// Describe quotes the query.
+func (w *WebSearch) Describe(params map[string]any) string {
+	q, _ := String(params, "query")
+	return `Searching the web for: "` + strings.TrimSpace(q) + `"`
+}
+
+// ShouldConfirm asks before every search.
+func (w *WebSearch) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
+	q, _ := String(params, "query")
+	return &Confirmation{
+		Title: "Confirm Web Search",
+		Details: &InfoConfirmation{
+			Prompt:          `Search the web for: "` + strings.TrimSpace(q) + `"`,
+			PermissionRules: []string{"WebSearch"},
+		},
+	}, nil
+}
+
+// searchItem is one result, whatever the provider.
+type searchItem struct {
+	Title, URL, Snippet string
+	// Score is the provider's relevance in [0, 1], nil when unknown.
+	Score     *float64
+	Published string
+}
+
+// searchOutcome is what a provider found.
+type searchOutcome struct {
+	Answer string
+	Items  []searchItem
+}
+
+// Execute runs the search with the chosen provider.
+func (w *WebSearch) Execute(ctx context.Context, _ *Call, params map[string]any, _ func(Output)) (Result, error) {
+	query, _ := String(params, "query")
+	query = strings.TrimSpace(query)
+	requested, _ := String(params, "provider")
+	p, terr := w.config().pick(requested)
+	if terr != nil {
+		return Result{Error: terr}, nil
+	}
+	client := w.Client
+	if client == nil {
+		client = &http.Client{Timeout: webSearchTimeout}
+	}
+	out, err := searchWith(ctx, client, p, query)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return ErrorResult(ErrorExecutionFailed, "The web search failed: "+sentenceEnd(err.Error())), nil
+	}
+	llm, n := formatSearch(p.Name(), query, out)
+	display := fmt.Sprintf(`No results for "%s" from %s.`, query, p.Name())
+	if n > 0 || out.Answer != "" {
+		display = fmt.Sprintf(`Searched %s for "%s".`, p.Name(), query)
+	}
+	return TextResult(llm, Markdown(display)), nil
+}
+
+// formatSearch renders the llmContent of tools.md §3.10, and how many
+// results it shows.
+func formatSearch(provider, query string, out searchOutcome) (string, int) {
+	items := out.Items
+	if len(items) > webSearchShown {
+		items = items[:webSearchShown]
+	}
+	answer := strings.TrimSpace(out.Answer)
+	if answer == "" && len(items) == 0 {
+		return fmt.Sprintf(`%s found no results for "%s".`, provider, query), 0
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Results for \"%s\" from %s:\n\n", query, provider)
+	if answer != "" {
+		b.WriteString(answer)
+		if len(items) > 0 {
+			b.WriteString("\n\nSources:")
+			for i, it := range items {
+				fmt.Fprintf(&b, "\n[%d] %s (%s)", i+1, it.Title, it.URL)
+			}
+		}
+		return b.String(), len(items)
+	}
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "%d. **%s**", i+1, it.Title)
+		if it.Snippet != "" {
+			b.WriteString("\n   " + it.Snippet)
+		}
+		b.WriteString("\n   Source: " + it.URL)
+		if it.Score != nil {
+			fmt.Fprintf(&b, "\n   Relevance: %d%%", int(math.Round(*it.Score*100)))
+		}
+		if it.Published != "" {
+			b.WriteString("\n   Published: " + it.Published)
+		}
+	}
+	b.WriteString("\n\nTo read a source in full, call web_fetch with its URL.")
+	return b.String(), len(items)
+}
+
+// oneLine folds the whitespace of a title or snippet into single spaces,
+// so that it keeps to the line the format gives it.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// newItem builds a searchItem from a provider's fields; a result without a
+// title is named by its URL, and a score outside [0, 1] counts as unknown.
+func newItem(title, link, snippet string, score *float64, published string) searchItem {
+	it := searchItem{
+		Title: oneLine(title), URL: strings.TrimSpace(link), Snippet: oneLine(snippet),
+		Published: oneLine(published),
+	}
+	if it.Title == "" {
+		it.Title = it.URL
+	}
+	if score != nil && *score >= 0 && *score <= 1 {
+		s := *score
+		it.Score = &s
+	}
+	return it
+}
+
+// searchWith sends the query to provider p. The error's text is the
+// <reason> of "The web search failed: <reason>." (without the period).
+func searchWith(ctx context.Context, client *http.Client, p searchProvider, query string) (searchOutcome, error) {
+	switch p.Type {
+	case providerTavily:
+		return searchTavily(ctx, client, p, query)
+	case providerGoogle:
+		return searchGoogle(ctx, client, p, query)
+	case providerDashScope:
+		return searchDashScope(ctx, client, p, query)
+	}
+	return searchOutcome{}, fmt.Errorf("%s is not a search provider", p.Type)
+}
+
+// callProvider sends req and decodes a 2xx JSON answer into into.
+func callProvider(client *http.Client, req *http.Request, p searchProvider, into any) error {
+	resp, err := client.Do(req)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			if uerr.Timeout() {
+				return fmt.Errorf("%s did not answer within %d seconds", p.Name(), int(webSearchTimeout/time.Second))
+			}
+			err = uerr.Err
+		}
+		return fmt.Errorf("the request to %s failed: %v", p.Name(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, searchBodyLimit))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s failed: %v", p.Name(), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := fmt.Sprintf("%s answered %d %s", p.Name(), resp.StatusCode, http.StatusText(resp.StatusCode))
+		if excerpt := cutText(oneLine(string(body)), 300); excerpt != "" {
+			msg += ": " + excerpt
+		}
+		return errors.New(strings.TrimRight(msg, " "))
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("%s sent an answer that is not the expected JSON: %v", p.Name(), err)
+	}
+	return nil
+}
+
+// endpointOf is the entry's endpoint, else the public one.
+func endpointOf(p searchProvider, public string) string {
+	if p.Endpoint != "" {
+		return p.Endpoint
+	}
+	return public
+}
+
+func postJSON(ctx context.Context, endpoint, key string, body any) (*http.Request, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode search request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("the endpoint %s is not usable: %v", endpoint, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req, nil
+}
+
+func searchTavily(ctx context.Context, client *http.Client, p searchProvider, query string) (searchOutcome, error) {
+	depth := p.SearchDepth
+	if depth == "" {
+		depth = "advanced"
+	}
+	n := p.MaxResults
+	if n <= 0 {
+		n = 5
+	}
+	req, err := postJSON(ctx, endpointOf(p, tavilyEndpoint), p.APIKey, map[string]any{
+		"query":          query,
+		"search_depth":   depth,
+		"max_results":    n,
+		"include_answer": p.IncludeAnswer,
+	})
+	if err != nil {
+		return searchOutcome{}, err
+	}
+	var resp struct {
+		Answer  string `json:"answer"`
+		Results []struct {
+			Title         string   `json:"title"`
+			URL           string   `json:"url"`
+			Content       string   `json:"content"`
+			Score         *float64 `json:"score"`
+			PublishedDate string   `json:"published_date"`
+		} `json:"results"`
+	}
+	if err := callProvider(client, req, p, &resp); err != nil {
+		return searchOutcome{}, err
+	}
+	out := searchOutcome{Answer: resp.Answer}
+	for _, r := range resp.Results {
+		out.Items = append(out.Items, newItem(r.Title, r.URL, r.Content, r.Score, r.PublishedDate))
+	}
+	return out, nil
+}
+
+func searchGoogle(ctx context.Context, client *http.Client, p searchProvider, query string) (searchOutcome, error) {
+	endpoint := endpointOf(p, googleEndpoint)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return searchOutcome{}, fmt.Errorf("the endpoint %s is not usable: %v", endpoint, err)
+	}
+	num := p.MaxResults
+	if num <= 0 || num > 10 {
+		num = 10 // the Custom Search API answers at most 10 per request
+	}
+	q := u.Query()
+	q.Set("key", p.APIKey)
+	q.Set("cx", p.SearchEngineID)
+	q.Set("q", query)
+	q.Set("num", strconv.Itoa(num))
+	if p.SafeSearch != "" {
+		q.Set("safe", p.SafeSearch)
+	}
+	if p.Language != "" {
+		q.Set("lr", "lang_"+p.Language)
+	}
+	if p.Country != "" {
+		q.Set("cr", "country"+strings.ToUpper(p.Country))
+	}
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return searchOutcome{}, fmt.Errorf("the endpoint %s is not usable: %v", endpoint, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	var resp struct {
+		Items []struct {
+			Title   string `json:"title"`
+			Link    string `json:"link"`
+			Snippet string `json:"snippet"`
+		} `json:"items"`
+	}
+	if err := callProvider(client, req, p, &resp); err != nil {
+		// The key travels in the query string; keep it out of messages.
+		return searchOutcome{}, errors.New(strings.ReplaceAll(err.Error(), p.APIKey, "<key>"))
+	}
+	var out searchOutcome
+	for _, it := range resp.Items {
+		out.Items = append(out.Items, newItem(it.Title, it.Link, it.Snippet, nil, ""))
+	}
+	return out, nil
+}
+
+func searchDashScope(ctx context.Context, client *http.Client, p searchProvider, query string) (searchOutcome, error) {
+	rows := p.MaxResults
+	if rows <= 0 {
+		rows = 10
+	}
+	req, err := postJSON(ctx, endpointOf(p, dashScopeEndpoint), p.APIKey, map[string]any{
+		"uq":   query,
+		"page": 1,
+		"rows": rows,
+	})
+	if err != nil {
+		return searchOutcome{}, err
+	}
+	var resp struct {
+		Status  int     `json:"status"`
+		Message *string `json:"message"`
+		Data    struct {
+			Docs []struct {
+				Title           string   `json:"title"`
+				URL             string   `json:"url"`
+				Snippet         string   `json:"snippet"`
+				Score           *float64 `json:"_score"`
+				TimestampFormat string   `json:"timestamp_format"`
+			} `json:"docs"`
+		} `json:"data"`
+	}
+	if err := callProvider(client, req, p, &resp); err != nil {
+		return searchOutcome{}, err
+	}
+	if resp.Status != 0 {
+		msg := "no message"
+		if resp.Message != nil && strings.TrimSpace(*resp.Message) != "" {
+			msg = oneLine(*resp.Message)
+		}
+		return searchOutcome{}, fmt.Errorf("DashScope reported status %d: %s", resp.Status, msg)
+	}
+	var out searchOutcome
+	for _, d := range resp.Data.Docs {
+		out.Items = append(out.Items, newItem(d.Title, d.URL, d.Snippet, d.Score, d.TimestampFormat))
+	}
+	return out, nil
+}
