@@ -390,3 +390,28 @@ func TestDidFocusGivesTheModelTheActiveFile(t *testing.T) {
 		t.Fatalf("user message = %q", last)
 	}
 }
+
+// web_search reaches the model only while a provider is configured
+// (conformance case 44), and a provider added to the settings applies from
+// the next model request.
+func TestWebSearchDeclaredOnlyWithAProvider(t *testing.T) {
+	t.Setenv("TAVILY_API_KEY", "")
+	t.Setenv("DASHSCOPE_API_KEY", "")
+	a := startAgent(t, "default", modeltest.Response{Text: "one"}, modeltest.Response{Text: "two"})
+	if _, err := a.prompt("first"); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(a.model.Requests()[0].Tools, "web_search") {
+		t.Fatal("web_search was declared without a provider")
+	}
+	a.e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{
+		"model":     map[string]any{"name": "scripted", "baseUrl": a.model.URL},
+		"webSearch": map[string]any{"provider": []any{map[string]any{"type": "tavily", "apiKey": "tvly-x", "endpoint": "http://127.0.0.1:9"}}},
+	}})
+	if _, err := a.prompt("second"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(a.model.Requests()[1].Tools, "web_search") {
+		t.Fatalf("web_search was not declared after a provider was configured: %v", a.model.Requests()[1].Tools)
+	}
+}
