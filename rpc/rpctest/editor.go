@@ -27,7 +27,7 @@ import (
 
 // DefaultTimeout bounds every wait of the fake editor, so a broken server
 // fails a test instead of hanging it.
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = 20 * time.Second
 
 // Message is any JSON-RPC message the server sent.
 type Message struct {
