@@ -76,10 +76,15 @@ func (c *client) call(ctx context.Context, method string, params, result any) er
 
 // start initializes the server with root and options, and opens a session.
 func (c *client) start(ctx context.Context, root string, initOptions map[string]any) (string, error) {
+	c.mu.Lock()
+	canReview := c.onRequest != nil
+	c.mu.Unlock()
 	params := map[string]any{
-		"processId":    nil,
-		"rootUri":      "file://" + root,
-		"capabilities": map[string]any{"experimental": map[string]any{"qwen": map[string]any{"sessionUpdates": true}}},
+		"processId": nil,
+		"rootUri":   "file://" + root,
+		"capabilities": map[string]any{"experimental": map[string]any{"qwen": map[string]any{
+			"sessionUpdates": true, "proposeEdit": canReview, "requestPermission": canReview,
+		}}},
 	}
 	if initOptions != nil {
 		params["initializationOptions"] = initOptions

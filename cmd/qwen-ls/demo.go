@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/tools"
 )
 
 var (
@@ -104,8 +105,11 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 
 	c := newClient(ctx, out, in)
 	c.onUpdate = func(_ string, u json.RawMessage) { pr.update(u) }
+	c.onRequest = func(method string, params json.RawMessage) (any, error) {
+		return demoReview(pr, root, method, params)
+	}
 	sid, err := c.start(ctx, root, map[string]any{
-		"approvalMode": "auto-edit",
+		"approvalMode": "default",
 		"model":        map[string]any{"name": "scripted-demo", "baseUrl": model.URL},
 	})
 	if err != nil {
@@ -121,7 +125,7 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	pr.line("\nEditor: greet/greet.go is open with an unsaved line the disk does not have:\n  %s", strings.TrimSpace(demoTODO))
-	pr.line("Approval mode: auto-edit (edits apply without a review; the review step is shown once the editor review lands).")
+	pr.line("Approval mode: default (every change is shown for review before anything is written).")
 
 	prompt := "Do what the TODO I just typed in greet/greet.go says, and tell me who calls Greet."
 	pr.line("\nYou: %s", prompt)
@@ -141,7 +145,13 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	pr.line("On disk, main.go now reads: %s", strings.TrimSpace(lineWith(string(data), "Greet(")))
 	reqs := model.Requests()
-	pr.line("The scripted model answered %d requests; the first declared %d tools.", len(reqs), len(reqs[0].Tools))
+	if told := toolMessageFor(reqs, "edit"); told != "" {
+		pr.line("\nWhat the model was told about the edit (its tool result):")
+		for _, l := range firstLines(told, 12) {
+			pr.line("  | %s", l)
+		}
+	}
+	pr.line("\nThe scripted model answered %d requests; the first declared %d tools.", len(reqs), len(reqs[0].Tools))
 	pr.line("\nTo use a real model, see README.md (DashScope, OpenAI, or a local server).")
 	return nil
 }
@@ -167,4 +177,54 @@ func filteredEnv() []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// demoReview plays the user at the editor: it shows each proposal and
+// accepts it, as a person clicking "Accept" would.
+func demoReview(pr *printer, root, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "qwen/proposeEdit":
+		var p struct {
+			ToolCallID string `json:"toolCallId"`
+			Title      string `json:"title"`
+			OldText    string `json:"oldText"`
+			NewText    string `json:"newText"`
+			URI        string `json:"uri"`
+			Edits      []any  `json:"edits"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.URI, "file://"), root+"/")
+		pr.line("\n  Editor shows a proposal: %s (%d hunk(s), nothing written yet)", p.Title, len(p.Edits))
+		for _, l := range strings.Split(strings.TrimRight(tools.UnifiedDiff(rel, tools.DiffCurrent, tools.DiffProposed, p.OldText, p.NewText), "\n"), "\n") {
+			pr.line("      %s", l)
+		}
+		pr.line("  You (simulated): Accept")
+		pr.markReviewed(p.ToolCallID)
+		return map[string]any{"outcome": "accepted"}, nil
+	case "qwen/requestPermission":
+		pr.line("  You (simulated): Allow once")
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "proceed_once"}}, nil
+	}
+	return nil, fmt.Errorf("the demo editor does not handle %s", method)
+}
+
+// toolMessageFor finds the tool message answering the first call of the
+// named tool in the recorded requests.
+func toolMessageFor(reqs []modeltest.Request, tool string) string {
+	for _, r := range reqs {
+		ids := map[string]bool{}
+		for _, m := range r.Messages {
+			for _, tc := range m.ToolCalls {
+				if tc.Function.Name == tool {
+					ids[tc.ID] = true
+				}
+			}
+			if m.Role == "tool" && ids[m.ToolCallID] {
+				return m.Text()
+			}
+		}
+	}
+	return ""
 }

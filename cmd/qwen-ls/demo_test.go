@@ -30,6 +30,10 @@ func TestDemoShowsTheWholeTurn(t *testing.T) {
 		"Found 2 matches",
 		"-\tfmt.Println(greet.Greet(\"world\"))",
 		"+\tfmt.Println(greet.Greet(\"team\"))",
+		"Editor shows a proposal: Confirm Edit: main.go",
+		"You (simulated): Accept",
+		"What the model was told about the edit",
+		"| Edited ",
 		"[turn ended: end_turn",
 		`On disk, main.go now reads: fmt.Println(greet.Greet("team"))`,
 	} {

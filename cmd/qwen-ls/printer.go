@@ -20,11 +20,12 @@ type printer struct {
 	inText bool
 	// titles remembers each call's title for its final line.
 	titles map[string]string
-	last   string
+	// reviewed marks calls whose diff was already shown as a proposal.
+	reviewed map[string]bool
 }
 
 func newPrinter(out io.Writer, root string) *printer {
-	return &printer{out: out, root: root, titles: map[string]string{}}
+	return &printer{out: out, root: root, titles: map[string]string{}, reviewed: map[string]bool{}}
 }
 
 type wireUpdate struct {
@@ -90,6 +91,8 @@ func (p *printer) update(raw json.RawMessage) {
 		fmt.Fprintf(p.out, "    %s: %s\n", mark, strings.ReplaceAll(p.titles[u.ToolCallID], p.root+"/", ""))
 		for _, it := range items {
 			switch {
+			case it.Type == "diff" && p.reviewed[u.ToolCallID]:
+				fmt.Fprintln(p.out, "      (written as reviewed above)")
 			case it.Type == "diff":
 				old := ""
 				if it.OldText != nil {
@@ -138,4 +141,11 @@ func firstLines(s string, n int) []string {
 		lines = append(lines[:n], fmt.Sprintf("… (%d more lines)", len(lines)-n))
 	}
 	return lines
+}
+
+// markReviewed records that a call's diff was shown for review.
+func (p *printer) markReviewed(id string) {
+	p.mu.Lock()
+	p.reviewed[id] = true
+	p.mu.Unlock()
 }
