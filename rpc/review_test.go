@@ -376,3 +376,137 @@ func TestDeferredReview(t *testing.T) {
 		}
 	})
 }
+
+// "applied: true" is not trusted: without the didChange that shows the
+// text, the edit is reported as not applied (protocol.md §6.3).
+func TestAppliedTrueWithoutTheChangeIsNotTrusted(t *testing.T) {
+	a := reviewer(t, nil)
+	p := filepath.Join(a.root, "a.txt")
+	a.e.OpenTracked(p, "x\n")
+	a.e.Handle("workspace/applyEdit", func(json.RawMessage) (any, error) { return map[string]any{"applied": true}, nil })
+	a.answerProposals(func(proposal) any { return map[string]any{"outcome": "accepted"} })
+	a.readThenEdit(p, "x", "y")
+	if _, err := a.prompt("edit"); err != nil {
+		t.Fatal(err)
+	}
+	want := "The editor did not apply the change to " + p + ": the buffer did not change within 2 s. The file was not modified."
+	if msg := a.toolMessage(t, "ed"); msg != want {
+		t.Fatalf("model told %q", msg)
+	}
+}
+
+// A client without documentChanges (Neovim 0.7) gets a changes map, which
+// carries no version.
+func TestChangesMapForClientsWithoutDocumentChanges(t *testing.T) {
+	a := reviewer(t, func(p *rpctest.InitParams) { p.DocumentChanges = false })
+	p := filepath.Join(a.root, "a.txt")
+	a.e.OpenTracked(p, "x\n")
+	a.answerProposals(func(proposal) any { return map[string]any{"outcome": "accepted"} })
+	a.readThenEdit(p, "x", "y")
+	if _, err := a.prompt("edit"); err != nil {
+		t.Fatal(err)
+	}
+	applied := a.e.AppliedEdits()
+	if len(applied) != 1 || applied[0].Version != nil || a.e.Text(p) != "y\n" {
+		t.Fatalf("applied = %+v, buffer %q", applied, a.e.Text(p))
+	}
+}
+
+// An editor without workspace/applyEdit cannot have an open buffer
+// changed: the edit is denied before any review.
+func TestOpenBufferWithoutApplyEditIsDenied(t *testing.T) {
+	a := reviewer(t, func(p *rpctest.InitParams) { p.ApplyEdit = false })
+	p := filepath.Join(a.root, "a.txt")
+	a.e.OpenTracked(p, "x\n")
+	seen := a.answerProposals(func(proposal) any { return map[string]any{"outcome": "accepted"} })
+	a.readThenEdit(p, "x", "y")
+	if _, err := a.prompt("edit"); err != nil {
+		t.Fatal(err)
+	}
+	want := p + " is open in the editor, and this editor cannot apply changes to open files. Ask the user to save and close the file, then try again."
+	if msg := a.toolMessage(t, "ed"); msg != want {
+		t.Fatalf("model told %q", msg)
+	}
+	if len(*seen) != 0 {
+		t.Fatal("the user was asked to review an edit that could not be applied")
+	}
+}
+
+// exit_plan_mode asks with the plan and switches the mode on each answer
+// (tools.md §3.14, conformance case 40).
+func TestExitPlanModeSwitchesModes(t *testing.T) {
+	for _, tc := range []struct {
+		option, wantMode, wantMsg string
+	}{
+		{"proceed_always", "auto-edit", "The user approved your plan, and the approval mode is now auto-edit."},
+		{"proceed_once", "default", "The user approved your plan, and the approval mode is now default."},
+		{"cancel", "plan", "[Cancelled] The user rejected the plan; plan mode stays on."},
+	} {
+		t.Run(tc.option, func(t *testing.T) {
+			a := startAgent(t, "plan")
+			var asked []permRequest
+			a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+				var p permRequest
+				json.Unmarshal(params, &p)
+				asked = append(asked, p)
+				return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": tc.option}}, nil
+			})
+			a.model.Push(
+				modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "plan", Name: "exit_plan_mode", Arguments: `{"plan":"1. do it"}`}}},
+				modeltest.Response{Text: "ok"},
+			)
+			if _, err := a.prompt("plan it"); err != nil {
+				t.Fatal(err)
+			}
+			if len(asked) != 1 || asked[0].ToolCall.Kind != "switch_mode" || asked[0].ToolCall.Title != "Would you like to proceed?" || len(asked[0].Options) != 3 {
+				t.Fatalf("asked %+v", asked)
+			}
+			modeUpdates := 0
+			for _, u := range a.updates(t) {
+				if u.SessionUpdate == "current_mode_update" {
+					modeUpdates++
+				}
+			}
+			if (tc.wantMode != "plan") != (modeUpdates == 1) {
+				t.Fatalf("%d mode updates", modeUpdates)
+			}
+			// The next call sees the new mode: a write is blocked only in plan.
+			p := filepath.Join(a.root, "n.txt")
+			a.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", p, "content", "x")}}}, modeltest.Response{Text: "ok"})
+			a.e.Handle("qwen/proposeEdit", func(json.RawMessage) (any, error) { return map[string]any{"outcome": "accepted"}, nil })
+			a.prompt("write")
+			_, err := os.Stat(p)
+			if written := err == nil; written != (tc.wantMode != "plan") {
+				t.Fatalf("written = %v in mode %s", written, tc.wantMode)
+			}
+			// A rejected plan ends the turn; the model reads the answer
+			// with the next prompt.
+			if msg := a.toolMessage(t, "plan"); !strings.HasPrefix(msg, tc.wantMsg) {
+				t.Fatalf("model told %q", msg)
+			}
+		})
+	}
+}
+
+// todo_write's list reaches the editor as an ACP plan update (issue 6,
+// acceptance 5).
+func TestTodoWriteSendsPlanUpdates(t *testing.T) {
+	a := startAgent(t, "default",
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{Name: "todo_write", Arguments: `{"todos":[{"id":"1","content":"Read the code","status":"in_progress"},{"id":"2","content":"Fix it","status":"pending"}]}`}}},
+		modeltest.Response{Text: "ok"},
+	)
+	if _, err := a.prompt("plan"); err != nil {
+		t.Fatal(err)
+	}
+	raw := a.e.WaitNotification("qwen/sessionUpdate", func(p json.RawMessage) bool { return strings.Contains(string(p), `"sessionUpdate":"plan"`) })
+	var p struct {
+		Update struct {
+			Entries []struct{ Content, Priority, Status string }
+		}
+	}
+	json.Unmarshal(raw, &p)
+	e := p.Update.Entries
+	if len(e) != 2 || e[0].Content != "Read the code" || e[0].Status != "in_progress" || e[1].Priority != "medium" {
+		t.Fatalf("plan update = %s", raw)
+	}
+}
