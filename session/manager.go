@@ -235,6 +235,9 @@ type Session struct {
 	// system is the system prompt, built once when the session starts
 	// (memory files are not reloaded during a session).
 	system string
+	// hostOverride and toolFilter are set for subagent sub-sessions.
+	hostOverride Host
+	toolFilter   func(name string) bool
 }
 
 // ID returns the session id.
@@ -255,7 +258,7 @@ func (s *Session) SetMode(mode string) error {
 	s.mu.Lock()
 	s.mode = mode
 	s.mu.Unlock()
-	s.mgr.opts.Host.Update(s.id, Update{Kind: UpdateMode, CurrentModeID: mode})
+	s.host().Update(s.id, Update{Kind: UpdateMode, CurrentModeID: mode})
 	return nil
 }
 
@@ -274,4 +277,60 @@ func (s *Session) History() []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.history)
+}
+
+// host is where the session's updates and questions go: the editor, or
+// for a subagent, the parent call's view of it.
+func (s *Session) host() Host {
+	if s.hostOverride != nil {
+		return s.hostOverride
+	}
+	return s.mgr.opts.Host
+}
+
+// toolset is the tool set for the next model request: the registry's, or
+// a subagent's restricted selection of it.
+func (s *Session) toolset() ToolSet {
+	ts := s.mgr.opts.Tools.Tools()
+	if s.toolFilter != nil {
+		return filteredSet{ts, s.toolFilter}
+	}
+	return ts
+}
+
+// filteredSet hides tools that keep does not accept.
+type filteredSet struct {
+	ToolSet
+	keep func(name string) bool
+}
+
+func (f filteredSet) Lookup(name string) (tools.Tool, *tools.ToolError) {
+	t, err := f.ToolSet.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if !f.keep(t.Name()) {
+		return nil, tools.NewError(tools.ErrorToolNotRegistered, fmt.Sprintf("There is no tool named %q available here; call tools by their exact registered names.", name))
+	}
+	return t, nil
+}
+
+func (f filteredSet) Declarations() []ToolDecl {
+	var out []ToolDecl
+	for _, d := range f.ToolSet.Declarations() {
+		if f.keep(d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (f filteredSet) Names() []string {
+	var out []string
+	for _, n := range f.ToolSet.Names() {
+		if f.keep(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -98,7 +98,7 @@ func (s *Session) remember(rules []string) {
 // ask puts a confirmation to the user (tools.md §6.5) and records the
 // answer on the call.
 func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation) {
-	host := s.mgr.opts.Host
+	host := s.host()
 	if edit, ok := conf.Details.(*tools.EditConfirmation); ok {
 		ans, err := host.ReviewEdit(ctx, s.id, EditReview{ToolCallID: r.tc.ID, Title: conf.Title, Path: edit.FilePath,
 			Version: edit.Version, IsNewFile: edit.IsNewFile, OldText: edit.OldText, NewText: edit.NewText})
@@ -223,7 +223,7 @@ func (s *Session) askPlan(ctx context.Context, r *callRun, conf *tools.Confirmat
 			{OptionProceedOnce, "Yes, and manually approve edits", kindAllowOnce},
 			{OptionCancel, "No, keep planning", kindRejectOnce},
 		}}
-	ans, err := s.mgr.opts.Host.RequestPermission(ctx, s.id, req)
+	ans, err := s.host().RequestPermission(ctx, s.id, req)
 	if ctx.Err() != nil {
 		r.cancel(reasonBeforeRun)
 		return

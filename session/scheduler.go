@@ -70,7 +70,7 @@ type batchResult struct {
 // runBatch takes the calls of one model response through validation,
 // confirmation, execution and the response to the model (tools.md §5).
 func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cutOff bool) batchResult {
-	host := s.mgr.opts.Host
+	host := s.host()
 	runs := make([]*callRun, len(calls))
 	for i, tc := range calls {
 		r := &callRun{tc: tc}
@@ -190,7 +190,7 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		r.fail(tools.NewError(tools.ErrorOutputTruncated, fmt.Sprintf("Your response was cut off by the output token limit, so this %s call may be incomplete and was not executed. Write large content in smaller pieces: create the file with a short skeleton using write_file, then add sections with edit.", r.tc.Name)))
 		return
 	}
-	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.mgr.opts.Host, Ledger: s.ledger, Model: s.toolModel()}
+	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.host(), Ledger: s.ledger, Model: s.toolModel()}
 	mode := s.Mode()
 	if mode == ModePlan && !allowedInPlanMode(r.tool, r.params) {
 		r.state = stateError
@@ -208,7 +208,7 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		r.approved = true
 		return
 	}
-	host := s.mgr.opts.Host
+	host := s.host()
 	if !host.CanAsk() {
 		r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("%s needs the user's permission, but this client cannot ask for it, so the call was denied. An allow rule or another approval mode can permit it.", r.tc.Name)))
 		return
@@ -276,7 +276,7 @@ func (s *Session) executeGroup(ctx context.Context, group []*callRun) {
 
 // execute runs step 6-7 for one approved call.
 func (s *Session) execute(ctx context.Context, r *callRun) {
-	host := s.mgr.opts.Host
+	host := s.host()
 	r.call.Mode = s.Mode()
 	host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress})
 	res, err := tools.Guard(ctx, r.tool, r.call, r.params, func(o tools.Output) {
@@ -415,13 +415,13 @@ func (s *Session) display(r *callRun) {
 		for _, td := range todos.Todos {
 			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
 		}
-		s.mgr.opts.Host.Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
+		s.host().Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
 	}
 	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status}
 	if content != nil {
 		u.Content = content
 	}
-	s.mgr.opts.Host.Update(s.id, u)
+	s.host().Update(s.id, u)
 }
 
 func displayContent(d tools.Display) []ToolContent {

@@ -54,7 +54,7 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 }
 
 func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBlock) (PromptResult, error) {
-	host := s.mgr.opts.Host
+	host := s.host()
 	st := s.mgr.opts.Env.Settings()
 	res := PromptResult{}
 	s.append(Message{Role: "user", Text: s.renderPrompt(blocks)})
@@ -66,7 +66,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			res.StopReason = StopMaxTurnRequests
 			return res, nil
 		}
-		toolset := s.mgr.opts.Tools.Tools()
+		toolset := s.toolset()
 		msgs := append([]Message{{Role: "system", Text: system}}, s.History()...)
 		resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: toolset.Declarations()}, StreamEvents{
 			OnText: func(t string) {
