@@ -53,7 +53,7 @@ func TestComparePeers(t *testing.T) {
 	}
 	verbose := os.Getenv("QWEN_PEERS_VERBOSE") != ""
 
-	loadBefore := loadAverage()
+	loadBefore := peerLoadAverage()
 	m := modeltest.Start(t)
 	fake := &peerModel{t: t, verbose: verbose}
 	m.SetSide(fake.side)
@@ -80,7 +80,7 @@ func TestComparePeers(t *testing.T) {
 	// (absolute_path, file_path): the conversation is answered by the side
 	// handler there, which reads it from the request's declaration.
 	for _, p := range peers {
-		p.pathParam = warmUp(t, m, fake, p)
+		p.pathParam = warmUpPeer(t, m, fake, p)
 		t.Logf("%s: read_file's path parameter is %q", p.name, p.pathParam)
 	}
 	for i := 0; i < runs; i++ {
@@ -88,18 +88,18 @@ func TestComparePeers(t *testing.T) {
 			r := runPeer(t, m, fake, p, i, timeBin)
 			p.results = append(p.results, r)
 			t.Logf("%-13s run %d: %6.0f ms, CPU %6.0f ms (first model request at %5.0f ms, last at %5.0f ms)  max RSS %5.1f MB  tree peak PSS %5.1f MB (%d processes at once)  %d model requests (%d side)",
-				p.name, i+1, ms(r.wall), ms(r.cpu), ms(r.firstReq), ms(r.lastReq), mb(r.maxrssKB), mb(r.pssKB), r.procs, r.requests, r.side)
+				p.name, i+1, peerMS(r.wall), peerMS(r.cpu), peerMS(r.firstReq), peerMS(r.lastReq), peerMB(r.maxrssKB), peerMB(r.pssKB), r.procs, r.requests, r.side)
 		}
 	}
 
 	qw, ours := peers[0], peers[1]
-	wall := func(r peerResult) float64 { return ms(r.wall) }
-	cpu := func(r peerResult) float64 { return ms(r.cpu) }
-	rss := func(r peerResult) float64 { return mb(r.maxrssKB) }
-	pss := func(r peerResult) float64 { return mb(r.pssKB) }
+	wall := func(r peerResult) float64 { return peerMS(r.wall) }
+	cpu := func(r peerResult) float64 { return peerMS(r.cpu) }
+	rss := func(r peerResult) float64 { return peerMB(r.maxrssKB) }
+	pss := func(r peerResult) float64 { return peerMB(r.pssKB) }
 	reqs := func(r peerResult) float64 { return float64(r.requests) }
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nOne prompt with one read_file call, instant scripted model; %d runs of each, alternating (1-min load average %s before, %s after).\n", runs, loadBefore, loadAverage())
+	fmt.Fprintf(&b, "\nOne prompt with one read_file call, instant scripted model; %d runs of each, alternating (1-min load average %s before, %s after).\n", runs, loadBefore, peerLoadAverage())
 	fmt.Fprintf(&b, "%-14s %13s %12s %12s %12s %13s %9s\n", "", "mean wall ms", "min wall ms", "mean CPU ms", "max RSS MB", "peak PSS MB", "requests")
 	for _, p := range peers {
 		fmt.Fprintf(&b, "%-14s %13.0f %12.0f %12.0f %12.1f %13.1f %9.1f\n", p.name, p.mean(wall), p.min(wall), p.mean(cpu), p.mean(rss), p.mean(pss), p.mean(reqs))
@@ -107,7 +107,7 @@ func TestComparePeers(t *testing.T) {
 	fmt.Fprintf(&b, "%-14s %13.3f %12.3f %12.3f %12.3f %13.3f\n", "qwen-ls/qwen",
 		ours.mean(wall)/qw.mean(wall), ours.min(wall)/qw.min(wall), ours.mean(cpu)/qw.mean(cpu), ours.mean(rss)/qw.mean(rss), ours.mean(pss)/qw.mean(pss))
 	fmt.Fprintf(&b, "CPU: user + system time of the whole process tree; max RSS: the largest single process of the run (%s); peak PSS: the process tree's largest PSS sum, sampled every %s.\n",
-		map[bool]string{true: "/usr/bin/time -v", false: "wait4 rusage"}[timeBin != ""], sampleEvery)
+		map[bool]string{true: "/usr/bin/time -v", false: "wait4 rusage"}[timeBin != ""], peerSampleEvery)
 	fmt.Print(b.String())
 }
 
@@ -149,8 +149,8 @@ func (p *peer) min(f func(peerResult) float64) float64 {
 	return m
 }
 
-// loadAverage is the machine's 1-minute load average, for the record.
-func loadAverage() string {
+// peerLoadAverage is the machine's 1-minute load average, for the record.
+func peerLoadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"
@@ -164,8 +164,8 @@ func loadAverage() string {
 
 const peerPrompt = "Read the file notes.txt in the current folder and tell me its secret word."
 
-// peerDirs makes a fresh workspace holding notes.txt and a fresh home with
-// Qwen Code's settings, and returns the workspace and notes.txt's path.
+// peerDirs makes a fresh folder dir holding a workspace (ws) with
+// notes.txt (file) and a home with Qwen Code's settings.
 func peerDirs(t *testing.T, content string) (dir, ws, file string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -191,8 +191,8 @@ func peerDirs(t *testing.T, content string) (dir, ws, file string) {
 	return dir, ws, file
 }
 
-// launched is one finished process with what was measured of it.
-type launched struct {
+// peerProcess is one finished process with what was measured of it.
+type peerProcess struct {
 	start          time.Time
 	cpu            time.Duration // user and system, the waited-for children's included
 	wall           time.Duration
@@ -205,9 +205,9 @@ type launched struct {
 	err            error
 }
 
-// launch runs p once in ws with home and state under dir, measuring wall
+// launchPeer runs p once in ws with home and state under dir, measuring wall
 // time and memory.
-func launch(t *testing.T, m *modeltest.Server, p *peer, dir, ws, timeBin string) launched {
+func launchPeer(t *testing.T, m *modeltest.Server, p *peer, dir, ws, timeBin string) peerProcess {
 	t.Helper()
 	home := filepath.Join(dir, "home")
 	argv := p.command(ws, peerPrompt)
@@ -235,14 +235,14 @@ func launch(t *testing.T, m *modeltest.Server, p *peer, dir, ws, timeBin string)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", p.name, err)
 	}
-	smp := startSampler(cmd.Process.Pid, timeBin != "")
+	smp := startPeerSampler(cmd.Process.Pid, timeBin != "")
 	err := cmd.Wait()
-	l := launched{start: start, wall: time.Since(start), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), stdout: stdout.String(), stderr: stderr.String(), err: err}
+	l := peerProcess{start: start, wall: time.Since(start), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), stdout: stdout.String(), stderr: stderr.String(), err: err}
 	got := smp.stop()
 	l.pssKB, l.procs, l.seen, l.atPeak = got.peakKB, got.procs, got.seen, got.atPeak
 	if timeBin != "" {
 		if err == nil {
-			l.maxrssKB = timeMaxRSS(t, usageFile)
+			l.maxrssKB = peerTimeMaxRSS(t, usageFile)
 		}
 	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		l.maxrssKB = float64(ru.Maxrss) // kilobytes on Linux
@@ -250,18 +250,18 @@ func launch(t *testing.T, m *modeltest.Server, p *peer, dir, ws, timeBin string)
 	return l
 }
 
-// warmUp runs p once, untimed, with the conversation answered by the side
+// warmUpPeer runs p once, untimed, with the conversation answered by the side
 // handler at once, and returns read_file's path parameter as p declares it.
-func warmUp(t *testing.T, m *modeltest.Server, fake *peerModel, p *peer) string {
+func warmUpPeer(t *testing.T, m *modeltest.Server, fake *peerModel, p *peer) string {
 	t.Helper()
 	dir, ws, _ := peerDirs(t, "warm-up\n")
 	fake.learn()
-	l := launch(t, m, p, dir, ws, "")
+	l := launchPeer(t, m, p, dir, ws, "")
 	tools := fake.learned()
 	if l.err != nil || tools == nil {
-		t.Fatalf("%s warm-up: %v (conversation seen: %v)\nstdout:\n%s\nstderr:\n%s", p.name, l.err, tools != nil, l.stdout, tail(l.stderr, 4000))
+		t.Fatalf("%s warm-up: %v (conversation seen: %v)\nstdout:\n%s\nstderr:\n%s", p.name, l.err, tools != nil, l.stdout, peerTail(l.stderr, 4000))
 	}
-	param, err := readFileParam(tools)
+	param, err := peerReadFileParam(tools)
 	if err != nil {
 		t.Fatalf("%s: %v", p.name, err)
 	}
@@ -283,14 +283,14 @@ func runPeer(t *testing.T, m *modeltest.Server, fake *peerModel, p *peer, i int,
 		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "call_read_" + strconv.Itoa(i), Name: "read_file", Arguments: string(args)}}},
 		modeltest.Response{Text: "The secret word is " + marker + "."},
 	)
-	l := launch(t, m, p, dir, ws, timeBin)
+	l := launchPeer(t, m, p, dir, ws, timeBin)
 	if l.err != nil {
-		t.Fatalf("%s run %d: %v\nstdout:\n%s\nstderr:\n%s", p.name, i+1, l.err, l.stdout, tail(l.stderr, 4000))
+		t.Fatalf("%s run %d: %v\nstdout:\n%s\nstderr:\n%s", p.name, i+1, l.err, l.stdout, peerTail(l.stderr, 4000))
 	}
 	if fake.verbose {
 		t.Logf("%s stdout: %s", p.name, strings.TrimSpace(l.stdout))
 		for pid, cmdline := range l.seen {
-			t.Logf("%s process %d (PSS at the peak %.1f MB): %.160s", p.name, pid, mb(l.atPeak[pid]), cmdline)
+			t.Logf("%s process %d (PSS at the peak %.1f MB): %.160s", p.name, pid, peerMB(l.atPeak[pid]), cmdline)
 		}
 	}
 
@@ -308,7 +308,7 @@ func runPeer(t *testing.T, m *modeltest.Server, fake *peerModel, p *peer, i int,
 	}
 	if !read {
 		t.Fatalf("%s run %d: no model request carried a tool message with notes.txt's content (%d requests)\nstdout:\n%s\nstderr:\n%s",
-			p.name, i+1, len(reqs), l.stdout, tail(l.stderr, 4000))
+			p.name, i+1, len(reqs), l.stdout, peerTail(l.stderr, 4000))
 	}
 	arrivals := fake.arrivalTimes()
 	if len(arrivals) == 0 {
@@ -388,9 +388,9 @@ func (f *peerModel) side(r modeltest.Request) (modeltest.Response, bool) {
 	defer f.mu.Unlock()
 	f.arrivals = append(f.arrivals, time.Now())
 	if f.verbose {
-		f.t.Logf("model request: %s", describe(r))
+		f.t.Logf("model request: %s", describePeerRequest(r))
 	}
-	if isConversation(r) {
+	if isPeerConversation(r) {
 		if f.learning {
 			if f.tools == nil {
 				f.tools = r.ToolsRaw
@@ -403,7 +403,7 @@ func (f *peerModel) side(r modeltest.Request) (modeltest.Response, bool) {
 	return modeltest.Response{Text: "{}"}, true
 }
 
-func isConversation(r modeltest.Request) bool {
+func isPeerConversation(r modeltest.Request) bool {
 	hasRead := false
 	for _, name := range r.Tools {
 		if name == "read_file" {
@@ -420,10 +420,10 @@ func isConversation(r modeltest.Request) bool {
 	return last.Role == "tool" || last.Role == "user" && strings.Contains(last.Text(), peerPrompt)
 }
 
-// describe summarises a request for the log.
-func describe(r modeltest.Request) string {
+// describePeerRequest summarises a request for the log.
+func describePeerRequest(r modeltest.Request) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s stream=%v tools=%d conversation=%v", r.Path, r.Stream, len(r.Tools), isConversation(r))
+	fmt.Fprintf(&b, "%s stream=%v tools=%d conversation=%v", r.Path, r.Stream, len(r.Tools), isPeerConversation(r))
 	for _, msg := range r.Messages {
 		text := strings.ReplaceAll(msg.Text(), "\n", " ")
 		if len(text) > 160 {
@@ -437,9 +437,9 @@ func describe(r modeltest.Request) string {
 	return b.String()
 }
 
-// readFileParam finds read_file's path parameter in a request's tool
+// peerReadFileParam finds read_file's path parameter in a request's tool
 // declarations: the first required parameter.
-func readFileParam(tools json.RawMessage) (string, error) {
+func peerReadFileParam(tools json.RawMessage) (string, error) {
 	var decls []struct {
 		Function struct {
 			Name       string `json:"name"`
@@ -459,8 +459,9 @@ func readFileParam(tools json.RawMessage) (string, error) {
 	return "", fmt.Errorf("no read_file declaration with a required parameter")
 }
 
-// timeMaxRSS reads "Maximum resident set size (kbytes)" from /usr/bin/time -v.
-func timeMaxRSS(t *testing.T, path string) float64 {
+// peerTimeMaxRSS reads "Maximum resident set size (kbytes)" from the
+// output of /usr/bin/time -v.
+func peerTimeMaxRSS(t *testing.T, path string) float64 {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -478,32 +479,32 @@ func timeMaxRSS(t *testing.T, path string) float64 {
 	return 0
 }
 
-const sampleEvery = 10 * time.Millisecond
+const peerSampleEvery = 10 * time.Millisecond
 
-// sampler polls the memory of a process tree. Qwen Code relaunches itself
+// peerSampler polls the memory of a process tree. Qwen Code relaunches itself
 // in a child node process and forks shells, so no single process's maxrss
 // is its footprint. Summing RSS would count a fork's copy-on-write pages
 // twice; the sum of PSS (each shared page divided among its sharers, from
 // /proc/PID/smaps_rollup) counts them once.
-type sampler struct {
+type peerSampler struct {
 	done   chan struct{}
-	result chan samples
+	result chan peerSamples
 }
 
-type samples struct {
-	peakKB float64
+type peerSamples struct {
+	peakKB float64         // the largest sum of PSS seen
 	procs  int             // most processes alive at once
 	seen   map[int]string  // every process seen, with its command line
 	atPeak map[int]float64 // each process's PSS (kB) in the peak sample
 }
 
-// startSampler polls the tree under root (without root itself when it is
+// startPeerSampler polls the tree under root (without root itself when it is
 // only the /usr/bin/time wrapper).
-func startSampler(root int, skipRoot bool) *sampler {
-	s := &sampler{done: make(chan struct{}), result: make(chan samples, 1)}
+func startPeerSampler(root int, skipRoot bool) *peerSampler {
+	s := &peerSampler{done: make(chan struct{}), result: make(chan peerSamples, 1)}
 	go func() {
-		res := samples{seen: map[int]string{}}
-		tick := time.NewTicker(sampleEvery)
+		res := peerSamples{seen: map[int]string{}}
+		tick := time.NewTicker(peerSampleEvery)
 		defer tick.Stop()
 		for {
 			sum, n, each := 0.0, 0, map[int]float64{}
@@ -511,7 +512,7 @@ func startSampler(root int, skipRoot bool) *sampler {
 				if p == root && skipRoot {
 					continue
 				}
-				if kb, ok := pssKB(p); ok {
+				if kb, ok := peerPSS(p); ok {
 					sum += kb
 					n++
 					each[p] = kb
@@ -536,13 +537,13 @@ func startSampler(root int, skipRoot bool) *sampler {
 	return s
 }
 
-func (s *sampler) stop() samples {
+func (s *peerSampler) stop() peerSamples {
 	close(s.done)
 	return <-s.result
 }
 
-// pssKB reads a process's proportional set size in kB.
-func pssKB(pid int) (float64, bool) {
+// peerPSS reads a process's proportional set size in kB.
+func peerPSS(pid int) (float64, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		return 0, false
@@ -559,12 +560,12 @@ func pssKB(pid int) (float64, bool) {
 	return 0, false
 }
 
-func tail(s string, n int) string {
+func peerTail(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return "…" + s[len(s)-n:]
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-func mb(kb float64) float64      { return kb / 1024 }
+func peerMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func peerMB(kb float64) float64      { return kb / 1024 }
