@@ -110,7 +110,7 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 	var raw json.RawMessage
 	wait := h.expectDeferred(sessionID, r.ToolCallID, c.DeferredReview)
 	if err := h.call(ctx, "qwen/proposeEdit", params, &raw); err != nil {
-		h.dropDeferred(sessionID, r.ToolCallID)
+		h.withdrawDeferred(sessionID, r.ToolCallID, wait)
 		return session.EditAnswer{}, err
 	}
 	raw, err := h.resolve(ctx, sessionID, r.ToolCallID, raw, wait)
@@ -155,7 +155,7 @@ func (h *host) RequestPermission(ctx context.Context, sessionID string, r sessio
 	var raw json.RawMessage
 	wait := h.expectDeferred(sessionID, r.ToolCallID, c.DeferredReview)
 	if err := h.call(ctx, "qwen/requestPermission", params, &raw); err != nil {
-		h.dropDeferred(sessionID, r.ToolCallID)
+		h.withdrawDeferred(sessionID, r.ToolCallID, wait)
 		return session.PermissionAnswer{}, err
 	}
 	raw, err := h.resolve(ctx, sessionID, r.ToolCallID, raw, wait)
@@ -209,6 +209,18 @@ func (h *host) expectDeferred(sessionID, callID string, allowed bool) chan json.
 	h.deferred[deferredKey{sessionID, callID}] = ch
 	h.mu.Unlock()
 	return ch
+}
+
+// withdrawDeferred forgets a review whose request was cancelled before it
+// was answered. A deferredReview client may have answered "deferred" in the
+// meantime and shown its review, so it is also sent qwen/reviewCancelled;
+// for a request it never answered, the notification names a tool call it
+// does not know and it ignores it.
+func (h *host) withdrawDeferred(sessionID, callID string, wait chan json.RawMessage) {
+	h.dropDeferred(sessionID, callID)
+	if wait != nil {
+		_ = h.s.conn.Notify(context.Background(), "qwen/reviewCancelled", map[string]any{"sessionId": sessionID, "toolCallId": callID})
+	}
 }
 
 func (h *host) dropDeferred(sessionID, callID string) {

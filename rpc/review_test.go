@@ -367,10 +367,9 @@ func TestDeferredReview(t *testing.T) {
 		if res, err := a.e.Wait(id, ch); err != nil || !strings.Contains(string(res), "cancelled") {
 			t.Fatalf("%s %v", res, err)
 		}
+		// Whether the cancel overtook the "deferred" answer or not, the
+		// client is told to close the review.
 		a.e.WaitNotification("qwen/reviewCancelled", func(p json.RawMessage) bool { return strings.Contains(string(p), `"toolCallId":"ed"`) })
-		if len(a.e.Notifications("$/cancelRequest")) != 0 {
-			t.Error("a deferred review was withdrawn with $/cancelRequest")
-		}
 		if data, _ := os.ReadFile(p); string(data) != "x\n" {
 			t.Fatalf("disk = %q", data)
 		}
