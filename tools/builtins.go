@@ -14,10 +14,12 @@ func Builtins(env *Env) []Tool {
 		NewGlob(env),
 		NewEdit(env),
 		NewReadManyFiles(env),
+		NewShell(env),
 		NewWebFetch(env),
 		NewWebSearch(env),
 		NewSaveMemory(env),
 		NewTodoWrite(env),
+		NewTask(env),
 		NewExitPlanMode(env),
 	}
 }

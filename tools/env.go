@@ -16,6 +16,10 @@ type Env struct {
 	Workspace *workspace.Workspace
 	// QwenHome is qwen-ls's state folder: $QWEN_HOME, else ~/.qwen.
 	QwenHome string
+	// Processes keeps the process groups that outlive a shell call
+	// (background commands, leftovers); the server kills them with
+	// KillAll when it exits. NewShell sets it when it is nil.
+	Processes *ProcessGroups
 }
 
 // DefaultQwenHome returns $QWEN_HOME, else ~/.qwen.

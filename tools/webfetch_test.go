@@ -668,3 +668,8 @@ func TestWebFetchCancellation(t *testing.T) {
 		t.Errorf("err = %v, want the call's own deadline", err)
 	}
 }
+
+// RunSubagent completes tools.Model; web_fetch never runs subagents.
+func (m *fakeModel) RunSubagent(context.Context, tools.SubagentRequest, func(tools.SubagentRun)) (tools.SubagentResult, error) {
+	return tools.SubagentResult{}, errors.New("web_fetch must not run subagents")
+}

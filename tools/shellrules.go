@@ -1,0 +1,361 @@
+package tools
+
+import (
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// ShellRuleMatches reports whether the command specifier spec of a shell
+// rule (the text inside Bash(…), Shell(…) or run_shell_command(…)) matches
+// one sub-command, per tools.md §6.2:
+//
+//   - ":*" reads as " *" (git:* is git *);
+//   - "*" alone, or an empty specifier, matches every sub-command;
+//   - otherwise the specifier's words must equal the sub-command's first
+//     words (git matches git status, not gitk), leading VAR=value words
+//     of both left out; a trailing " *" allows any further words, none
+//     included;
+//   - a "*" inside a word matches any run of characters within one word
+//     (a lone "*" word matches any one word);
+//   - a command word holding an expansion ($X, $(…)) matches only "*",
+//     and so does any other word holding one.
+//
+// A sub-command that runs no program (assignments only) matches nothing
+// but "*".
+func ShellRuleMatches(spec string, sub ShellSubCommand) bool {
+	words := shellSpecWords(spec)
+	if len(words) == 0 {
+		// Only a blank specifier has no words; one made of assignments
+		// names no program.
+		return strings.TrimSpace(spec) == ""
+	}
+	if len(words) == 1 && words[0] == "*" {
+		return true
+	}
+	if len(words) > 1 && words[len(words)-1] == "*" {
+		words = words[:len(words)-1]
+	}
+	if len(sub.Words) < len(words) || sub.Words[0].Expanded {
+		return false
+	}
+	for i, w := range words {
+		if !shellWordMatches(w, sub.Words[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// shellSpecWords splits a specifier into words the way bash would split
+// it (quotes removed), with ":*" read as " *" and leading assignments
+// dropped. A specifier bash cannot parse is split on white space.
+func shellSpecWords(spec string) []string {
+	spec = strings.TrimSpace(strings.ReplaceAll(spec, ":*", " *"))
+	if spec == "" {
+		return nil
+	}
+	var words []string
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(spec), "")
+	if err == nil && len(f.Stmts) == 1 && len(f.Stmts[0].Redirs) == 0 && !f.Stmts[0].Background {
+		if call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+			w := &shellWalker{src: spec}
+			for _, a := range call.Args {
+				words = append(words, w.word(a).Value)
+			}
+			return words
+		}
+	}
+	for _, w := range strings.Fields(spec) {
+		if len(words) == 0 && isAssignmentWord(w) {
+			continue
+		}
+		words = append(words, w)
+	}
+	return words
+}
+
+func isAssignmentWord(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	return ok && syntax.ValidName(name)
+}
+
+// shellWordMatches matches one specifier word against one word.
+func shellWordMatches(pattern string, w ShellWord) bool {
+	if w.Expanded {
+		return pattern == "*"
+	}
+	if !strings.Contains(pattern, "*") {
+		return pattern == w.Value
+	}
+	return starMatch(pattern, w.Value)
+}
+
+// starMatch matches s against a pattern where only * is special.
+func starMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, mid := range parts[1 : len(parts)-1] {
+		k := strings.Index(s, mid)
+		if k < 0 {
+			return false
+		}
+		s = s[k+len(mid):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
+}
+
+// ShellRuleCoverage is what a command's rules say about its sub-commands.
+type ShellRuleCoverage struct {
+	// Deny is the index in deny of the first specifier that matches a
+	// sub-command, or -1; DeniedSubCommand is the index of that
+	// sub-command.
+	Deny             int
+	DeniedSubCommand int
+	// Uncovered are the sub-commands that are neither read-only nor
+	// matched by an allow specifier, in order. The call may run without a
+	// prompt only when Uncovered is empty and the command has no
+	// substitution (tools.md §6.1 step 5); otherwise its prompt lists
+	// these (ShellConfirmation).
+	Uncovered []ShellSubCommand
+}
+
+// CoverShellSubCommands judges subs against the specifiers of the allow
+// and deny rules that name the shell tool (the session's rule engine
+// strips Bash(…); a bare Bash rule is the specifier "*").
+//
+// Deny specifiers are matched more widely than allow ones, because a deny
+// rule that a different spelling slips past protects nothing: a command
+// word given as a path is also matched by its basename (/bin/rm as rm),
+// and the command run by a wrapper is matched on its own (timeout 5 rm x,
+// env X=1 rm x, xargs rm, sudo rm x, nice rm x all match rm *).
+func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRuleCoverage {
+	cov := ShellRuleCoverage{Deny: -1, DeniedSubCommand: -1}
+	for di, spec := range deny {
+		for si, sub := range subs {
+			if shellDenyMatches(spec, sub) {
+				cov.Deny, cov.DeniedSubCommand = di, si
+				break
+			}
+		}
+		if cov.Deny >= 0 {
+			break
+		}
+	}
+	for _, sub := range subs {
+		if sub.ReadOnly {
+			continue
+		}
+		allowed := false
+		for _, spec := range allow {
+			if ShellRuleMatches(spec, sub) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			cov.Uncovered = append(cov.Uncovered, sub)
+		}
+	}
+	return cov
+}
+
+func shellDenyMatches(spec string, sub ShellSubCommand) bool {
+	for _, form := range shellDenyForms(sub, 0) {
+		if ShellRuleMatches(spec, form) {
+			return true
+		}
+	}
+	return false
+}
+
+// shellDenyForms lists sub and the other spellings a deny rule must see.
+func shellDenyForms(sub ShellSubCommand, depth int) []ShellSubCommand {
+	forms := []ShellSubCommand{sub}
+	if len(sub.Words) == 0 || sub.Words[0].Expanded || depth > 4 {
+		return forms
+	}
+	cw := sub.Words[0].Value
+	if base := path.Base(cw); base != cw {
+		alt := sub
+		alt.Words = append([]ShellWord{{Value: base}}, sub.Words[1:]...)
+		forms = append(forms, alt)
+	}
+	if inner, ok := unwrapShellCommand(sub); ok {
+		forms = append(forms, shellDenyForms(inner, depth+1)...)
+	}
+	return forms
+}
+
+// shellWrappers are commands that run another command given in their
+// arguments: the options that take a separate value, and how many operands
+// come before the command.
+var shellWrappers = map[string]struct {
+	valueOpts   string // space-separated
+	operands    int
+	assignments bool
+}{
+	"timeout": {valueOpts: "-s --signal -k --kill-after", operands: 1},
+	"nice":    {valueOpts: "-n --adjustment"},
+	"nohup":   {},
+	"env":     {valueOpts: "-u --unset -C --chdir -S --split-string", assignments: true},
+	"command": {},
+	"exec":    {valueOpts: "-a"},
+	"sudo":    {valueOpts: "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type -U --other-user -T --command-timeout"},
+	"doas":    {valueOpts: "-u -C"},
+	"xargs":   {valueOpts: "-a --arg-file -d --delimiter -E -I -L --max-lines -n --max-args -P --max-procs -s --max-chars --process-slot-var"},
+	"stdbuf":  {valueOpts: "-i --input -o --output -e --error"},
+	"setsid":  {},
+	"ionice":  {valueOpts: "-c --class -n --classdata -p --pid -P --pgid -u --uid"},
+	"time":    {valueOpts: "-f --format -o --output"},
+	"watch":   {valueOpts: "-n --interval -d --differences"},
+}
+
+// unwrapShellCommand returns the command a wrapper runs.
+func unwrapShellCommand(sub ShellSubCommand) (ShellSubCommand, bool) {
+	wr, ok := shellWrappers[path.Base(sub.Words[0].Value)]
+	if !ok {
+		return sub, false
+	}
+	valueOpts := strings.Fields(wr.valueOpts)
+	words := sub.Words[1:]
+	operands := wr.operands
+	i := 0
+	for i < len(words) {
+		// An expanded word is taken by its text: as an operand or an
+		// option's value it is skipped like any other.
+		v := words[i].Value
+		switch {
+		case v == "--":
+			i++
+		case len(v) > 1 && v[0] == '-':
+			i++
+			if containsString(valueOpts, v) {
+				i++
+			}
+			continue
+		case wr.assignments && isAssignmentWord(v):
+			i++
+			continue
+		case operands > 0:
+			operands--
+			i++
+			continue
+		}
+		break
+	}
+	if i >= len(words) {
+		return sub, false
+	}
+	inner := sub
+	inner.Words = words[i:]
+	inner.Root = inner.Words[0].Value
+	if !inner.Words[0].Expanded {
+		inner.Root = path.Base(inner.Root)
+	}
+	return inner, true
+}
+
+// ShellConfirmation returns the exec confirmation of tools.md §3.8 for
+// command, listing subs (the sub-commands that still need approval):
+// their texts, their unique roots joined with ", ", and one suggested rule
+// per sub-command (§6.3), without repeats. The session's rule engine calls
+// it again with only the sub-commands its allow rules do not cover.
+func ShellConfirmation(command string, subs []ShellSubCommand) *Confirmation {
+	d := &ExecConfirmation{Command: command, Commands: []string{}, PermissionRules: []string{}}
+	var roots []string
+	for _, s := range subs {
+		d.Commands = append(d.Commands, s.Text)
+		if s.Root == "" {
+			continue
+		}
+		if !containsString(roots, s.Root) {
+			roots = append(roots, s.Root)
+		}
+		if r := SuggestedShellRule(s); !containsString(d.PermissionRules, r) {
+			d.PermissionRules = append(d.PermissionRules, r)
+		}
+	}
+	d.RootCommand = strings.Join(roots, ", ")
+	return &Confirmation{Title: "Confirm Shell Command", Details: d}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// knownSubCommands are the tools whose second word makes a narrower
+// suggested rule (tools.md §6.3). make's targets are open-ended, so any
+// plain word counts for it.
+var knownSubCommands = map[string][]string{
+	"git": {"add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "cat-file", "checkout",
+		"cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch", "format-patch",
+		"fsck", "gc", "grep", "init", "log", "ls-files", "ls-remote", "merge", "mv", "notes", "pull", "push",
+		"rebase", "reflog", "remote", "reset", "restore", "rev-list", "rev-parse", "revert", "rm", "shortlog",
+		"show", "sparse-checkout", "stash", "status", "submodule", "switch", "tag", "worktree"},
+	"npm": {"access", "add", "audit", "cache", "ci", "config", "dedupe", "doctor", "exec", "explain", "fund",
+		"help", "i", "init", "install", "link", "login", "logout", "ls", "outdated", "pack", "ping", "pkg",
+		"prefix", "prune", "publish", "rebuild", "remove", "restart", "rm", "root", "run", "run-script",
+		"start", "stop", "test", "t", "uninstall", "unpublish", "update", "version", "view", "whoami", "x"},
+	"pnpm": {"add", "audit", "bin", "config", "create", "dlx", "env", "exec", "fetch", "i", "import",
+		"init", "install", "link", "list", "ls", "outdated", "pack", "patch", "prune", "publish", "rebuild",
+		"remove", "rm", "root", "run", "start", "store", "t", "test", "unlink", "up", "update", "why"},
+	"yarn": {"add", "audit", "bin", "build", "cache", "config", "create", "dlx", "exec", "global", "info",
+		"init", "install", "link", "list", "node", "outdated", "pack", "publish", "remove", "run", "start",
+		"test", "unlink", "upgrade", "upgrade-interactive", "why", "workspace", "workspaces"},
+	"go": {"build", "clean", "doc", "env", "fix", "fmt", "generate", "get", "install", "list", "mod",
+		"run", "telemetry", "test", "tool", "version", "vet", "work"},
+	"cargo": {"add", "bench", "build", "check", "clean", "clippy", "doc", "fetch", "fix", "fmt",
+		"generate-lockfile", "init", "install", "locate-project", "login", "metadata", "new", "owner",
+		"package", "pkgid", "publish", "remove", "run", "rustc", "rustdoc", "search", "test", "tree",
+		"uninstall", "update", "vendor", "version", "yank"},
+	"docker": {"attach", "build", "builder", "buildx", "commit", "compose", "container", "context", "cp",
+		"create", "diff", "events", "exec", "export", "history", "image", "images", "import", "info",
+		"inspect", "kill", "load", "login", "logout", "logs", "manifest", "network", "node", "pause",
+		"plugin", "port", "ps", "pull", "push", "rename", "restart", "rm", "rmi", "run", "save", "search",
+		"secret", "service", "stack", "start", "stats", "stop", "swarm", "system", "tag", "top", "trust",
+		"unpause", "update", "version", "volume", "wait"},
+	"kubectl": {"annotate", "api-resources", "api-versions", "apply", "attach", "auth", "autoscale",
+		"certificate", "cluster-info", "config", "cordon", "cp", "create", "debug", "delete", "describe",
+		"diff", "drain", "edit", "events", "exec", "explain", "expose", "get", "kustomize", "label", "logs",
+		"patch", "port-forward", "proxy", "replace", "rollout", "run", "scale", "set", "taint", "top",
+		"uncordon", "version", "wait"},
+	"pip": {"cache", "check", "config", "debug", "download", "freeze", "hash", "help", "index", "inspect",
+		"install", "list", "search", "show", "uninstall", "wheel"},
+}
+
+// SuggestedShellRule is the rule of tools.md §6.3 that would allow sub:
+// Bash(<root>) without arguments, Bash(<root> <sub> *) for a known
+// sub-command, else Bash(<root> *). It is "" when sub runs no program.
+func SuggestedShellRule(sub ShellSubCommand) string {
+	if sub.Root == "" {
+		return ""
+	}
+	if len(sub.Words) < 2 {
+		return "Bash(" + sub.Root + ")"
+	}
+	second := sub.Words[1]
+	if !second.Expanded && !second.Pattern {
+		if sub.Root == "make" && isPlainTarget(second.Value) {
+			return "Bash(make " + second.Value + " *)"
+		}
+		if containsString(knownSubCommands[sub.Root], second.Value) {
+			return "Bash(" + sub.Root + " " + second.Value + " *)"
+		}
+	}
+	return "Bash(" + sub.Root + " *)"
+}
+
+func isPlainTarget(s string) bool {
+	return s != "" && !strings.HasPrefix(s, "-") && !strings.ContainsAny(s, "= \t")
+}

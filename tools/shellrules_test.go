@@ -1,0 +1,119 @@
+package tools_test
+
+import (
+	"testing"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// oneSub parses a command that must be a single sub-command.
+func oneSub(t *testing.T, cmd string) tools.ShellSubCommand {
+	t.Helper()
+	a := mustParse(t, cmd)
+	if len(a.SubCommands) != 1 {
+		t.Fatalf("%q has %d sub-commands", cmd, len(a.SubCommands))
+	}
+	return a.SubCommands[0]
+}
+
+func TestShellRuleMatches(t *testing.T) {
+	for _, c := range []struct {
+		spec, cmd string
+		want      bool
+	}{
+		{"git", "git status", true},
+		{"git", "git", true},
+		{"git", "gitk", false},
+		{"git status", "git status --short", true},
+		{"git status", "git stash", false},
+		{"git *", "git", true},
+		{"git *", "git push origin main", true},
+		{"git:*", "git push", true},
+		{"git:*", "gitk", false},
+		{"npm run *", "npm run build", true},
+		{"npm run *", "npm install", false},
+		{"npm run *", "npm", false},
+		{"npm run test:*", "npm run test unit", true},
+		{"npm run test*", "npm run test:unit", true},
+		{"npm run test*", "npm run build", false},
+		{"git log --format=*", "git log --format=%H", true},
+		{"git * --help", "git log --help", true},
+		{"git * --help", "git log", false},
+		{"*", "anything at all", true},
+		{"*", "$CMD x", true},
+		{"", "rm -rf /", true},
+		{"  git   status ", "git status", true},
+		{"git status", "FOO=1 git status", true},
+		{"FOO=1 git status", "git status", true},
+		{"git *", "$CMD status", false},
+		{"$CMD", "$CMD", false},
+		{"echo *", "echo $HOME", true},
+		{"echo /root", "echo $HOME", false},
+		{"cat *", "cat $X", true},
+		{`git commit -m "fix bug"`, `git commit -m 'fix bug'`, true},
+		{`git commit -m "fix bug"`, `git commit -m fix bug`, false},
+		{"rm *", "rm -rf build", true},
+		{"rm *", "/bin/rm x", false},
+		{"rm", "rmdir x", false},
+		{"ls *.go", "ls *.go", true},
+		{"ls a*", "ls abc", true},
+		{"ls a*c", "ls abd", false},
+		{"ls *b*", "ls xby", true},
+	} {
+		if got := tools.ShellRuleMatches(c.spec, oneSub(t, c.cmd)); got != c.want {
+			t.Errorf("ShellRuleMatches(%q, %q) = %v, want %v", c.spec, c.cmd, got, c.want)
+		}
+	}
+	// A statement that runs no program matches only the wildcard.
+	a := mustParse(t, "X=1; ls")
+	if tools.ShellRuleMatches("X=1", a.SubCommands[0]) || !tools.ShellRuleMatches("*", a.SubCommands[0]) {
+		t.Error("an assignment-only sub-command is matched by a word rule, or not by *")
+	}
+}
+
+func TestCoverShellSubCommands(t *testing.T) {
+	a := mustParse(t, "git status && npm run build && rm -f x && npm test")
+	cov := tools.CoverShellSubCommands(a.SubCommands, []string{"npm run *"}, nil)
+	if cov.Deny != -1 || cov.DeniedSubCommand != -1 {
+		t.Errorf("nothing should be denied: %+v", cov)
+	}
+	var texts []string
+	for _, s := range cov.Uncovered {
+		texts = append(texts, s.Text)
+	}
+	// git status is read-only, npm run build allowed.
+	if len(texts) != 2 || texts[0] != "rm -f x" || texts[1] != "npm test" {
+		t.Errorf("uncovered = %q", texts)
+	}
+
+	cov = tools.CoverShellSubCommands(a.SubCommands, nil, []string{"docker *", "npm test", "rm *"})
+	if cov.Deny != 1 || cov.DeniedSubCommand != 3 {
+		t.Errorf("the first matching deny specifier is npm test (1) on sub-command 3: %+v", cov)
+	}
+}
+
+// TestDenyMatchesOtherSpellings: a deny rule also sees through command
+// paths and wrapper commands, which an allow rule does not.
+func TestDenyMatchesOtherSpellings(t *testing.T) {
+	for _, cmd := range []string{
+		"rm x", "/bin/rm x", "timeout 5 rm x", "timeout -s KILL 5 rm x", "env X=1 rm x", "env -i rm x",
+		"sudo -u root rm x", "nice -n 5 rm -rf x", "nohup rm x", "xargs rm", "xargs -n 1 rm -f",
+		"command rm x", "exec rm x", "stdbuf -oL rm x", "timeout 5 nice /usr/bin/rm x", "FOO=1 rm x", "timeout $T rm x",
+	} {
+		sub := oneSub(t, cmd)
+		if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, nil, []string{"rm *"}); cov.Deny != 0 {
+			t.Errorf("%q is not denied by rm *", cmd)
+		}
+	}
+	for _, cmd := range []string{"echo rm x", "grep rm f", "timeout 5", "env", "xargs", "rmdir x", "timeout 5 $RM x"} {
+		sub := oneSub(t, cmd)
+		if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, nil, []string{"rm *"}); cov.Deny != -1 {
+			t.Errorf("%q is denied by rm *", cmd)
+		}
+	}
+	// Allow rules stay literal: allowing rm does not allow a wrapper.
+	sub := oneSub(t, "timeout 5 rm x")
+	if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, []string{"rm *"}, nil); len(cov.Uncovered) != 1 {
+		t.Error("allow rm * covered timeout 5 rm x")
+	}
+}
