@@ -57,6 +57,8 @@ type callRun struct {
 	// approved is set once the permission flow let the call run.
 	approved bool
 	call     *tools.Call
+	// forced: an ask rule demands the prompt (no "always" options).
+	forced bool
 	// displayed is set once the final update went to the editor.
 	displayed atomic.Bool
 }
@@ -192,6 +194,11 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 	}
 	r.call = &tools.Call{ID: r.tc.ID, SessionID: s.id, Name: r.tc.Name, Host: s.host(), Ledger: s.ledger, Model: s.toolModel()}
 	mode := s.Mode()
+	rd := s.decide(r.tool, r.params)
+	if rd.deniedBy != "" {
+		r.fail(deniedError(rd.deniedBy, r.tc.Name))
+		return
+	}
 	if mode == ModePlan && !allowedInPlanMode(r.tool, r.params) {
 		r.state = stateError
 		r.result = tools.Result{Error: tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf(planModeBlockText, r.tc.Name)), Display: tools.Markdown("Blocked by plan mode.")}
@@ -204,7 +211,21 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
-	if conf == nil || !needsPrompt(mode, conf) || s.remembered(conf) {
+	switch {
+	case rd.ask:
+		// An ask rule forces a prompt, without the "always" options.
+		if conf == nil {
+			conf = &tools.Confirmation{Title: "Confirm " + r.tool.DisplayName(), Details: &tools.InfoConfirmation{Prompt: tools.GuardDescribe(r.tool, r.params)}}
+		}
+		r.forced = true
+	case conf == nil || rd.allowed:
+		r.approved = true
+		return
+	case rd.narrowed != nil:
+		rd.narrowed.Title = conf.Title
+		conf = rd.narrowed
+	}
+	if !r.forced && !needsPrompt(mode, conf) {
 		r.approved = true
 		return
 	}
@@ -474,11 +495,15 @@ func (s *Session) toolModel() tools.Model {
 	if err != nil {
 		return nil
 	}
-	return toolModel{m}
+	return toolModel{m: m, s: s}
 }
 
-// toolModel is the session's model as tools see it (tools.Model).
-type toolModel struct{ m Model }
+// toolModel is the session's model as tools see it (tools.Model); s is the
+// session whose call uses it, the parent of any subagent it runs.
+type toolModel struct {
+	m Model
+	s *Session
+}
 
 func (t toolModel) Complete(ctx context.Context, system, user string) (string, error) {
 	resp, err := t.m.Complete(ctx, ModelRequest{Model: t.m.Name(), Messages: []Message{{Role: "system", Text: system}, {Role: "user", Text: user}}})

@@ -83,6 +83,12 @@ type Model interface {
 	// Complete sends one request without tools, a single attempt, and
 	// returns the reply text.
 	Complete(ctx context.Context, system, user string) (string, error)
+	// RunSubagent runs a sub-session (task, tools.md §3.13) until the
+	// model answers without tool calls or req.MaxTurns requests were
+	// made. onUpdate gets the run's progress after every change, one call
+	// at a time. A model failure after retries is an error; so is the
+	// cancellation of ctx, which stops the sub-session.
+	RunSubagent(ctx context.Context, req SubagentRequest, onUpdate func(SubagentRun)) (SubagentResult, error)
 }
 
 // EditDecision is the user's answer to an edit review (tools.md §2.11), set
