@@ -55,7 +55,8 @@ func (s *Server) setupAgent() {
 
 func filterFromSettings(env *tools.Env) registry.Filter {
 	st := env.Settings()
-	f := registry.Filter{Exclude: st.Strings("tools.exclude"), Disabled: st.Strings("tools.disabled")}
+	f := registry.Filter{Exclude: st.Strings("tools.exclude"), Disabled: st.Strings("tools.disabled"),
+		Deny: func(t tools.Tool) bool { return session.WholeToolDenied(st, t) }}
 	if !tools.WebSearchAvailable(env) {
 		// Declared only when a provider is configured (tools.md §3.10).
 		f.Exclude = append(f.Exclude, "web_search")

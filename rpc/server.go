@@ -204,6 +204,11 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	s.sessions.CancelAll()
 	s.cancelAll()
 	s.waitAsync(2 * time.Second)
+	// Background commands and whatever foreground commands left behind
+	// die with the connection (tools.md §3.8).
+	if s.env.Processes != nil {
+		s.env.Processes.KillAll()
+	}
 	_ = s.conn.Close()
 	if s.ownsWS {
 		_ = s.ws.Close()

@@ -47,43 +47,6 @@ func rulesOf(c *tools.Confirmation) []string {
 	return nil
 }
 
-// remembered reports whether the allow rules (permissions.allow and the
-// legacy tools.allowed of every settings scope) and the session's "always"
-// answers cover every rule the confirmation suggests.
-func (s *Session) remembered(c *tools.Confirmation) bool {
-	rules := rulesOf(c)
-	if len(rules) == 0 {
-		return false
-	}
-	st := s.mgr.opts.Env.Settings()
-	persisted := map[string]bool{}
-	for _, key := range []string{"permissions.allow", "tools.allowed"} {
-		for _, r := range st.Strings(key) {
-			persisted[normalizeRule(r)] = true
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range rules {
-		if !s.allowed[r] && !persisted[normalizeRule(r)] {
-			return false
-		}
-	}
-	return true
-}
-
-// normalizeRule writes the shell tool's names as Bash and ":*" as " *", so
-// equivalent spellings of a rule compare equal (tools.md §6.2).
-func normalizeRule(r string) string {
-	r = strings.TrimSpace(r)
-	for _, alias := range []string{"run_shell_command(", "Shell(", "ShellTool("} {
-		if strings.HasPrefix(r, alias) {
-			r = "Bash(" + r[len(alias):]
-		}
-	}
-	return strings.ReplaceAll(r, ":*", " *")
-}
-
 func (s *Session) remember(rules []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,7 +98,7 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		return
 	}
 	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
-		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf), Confirmation: conf}
+		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf, r.forced), Confirmation: conf}
 	if text := promptText(conf); text != "" {
 		req.Content = []ToolContent{{Type: "content", Content: textBlock(text)}}
 	}
@@ -176,7 +139,10 @@ func (s *Session) persistRules(option string, rules []string) error {
 	return s.mgr.opts.Env.Settings().AppendAllowRules(scope, rules)
 }
 
-func optionsFor(t tools.Tool, c *tools.Confirmation) []PermissionOption {
+func optionsFor(t tools.Tool, c *tools.Confirmation, forced bool) []PermissionOption {
+	if forced {
+		return []PermissionOption{{OptionProceedOnce, "Allow", kindAllowOnce}, {OptionCancel, "Reject", kindRejectOnce}}
+	}
 	what := t.DisplayName()
 	switch d := c.Details.(type) {
 	case *tools.ExecConfirmation:
