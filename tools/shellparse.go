@@ -397,6 +397,11 @@ func unescapeDouble(s string) string {
 // >&- only duplicate or close descriptors.
 func hasWriteRedirect(redirs []*syntax.Redirect) bool {
 	for _, r := range redirs {
+		// Discarding output (2>/dev/null) writes nothing a user would
+		// want to approve; read-only commands use it all the time.
+		if r.Word != nil && r.Word.Lit() == "/dev/null" {
+			continue
+		}
 		switch r.Op {
 		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
 			syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:

@@ -143,7 +143,7 @@ func TestShellReadOnly(t *testing.T) {
 	}
 	no := []string{
 		"rm x", "touch f", "mkdir d", "npm test", "python x.py", "timeout 5 ls", "xargs ls",
-		"echo hi > file", "echo hi >> file", "ls 2>/dev/null", "ls &> out", "ls &>> out", "ls >| out", "cat <> f", "ls >& out",
+		"echo hi > file", "echo hi >> file", "ls &> out", "ls &>> out", "ls >| out", "cat <> f", "ls >& out",
 		"echo $(ls)", "echo `ls`", "cat <(ls)", "./ls", "/bin/ls", "$LS", "l*s",
 		"git", "git push", "git commit -m x", "git checkout .", "git -c core.pager=sh log", "git remote add o u",
 		"git remote remove o", "git remote rename a b", "git remote set-url o u", "git remote prune o",
@@ -218,5 +218,25 @@ func TestShellConfirmationLists(t *testing.T) {
 	}
 	if !strings.Contains(a.SubCommands[0].String(), `"npm run a"`) {
 		t.Errorf("String() = %s", a.SubCommands[0])
+	}
+}
+
+// Redirecting to /dev/null discards output: a read-only command stays
+// read-only, while a redirection to a real file still asks.
+func TestDevNullIsNotAWrite(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"grep -r x . 2>/dev/null":  true,
+		"ls >/dev/null 2>&1":       true,
+		"cat a &>/dev/null":        true,
+		"ls > out.txt":             false,
+		"ls 2>/dev/null > out.txt": false,
+	} {
+		a, err := tools.ParseShellCommand(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.ReadOnly(); got != want {
+			t.Errorf("%q read-only = %v, want %v", cmd, got, want)
+		}
 	}
 }
