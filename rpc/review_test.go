@@ -509,3 +509,39 @@ func TestTodoWriteSendsPlanUpdates(t *testing.T) {
 		t.Fatalf("plan update = %s", raw)
 	}
 }
+
+// Conformance case 45 end to end: an accepted save_memory lands in
+// ~/.qwen/QWEN.md and the next session's system prompt carries the fact.
+func TestCase45_SavedMemoryReachesTheNextSession(t *testing.T) {
+	a := reviewer(t, nil)
+	a.answerProposals(func(proposal) any { return map[string]any{"outcome": "accepted"} })
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "m", Name: "save_memory", Arguments: `{"fact":"I like tabs"}`}}},
+		modeltest.Response{Text: "noted"},
+	)
+	if _, err := a.prompt("remember that I like tabs"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(a.e.Home, "QWEN.md"))
+	if err != nil || !strings.HasSuffix(string(data), "## Qwen Added Memories\n- I like tabs\n") {
+		t.Fatalf("QWEN.md = %q, %v", data, err)
+	}
+	if msg := a.toolMessage(t, "m"); msg != `Saved to global memory: "I like tabs"` {
+		t.Fatalf("model told %q", msg)
+	}
+	res, err := a.e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	a.model.Push(modeltest.Response{Text: "hi"})
+	if _, err := a.e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hello"}}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := a.model.Requests()
+	system := reqs[len(reqs)-1].Messages[0]
+	if system.Role != "system" || !strings.Contains(system.Text(), "- I like tabs") {
+		t.Fatalf("the next session's system prompt lacks the fact:\n%s", system.Text())
+	}
+}
