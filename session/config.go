@@ -2,6 +2,7 @@ package session
 
 import (
 	"net/url"
+	"sync"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
@@ -11,6 +12,11 @@ import (
 // applies from the next request. With no key and no endpoint, or no model
 // name, it returns a *NoModelError.
 func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model, error) {
+	// The client is kept while the configuration stays the same, so its
+	// connections to the endpoint are reused across requests.
+	var mu sync.Mutex
+	var last ModelConfig
+	var cached *OpenAIModel
 	return func() (Model, error) {
 		mc := st.Model()
 		if mc.APIKey == "" && mc.BaseURL == "" {
@@ -26,7 +32,13 @@ func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model,
 		if mc.APIKey == "" && !isLoopback(mc.BaseURL) {
 			return nil, &NoModelError{MissingKey: true, BaseURL: mc.BaseURL}
 		}
-		return NewOpenAIModel(ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}, retry), nil
+		cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}
+		mu.Lock()
+		defer mu.Unlock()
+		if cached == nil || cfg != last {
+			cached, last = NewOpenAIModel(cfg, retry), cfg
+		}
+		return cached, nil
 	}
 }
 

@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -170,6 +172,13 @@ type OpenAIModel struct {
 	cfg    ModelConfig
 	client openai.Client
 	retry  RetryPolicy
+
+	// toolsMu guards the converted declarations of the last request: the
+	// set rarely changes between requests, and decoding every schema each
+	// time is most of a request's own cost.
+	toolsMu  sync.Mutex
+	toolsKey []ToolDecl
+	toolsVal []openai.ChatCompletionToolUnionParam
 }
 
 // NewOpenAIModel returns a model client. The SDK's own retries are off:
@@ -409,20 +418,50 @@ func (m *OpenAIModel) params(req ModelRequest) (openai.ChatCompletionNewParams, 
 		}
 		p.Messages = append(p.Messages, mp)
 	}
-	for _, t := range req.Tools {
-		var params map[string]any
-		dec := json.NewDecoder(strings.NewReader(string(t.Parameters)))
-		dec.UseNumber()
-		if err := dec.Decode(&params); err != nil || params == nil {
+	p.Tools = m.toolParams(req.Tools)
+	return p, nil
+}
+
+// toolParams converts declarations, reusing the last conversion when the
+// declarations are the same.
+func (m *OpenAIModel) toolParams(decls []ToolDecl) []openai.ChatCompletionToolUnionParam {
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	if sameDecls(decls, m.toolsKey) {
+		return m.toolsVal
+	}
+	var out []openai.ChatCompletionToolUnionParam
+	for _, t := range decls {
+		// Top-level keys hold their JSON as sent, so the SDK copies the
+		// schema instead of walking it by reflection on every request.
+		var raw map[string]json.RawMessage
+		params := map[string]any{}
+		if err := json.Unmarshal(t.Parameters, &raw); err != nil || raw == nil {
 			params = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+		for k, v := range raw {
+			params[k] = v
+		}
+		out = append(out, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
 			Name:        t.Name,
 			Description: openai.String(t.Description),
 			Parameters:  params,
 		}))
 	}
-	return p, nil
+	m.toolsKey, m.toolsVal = slices.Clone(decls), out
+	return out
+}
+
+func sameDecls(a, b []ToolDecl) bool {
+	if len(a) != len(b) || a == nil {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || string(a[i].Parameters) != string(b[i].Parameters) {
+			return false
+		}
+	}
+	return true
 }
 
 func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
