@@ -7,6 +7,10 @@
 // session takes a Snapshot per model request, so the tools and declarations
 // it sends stay fixed for that request while discovery goes on.
 //
+// Sources (NewSources) feeds a Registry with the tools found by command
+// discovery (discovery.go) and offered by MCP servers (mcp.go), named by
+// tools.md §4.4 (naming.go).
+//
 // This package must not import session or rpc.
 package registry
 
@@ -45,6 +49,12 @@ type Registry struct {
 	mcp        map[string][]tools.Tool
 	filter     Filter
 	snapshot   *Snapshot
+	// warn receives naming warnings (tools.md §4.4); warned holds the
+	// warnings of the current set, so that a rebuild repeats none while
+	// the clash lasts, and pending the ones to give once mu is released.
+	warn    func(string)
+	warned  map[string]bool
+	pending []string
 }
 
 // New returns a registry of the given built-ins, in the order they are
@@ -62,40 +72,70 @@ func New(builtins []tools.Tool, f Filter) *Registry {
 // SetBuiltins replaces the built-ins (web_search comes and goes with its
 // provider, tools.md §3.10), keeping their order.
 func (r *Registry) SetBuiltins(ts []tools.Tool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.builtins = slices.Clone(ts)
-	r.rebuild()
+	r.update(func() { r.builtins = slices.Clone(ts) })
 }
 
 // SetDiscovered replaces every command-discovered tool (tools.md §4.2).
 func (r *Registry) SetDiscovered(ts []tools.Tool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.discovered = slices.Clone(ts)
-	r.rebuild()
+	r.update(func() { r.discovered = slices.Clone(ts) })
 }
 
 // SetMCP replaces the tools of the MCP server alias; an empty set removes the
-// server. The tools carry their registered names already (tools.md §4.4 is
-// the MCP client's job).
+// server. The tools this package makes for MCP servers (see Sources) are
+// named by tools.md §4.4 against the whole set on every change; any other
+// tool is registered under its own name.
 func (r *Registry) SetMCP(alias string, ts []tools.Tool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(ts) == 0 {
-		delete(r.mcp, alias)
-	} else {
-		r.mcp[alias] = slices.Clone(ts)
-	}
-	r.rebuild()
+	r.update(func() {
+		if len(ts) == 0 {
+			delete(r.mcp, alias)
+		} else {
+			r.mcp[alias] = slices.Clone(ts)
+		}
+	})
 }
 
 // SetFilter replaces the filter, as when the settings change.
 func (r *Registry) SetFilter(f Filter) {
+	r.update(func() { r.filter = f })
+}
+
+// OnWarning sets the function that receives the registry's warnings: MCP
+// tools left out because their names clash (tools.md §4.4). Each warning is
+// given once, outside the registry's lock.
+func (r *Registry) OnWarning(f func(string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.filter = f
+	r.warn = f
+}
+
+// BuiltinNames returns the names and aliases of the built-ins, whether or
+// not the filter registers them: the names command discovery must not take
+// (tools.md §4.2).
+func (r *Registry) BuiltinNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, t := range r.builtins {
+		names = append(names, t.Name())
+		names = append(names, t.Aliases()...)
+	}
+	return names
+}
+
+// update applies change and rebuilds the snapshot, then gives the new
+// warnings with the lock released.
+func (r *Registry) update(change func()) {
+	r.mu.Lock()
+	change()
 	r.rebuild()
+	warn, pending := r.warn, r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if warn != nil {
+		for _, w := range pending {
+			warn(w)
+		}
+	}
 }
 
 // Snapshot returns the registered set as it is now. It never changes
@@ -174,7 +214,7 @@ func (r *Registry) rebuild() {
 		tool  tools.Tool
 	}
 	var mcp []mcpTool
-	for alias, ts := range r.mcp {
+	for alias, ts := range r.namedMCP() {
 		for _, t := range ts {
 			mcp = append(mcp, mcpTool{alias, t})
 		}
@@ -202,6 +242,63 @@ func (r *Registry) rebuild() {
 }
 
 func byName(a, b tools.Tool) int { return strings.Compare(a.Name(), b.Name()) }
+
+// mcpNamed is an MCP tool that takes its registered name from tools.md
+// §4.4 rather than carrying one.
+type mcpNamed interface {
+	tools.Tool
+	// remoteName is the server-side tool name.
+	remoteName() string
+	// withName returns the tool registered as name.
+	withName(name string) tools.Tool
+}
+
+// namedMCP returns the MCP tools per server with the §4.4 names applied,
+// computed from the whole set, and queues the warnings not given before;
+// r.mu must be held.
+func (r *Registry) namedMCP() map[string][]tools.Tool {
+	reserved := map[string]bool{}
+	for _, t := range r.builtins {
+		reserved[t.Name()] = true
+		for _, a := range t.Aliases() {
+			reserved[a] = true
+		}
+	}
+	for _, t := range r.discovered {
+		reserved[t.Name()] = true
+	}
+	var keys []mcpToolKey
+	for alias, ts := range r.mcp {
+		for _, t := range ts {
+			if n, ok := t.(mcpNamed); ok {
+				keys = append(keys, mcpToolKey{alias, n.remoteName()})
+			}
+		}
+	}
+	names, warnings := assignMCPNames(keys, func(s string) bool { return reserved[s] })
+	current := make(map[string]bool, len(warnings))
+	for _, w := range warnings {
+		current[w] = true
+		if !r.warned[w] {
+			r.pending = append(r.pending, w)
+		}
+	}
+	r.warned = current
+	out := make(map[string][]tools.Tool, len(r.mcp))
+	for alias, ts := range r.mcp {
+		for _, t := range ts {
+			n, ok := t.(mcpNamed)
+			if !ok {
+				out[alias] = append(out[alias], t)
+				continue
+			}
+			if name, ok := names[mcpToolKey{alias, n.remoteName()}]; ok {
+				out[alias] = append(out[alias], n.withName(name))
+			}
+		}
+	}
+	return out
+}
 
 // filtered reports whether the filter's exclude, disabled or deny parts
 // remove t; r.mu must be held.
