@@ -35,11 +35,17 @@ func (s *Server) setupAgent() {
 	}
 	s.env = &tools.Env{Workspace: s.ws, QwenHome: home}
 	s.host = &host{s: s}
-	s.registry = registry.New(tools.Builtins(s.env), filterFromSettings(s.env))
-	if len(s.opts.ExtraTools) > 0 {
-		s.registry.SetDiscovered(s.opts.ExtraTools)
-	}
+	s.registry = registry.New(append(tools.Builtins(s.env), s.opts.ExtraTools...), filterFromSettings(s.env))
 	s.ws.Settings.OnChange(func() { s.registry.SetFilter(filterFromSettings(s.env)) })
+	s.sources = registry.NewSources(registry.Options{
+		Registry: s.registry,
+		Env:      s.env,
+		Version:  s.opts.Version,
+		Progress: s.sourceProgress,
+		Log: func(level registry.LogLevel, msg string) {
+			s.log.logf(Level(level), "%s", msg)
+		},
+	})
 	newModel := s.opts.NewModel
 	if newModel == nil {
 		newModel = session.ModelFromSettings(s.ws.Settings, s.opts.Retry)
@@ -50,6 +56,9 @@ func (s *Server) setupAgent() {
 		Host:        s.host,
 		NewModel:    newModel,
 		DefaultMode: s.defaultMode,
+		// The first model request of a session waits until every
+		// configured tool source has had its first try (tools.md §4.1).
+		Ready: s.sources.WaitFirstAttempt,
 	})
 }
 
@@ -231,7 +240,11 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 	if infos == nil {
 		infos = []registry.Info{}
 	}
-	return map[string]any{"tools": infos, "servers": []any{}}, nil
+	servers := s.sources.Servers()
+	if servers == nil {
+		servers = []registry.ServerStatus{}
+	}
+	return map[string]any{"tools": infos, "servers": servers}, nil
 }
 
 func (s *Server) didFocus(ctx context.Context, req *Request) (any, error) {
@@ -275,4 +288,27 @@ func selectedLines(text string, start, end int) string {
 	}
 	end = min(end, len(lines), start+maxFocusLines-1)
 	return strings.Join(lines[start-1:end], "\n")
+}
+
+// sourceProgress reports tool discovery as server-initiated $/progress,
+// one token per discovery round.
+func (s *Server) sourceProgress(p registry.Progress) {
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	switch p.Kind {
+	case registry.ProgressBegin:
+		s.srcProgress = s.serverProgress(s.baseCtx, p.Title)
+		if p.Message != "" {
+			s.srcProgress.report(p.Message)
+		}
+	case registry.ProgressReport:
+		if s.srcProgress != nil {
+			s.srcProgress.report(p.Message)
+		}
+	case registry.ProgressEnd:
+		if s.srcProgress != nil {
+			s.srcProgress.end(p.Message)
+			s.srcProgress = nil
+		}
+	}
 }

@@ -44,8 +44,8 @@ type Options struct {
 	NewModel func() (session.Model, error)
 	// Retry is the model's retry policy (zero: the defaults).
 	Retry RetryPolicy
-	// ExtraTools are registered after the built-ins, as if discovered:
-	// for embedding qwen-ls and for tests.
+	// ExtraTools are registered after the built-ins, with them: for
+	// embedding qwen-ls and for tests.
 	ExtraTools []tools.Tool
 }
 
@@ -95,6 +95,11 @@ type Server struct {
 	sessions *session.Manager
 	host     *host
 	turns    turnProgress
+	sources  *registry.Sources
+	// srcMu guards srcProgress, the $/progress of the running discovery
+	// round.
+	srcMu       sync.Mutex
+	srcProgress *progress
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex
@@ -209,6 +214,8 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	if s.env.Processes != nil {
 		s.env.Processes.KillAll()
 	}
+	// MCP servers and discovery processes are stopped with the connection.
+	s.sources.Close()
 	_ = s.conn.Close()
 	if s.ownsWS {
 		_ = s.ws.Close()

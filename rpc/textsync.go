@@ -97,6 +97,7 @@ func (s *Server) didChangeWorkspaceFolders(ctx context.Context, req *Request) (a
 		}
 	}
 	s.log.Infof("workspace roots: %v", s.ws.Roots.List())
+	s.sources.RootsChanged()
 	return nil, nil
 }
 

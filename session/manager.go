@@ -83,6 +83,9 @@ type Options struct {
 	DefaultMode func() string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Ready, when set, is waited for before a session's first model
+	// request: tool discovery must have had its first try.
+	Ready func(ctx context.Context) error
 }
 
 // Manager owns the sessions of one connection.

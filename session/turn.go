@@ -58,6 +58,12 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	st := s.mgr.opts.Env.Settings()
 	res := PromptResult{}
 	s.append(Message{Role: "user", Text: s.renderPrompt(blocks)})
+	if ready := s.mgr.opts.Ready; ready != nil {
+		if err := ready(ctx); err != nil && ctx.Err() != nil {
+			res.StopReason = StopCancelled
+			return res, nil
+		}
+	}
 	system := s.systemPrompt()
 	maxRequests := st.Int("model.maxTurnRequests", 100)
 	window := st.Int("model.contextWindow", 131072)
