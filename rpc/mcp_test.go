@@ -134,3 +134,36 @@ func contains(xs []string, x string) bool {
 }
 
 var _ = json.Marshal
+
+// Tools printed by a discovery command reach the model's tools array and
+// run through the call command (conformance case 48, end to end).
+func TestDiscoveredToolsEndToEnd(t *testing.T) {
+	discover, _ := filepath.Abs("../registry/testdata/discover.sh")
+	call, _ := filepath.Abs("../registry/testdata/call.sh")
+	a := startAgentWith(t, "yolo", rpc.Options{}, func(p *rpctest.InitParams) {
+		opts := p.InitializationOptions.(map[string]any)
+		opts["settings"] = map[string]any{"tools": map[string]any{"discoveryCommand": discover + " case48", "callCommand": call}}
+	})
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "d1", Name: "t1", Arguments: `{"x":"v"}`}, {ID: "d2", Name: "t2", Arguments: `{}`}}},
+		modeltest.Response{Text: "done"},
+	)
+	if _, err := a.prompt("use them"); err != nil {
+		t.Fatal(err)
+	}
+	declared := a.model.Requests()[0].Tools
+	if !contains(declared, "t1") || !contains(declared, "t2") {
+		t.Fatalf("declared = %v", declared)
+	}
+	if msg := a.toolMessage(t, "d1"); msg != "called t1 with {\"x\":\"v\"}\n" {
+		t.Fatalf("t1 gave %q", msg)
+	}
+	want := "Stdout: partial output\nStderr: something went wrong\nError: (none)\nExit Code: 0\nSignal: (none)"
+	if msg := a.toolMessage(t, "d2"); msg != want {
+		t.Fatalf("t2 gave %q\nwant %q", msg, want)
+	}
+	res, _ := a.e.Call("qwen/listTools", map[string]any{})
+	if !strings.Contains(string(res), `"name":"t1"`) || !strings.Contains(string(res), `"source":"discovered"`) {
+		t.Fatalf("listTools = %s", res)
+	}
+}
