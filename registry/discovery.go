@@ -31,7 +31,7 @@ const (
 	// killGrace is how long a process group has between SIGTERM and
 	// SIGKILL (tools.md §3.8), and how long pipes may stay open after the
 	// leader has exited.
-	killGrace = 200 * time.Millisecond
+	killGrace = tools.KillGrace
 )
 
 // discoveryConfig is what the settings say about command discovery.
@@ -528,10 +528,7 @@ func (b *cappedBuffer) Bytes() []byte {
 
 // startInGroup starts cmd as the leader of a new process group.
 func startInGroup(cmd *exec.Cmd) error {
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
+	tools.SetProcessGroup(cmd)
 	return cmd.Start()
 }
 
@@ -546,38 +543,15 @@ func waitGroup(cmd *exec.Cmd, stop <-chan struct{}) error {
 		defer close(stopped)
 		select {
 		case <-stop:
-			stopGroup(pgid)
+			tools.TerminateGroup(pgid)
 		case <-exited:
 		}
 	}()
 	err := cmd.Wait()
 	close(exited)
 	<-stopped
-	stopGroup(pgid)
+	tools.TerminateGroup(pgid)
 	return err
-}
-
-// stopGroup sends SIGTERM to the process group pgid and, if any member is
-// still there 200 ms later, SIGKILL. It returns once the group is empty or
-// has been sent SIGKILL.
-func stopGroup(pgid int) {
-	if pgid <= 0 || !groupAlive(pgid) {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.Now().Add(killGrace)
-	for time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		if !groupAlive(pgid) {
-			return
-		}
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// groupAlive reports whether the process group pgid has a member left.
-func groupAlive(pgid int) bool {
-	return syscall.Kill(-pgid, 0) != syscall.ESRCH
 }
 
 // lifetime lets calls started by a tool end with the Sources that made it:

@@ -565,7 +565,7 @@ func (c *mcpConn) shutdown(cause error) string {
 			case <-c.exited:
 			case <-time.After(killGrace):
 			}
-			stopGroup(c.cmd.Process.Pid)
+			tools.TerminateGroup(c.cmd.Process.Pid)
 		}
 		<-done
 		c.wg.Wait()
