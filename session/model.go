@@ -19,7 +19,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
 )
 
 // Message is one chat message in the session's history.
@@ -178,7 +177,7 @@ type OpenAIModel struct {
 	// time is most of a request's own cost.
 	toolsMu  sync.Mutex
 	toolsKey []ToolDecl
-	toolsVal []openai.ChatCompletionToolUnionParam
+	toolsVal json.RawMessage
 }
 
 // NewOpenAIModel returns a model client. The SDK's own retries are off:
@@ -202,11 +201,11 @@ func (m *OpenAIModel) Name() string { return m.cfg.Name }
 
 // Complete implements Model: one attempt, no streaming.
 func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error) {
-	params, err := m.params(req)
+	body, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.client.Chat.Completions.New(ctx, params)
+	c, err := m.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: m.modelName(req)}, option.WithRequestBody("application/json", body))
 	if err != nil {
 		return nil, classify(ctx, err)
 	}
@@ -224,13 +223,13 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelRes
 
 // Stream implements Model, retrying transient failures.
 func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error) {
-	params, err := m.params(req)
+	body, err := m.body(req, true)
 	if err != nil {
 		return nil, err
 	}
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	params := openai.ChatCompletionNewParams{Model: m.modelName(req)}
 	for attempt := 0; ; attempt++ {
-		resp, shown, err := m.streamOnce(ctx, params, ev)
+		resp, shown, err := m.streamOnce(ctx, params, body, ev)
 		if err == nil {
 			return resp, nil
 		}
@@ -273,8 +272,8 @@ func backoff(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration
 	return p.Base/2 + time.Duration(rand.Int64N(int64(ceil)))
 }
 
-func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompletionNewParams, ev StreamEvents) (*ModelResponse, bool, error) {
-	stream := m.client.Chat.Completions.NewStreaming(ctx, params)
+func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompletionNewParams, body []byte, ev StreamEvents) (*ModelResponse, bool, error) {
+	stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	out := &ModelResponse{}
 	var text, reasoning strings.Builder
@@ -404,56 +403,32 @@ func parseRetryAfter(v string) time.Duration {
 	return 0
 }
 
-// params converts a request into the SDK's parameters.
-func (m *OpenAIModel) params(req ModelRequest) (openai.ChatCompletionNewParams, error) {
-	name := req.Model
-	if name == "" {
-		name = m.cfg.Name
+func (m *OpenAIModel) modelName(req ModelRequest) string {
+	if req.Model != "" {
+		return req.Model
 	}
-	p := openai.ChatCompletionNewParams{Model: name}
-	for _, msg := range req.Messages {
-		mp, err := messageParam(msg)
-		if err != nil {
-			return p, err
-		}
-		p.Messages = append(p.Messages, mp)
-	}
-	p.Tools = m.toolParams(req.Tools)
-	return p, nil
+	return m.cfg.Name
 }
 
-// toolParams converts declarations, reusing the last conversion when the
-// declarations are the same.
-func (m *OpenAIModel) toolParams(decls []ToolDecl) []openai.ChatCompletionToolUnionParam {
+// body encodes a request (wire.go).
+func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
+	return encodeRequest(m.modelName(req), req.Messages, m.toolsJSON(req.Tools), stream)
+}
+
+// toolsJSON encodes declarations, reusing the last encoding while the
+// declarations stay the same.
+func (m *OpenAIModel) toolsJSON(decls []ToolDecl) json.RawMessage {
 	m.toolsMu.Lock()
 	defer m.toolsMu.Unlock()
-	if sameDecls(decls, m.toolsKey) {
+	if m.toolsVal != nil && sameDecls(decls, m.toolsKey) {
 		return m.toolsVal
 	}
-	var out []openai.ChatCompletionToolUnionParam
-	for _, t := range decls {
-		// Top-level keys hold their JSON as sent, so the SDK copies the
-		// schema instead of walking it by reflection on every request.
-		var raw map[string]json.RawMessage
-		params := map[string]any{}
-		if err := json.Unmarshal(t.Parameters, &raw); err != nil || raw == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		for k, v := range raw {
-			params[k] = v
-		}
-		out = append(out, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-			Name:        t.Name,
-			Description: openai.String(t.Description),
-			Parameters:  params,
-		}))
-	}
-	m.toolsKey, m.toolsVal = slices.Clone(decls), out
-	return out
+	m.toolsKey, m.toolsVal = slices.Clone(decls), encodeTools(decls)
+	return m.toolsVal
 }
 
 func sameDecls(a, b []ToolDecl) bool {
-	if len(a) != len(b) || a == nil {
+	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
@@ -462,55 +437,4 @@ func sameDecls(a, b []ToolDecl) bool {
 		}
 	}
 	return true
-}
-
-func messageParam(msg Message) (openai.ChatCompletionMessageParamUnion, error) {
-	switch msg.Role {
-	case "system":
-		return openai.SystemMessage(msg.Text), nil
-	case "user":
-		if len(msg.Parts) == 0 {
-			return openai.UserMessage(msg.Text), nil
-		}
-		var parts []openai.ChatCompletionContentPartUnionParam
-		for _, pt := range msg.Parts {
-			switch pt.Type {
-			case "text":
-				parts = append(parts, openai.TextContentPart(pt.Text))
-			case "image":
-				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + pt.MIME + ";base64," + pt.Data}))
-			case "audio":
-				format := "wav"
-				if strings.Contains(pt.MIME, "mp3") || strings.Contains(pt.MIME, "mpeg") {
-					format = "mp3"
-				}
-				parts = append(parts, openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: pt.Data, Format: format}))
-			case "file":
-				parts = append(parts, openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
-					FileData: openai.String("data:" + pt.MIME + ";base64," + pt.Data), Filename: openai.String(pt.Name)}))
-			default:
-				// Video has no chat-completions part type that every
-				// server accepts; describe it instead of failing.
-				parts = append(parts, openai.TextContentPart(fmt.Sprintf("[%s content %s could not be attached]", pt.MIME, pt.Name)))
-			}
-		}
-		return openai.UserMessage(parts), nil
-	case "assistant":
-		a := openai.ChatCompletionAssistantMessageParam{}
-		if msg.Text != "" {
-			a.Content.OfString = param.NewOpt(msg.Text)
-		}
-		for _, tc := range msg.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
-				},
-			})
-		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
-	case "tool":
-		return openai.ToolMessage(msg.Text, msg.ToolCallID), nil
-	}
-	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("message role %q is not one of system, user, assistant, tool", msg.Role)
 }

@@ -132,6 +132,17 @@ type Server struct {
 	side    func(Request) (Response, bool)
 	changed chan struct{}
 	wg      sync.WaitGroup
+	// busy is the total time spent handling requests, so benchmarks can
+	// tell the model's share of a round trip from the client's.
+	busy time.Duration
+}
+
+// BusyTime is the total time the server spent handling requests: reading
+// and decoding them, and writing the answers.
+func (s *Server) BusyTime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
 }
 
 // NewServer starts a scripted model on 127.0.0.1 with an empty script.
@@ -219,6 +230,12 @@ func (s *Server) WaitRequests(n int, timeout time.Duration) []Request {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() {
+		s.mu.Lock()
+		s.busy += time.Since(start)
+		s.mu.Unlock()
+	}()
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"scripted","object":"model"}]}`)
