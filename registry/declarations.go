@@ -21,13 +21,17 @@ type Declaration struct {
 // are the tool's schema in compact form, key order kept; an empty or invalid
 // schema is declared as an empty object schema.
 func (s *Snapshot) Declarations() []Declaration {
+	s.paramsOnce.Do(func() {
+		s.params = make([]json.RawMessage, len(s.entries))
+		for i, e := range s.entries {
+			s.params[i] = compactSchema(e.Tool.Schema())
+		}
+	})
 	out := make([]Declaration, len(s.entries))
 	for i, e := range s.entries {
-		out[i] = Declaration{
-			Name:        e.Name,
-			Description: e.Tool.Description(),
-			Parameters:  compactSchema(e.Tool.Schema()),
-		}
+		// Descriptions are asked for each time: task's lists the
+		// subagent definitions, which may change.
+		out[i] = Declaration{Name: e.Name, Description: e.Tool.Description(), Parameters: s.params[i]}
 	}
 	return out
 }

@@ -15,6 +15,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -173,6 +174,12 @@ type Snapshot struct {
 	entries []Entry
 	// index maps registered names and then aliases to entries.
 	index map[string]int
+
+	// paramsOnce computes params, the compacted schemas, once per
+	// snapshot: schemas do not change, and compacting them on every
+	// model request was a measurable part of a round trip.
+	paramsOnce sync.Once
+	params     []json.RawMessage
 }
 
 // rebuild recomputes the snapshot from the sources; r.mu must be held.

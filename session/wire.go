@@ -16,7 +16,6 @@ import (
 type wireRequest struct {
 	Model         string          `json:"model"`
 	Messages      []wireMessage   `json:"messages"`
-	Tools         json.RawMessage `json:"tools,omitempty"`
 	Stream        bool            `json:"stream,omitempty"`
 	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
 }
@@ -48,7 +47,7 @@ type wireFunction struct {
 // encodeRequest builds the request body; tools is the pre-encoded tools
 // array (nil for none).
 func encodeRequest(model string, msgs []Message, tools json.RawMessage, stream bool) ([]byte, error) {
-	w := wireRequest{Model: model, Tools: tools, Stream: stream}
+	w := wireRequest{Model: model, Stream: stream}
 	if stream {
 		w.StreamOptions = &wireStreamOpts{IncludeUsage: true}
 	}
@@ -59,7 +58,17 @@ func encodeRequest(model string, msgs []Message, tools json.RawMessage, stream b
 		}
 		w.Messages = append(w.Messages, wm)
 	}
-	return json.Marshal(w)
+	body, err := json.Marshal(w)
+	if err != nil || len(tools) == 0 {
+		return body, err
+	}
+	// The tools array was encoded (and checked) once; splice it in rather
+	// than have the encoder validate and compact it again per request.
+	out := make([]byte, 0, len(body)+len(tools)+10)
+	out = append(out, body[:len(body)-1]...)
+	out = append(out, `,"tools":`...)
+	out = append(out, tools...)
+	return append(out, '}'), nil
 }
 
 func wireMessageOf(m Message) (wireMessage, error) {
