@@ -113,7 +113,7 @@ func TestRejectIsNeverAnAllow(t *testing.T) {
 // Each "always" scope suppresses the next prompt for the same kind of
 // command; the project and user scopes are written to settings and survive
 // a restart of the server (conformance case 42).
-func TestAlwaysAnswersPersist(t *testing.T) {
+func TestCase42_AlwaysAnswersPersist(t *testing.T) {
 	for _, tc := range []struct {
 		option   string
 		file     func(root, home string) string

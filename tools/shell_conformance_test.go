@@ -24,7 +24,7 @@ import (
 // `sleep 30` (with a child process) ends the call promptly with the
 // context's error, which the scheduler turns into "cancelled", and no
 // process of the group is left within 1 s.
-func TestCase7_CancelDuringSleep(t *testing.T) {
+func TestCase07_CancelDuringSleep(t *testing.T) {
 	e, sh := shellTestEnv(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
