@@ -160,3 +160,64 @@ func TestCase05_ReadOnlyCallsOverlapOthersWait(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// Conformance case 43 end to end: with private addresses allowed, an HTML
+// page on a loopback server reaches the scripted model as Markdown in the
+// side request, and the tool message is the model's answer; without the
+// setting the fetch is refused before any request.
+func TestCase43_WebFetchThroughTheScriptedModel(t *testing.T) {
+	var hits int
+	var mu sync.Mutex
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><head><script>var x=1</script></head><body><h1>Release notes</h1><ul><li>Faster <b>grep</b></li></ul><a href="/more">more</a></body></html>`)
+	}))
+	defer web.Close()
+
+	refused := startAgent(t, "yolo",
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "f", Name: "web_fetch", Arguments: jsonArgs("url", web.URL+"/", "prompt", "what changed?")}}},
+		modeltest.Response{Text: "ok"})
+	if _, err := refused.prompt("fetch"); err != nil {
+		t.Fatal(err)
+	}
+	if msg := refused.toolMessage(t, "f"); !strings.HasPrefix(msg, "Refusing to fetch "+web.URL+"/") || hits != 0 {
+		t.Fatalf("without the setting: %q, %d requests reached the server", msg, hits)
+	}
+
+	a := startAgentWith(t, "yolo", rpc.Options{}, func(p *rpctest.InitParams) {
+		opts := p.InitializationOptions.(map[string]any)
+		opts["settings"] = map[string]any{"tools": map[string]any{"webFetch": map[string]any{"allowPrivateAddresses": true}}}
+	})
+	var side []modeltest.Request
+	a.model.SetSide(func(r modeltest.Request) (modeltest.Response, bool) {
+		if r.Stream {
+			return modeltest.Response{}, false
+		}
+		side = append(side, r)
+		return modeltest.Response{Text: "grep got faster"}, true
+	})
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "f", Name: "web_fetch", Arguments: jsonArgs("url", web.URL+"/", "prompt", "what changed?")}}},
+		modeltest.Response{Text: "ok"})
+	if _, err := a.prompt("fetch"); err != nil {
+		t.Fatal(err)
+	}
+	if msg := a.toolMessage(t, "f"); msg != "grep got faster" {
+		t.Fatalf("tool message = %q", msg)
+	}
+	if len(side) != 1 || len(side[0].Tools) != 0 {
+		t.Fatalf("side requests = %d", len(side))
+	}
+	user := side[0].Messages[len(side[0].Messages)-1].Text()
+	for _, want := range []string{"what changed?", web.URL, "# Release notes", "Faster **grep**"} {
+		if !strings.Contains(user, want) {
+			t.Errorf("the side request lacks %q:\n%s", want, user)
+		}
+	}
+	if strings.Contains(user, "var x=1") {
+		t.Errorf("a script reached the model:\n%s", user)
+	}
+}
