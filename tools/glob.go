@@ -4,9 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,14 +12,9 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// This file holds the glob tool (tools.md §3.6) and the file listing that
-// glob and grep_search share: which files a search sees under a directory
-// (§2.10 ignore rules, default excludes, open buffers not yet on disk), taken
-// from the watched index when it can answer and from the disk otherwise.
+// This file holds the glob tool (tools.md §3.6).
 
 //go:embed glob.md
 var globDescription string
@@ -133,30 +126,6 @@ func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
 		req.dirs = g.env.Workspace.Roots.List()
 	}
 	return req, nil
-}
-
-// searchDir checks a search path argument (§2.2) and that it exists (and,
-// with wantDir, that it is a directory). An open buffer that is not on disk
-// yet counts as an existing file.
-func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
-	p, terr := e.AbsPath(raw, PathOptions{AllowTemp: true})
-	if terr != nil {
-		return "", terr
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		if _, open := e.Workspace.Overlay.Get(p); open && !wantDir {
-			return p, nil
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", Errorf(ErrorSearchPathNotFound, "%s does not exist.", p)
-		}
-		return "", Errorf(ErrorSearchPathNotFound, "%s cannot be read: %v", p, err)
-	}
-	if wantDir && !fi.IsDir() {
-		return "", Errorf(ErrorSearchPathNotADirectory, "%s is not a directory.", p)
-	}
-	return p, nil
 }
 
 func (g *Glob) Describe(params map[string]any) string {
@@ -328,163 +297,4 @@ func sortGlobHits(hits []globHit, start time.Time) {
 		}
 		return strings.Compare(a.path, b.path)
 	})
-}
-
-// searchLocation is the <loc> of the search tools' messages.
-func searchLocation(dirs []string, explicit bool) string {
-	switch {
-	case explicit && len(dirs) == 1:
-		return "under " + dirs[0]
-	case len(dirs) > 1:
-		return fmt.Sprintf("in %d workspace roots", len(dirs))
-	}
-	return "in the workspace"
-}
-
-// plural picks the singular for exactly one.
-func searchPlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// sepAfter is the separator that follows dir in the paths below it (none
-// after the file-system root).
-func searchSep(dir string) string {
-	if strings.HasSuffix(dir, string(filepath.Separator)) {
-		return ""
-	}
-	return string(filepath.Separator)
-}
-
-// searchFilter says which ignore files a search respects (§2.10).
-type searchFilter struct {
-	RespectGit  bool
-	RespectQwen bool
-}
-
-func (f searchFilter) drops(v workspace.IgnoreVerdict) bool {
-	return (f.RespectGit && v.Git) || (f.RespectQwen && v.Qwen)
-}
-
-// searchFile is one file a search looks at.
-type searchFile struct {
-	// Path is absolute and clean.
-	Path string
-	// Size is the size on disk; -1 for a buffer not on disk.
-	Size    int64
-	ModTime time.Time
-	// Unsaved marks an open buffer that has no file on disk yet.
-	Unsaved bool
-}
-
-// searchFiles calls fn for every file below dir that a search sees: regular
-// files and symlinks to them, dot files included, directory symlinks not
-// followed, minus ignored files (per f) and default-excluded directories
-// below dir (§2.10), plus open buffers below dir that are not on disk. The
-// order is unspecified. It reads the watched index when that can answer
-// for dir, and walks the disk otherwise; only an unreadable dir itself
-// (or cancellation) is an error.
-func (e *Env) searchFiles(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
-	ws := e.Workspace
-	if ws.Index.Covers(dir, f.RespectGit) {
-		ws.Index.WalkUnder(dir, func(fe workspace.FileEntry) bool {
-			if (f.RespectGit && fe.Git) || (f.RespectQwen && fe.Qwen) {
-				return true
-			}
-			fn(searchFile{Path: fe.Path, Size: fe.Size, ModTime: fe.ModTime})
-			return true
-		})
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	} else if err := e.walkSearchDir(ctx, dir, f, fn); err != nil {
-		return err
-	}
-	e.unsavedBuffers(dir, f, fn)
-	return nil
-}
-
-// walkSearchDir is searchFiles' disk walk.
-func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
-	ig := e.Workspace.Ignore
-	var walk func(d string) error
-	walk = func(d string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			if d == dir {
-				return err
-			}
-			return nil // an unreadable subdirectory is left out
-		}
-		for _, de := range ents {
-			name := de.Name()
-			p := d + searchSep(d) + name
-			t := de.Type()
-			if t.IsDir() {
-				if workspace.IsDefaultExcludedDir(name) || f.drops(ig.Check(p, true)) {
-					continue
-				}
-				if err := walk(p); err != nil {
-					return err
-				}
-				continue
-			}
-			var info fs.FileInfo
-			switch {
-			case t.IsRegular():
-				info, err = de.Info()
-			case t&fs.ModeSymlink != 0:
-				info, err = os.Stat(p)
-			default:
-				continue
-			}
-			if err != nil || !info.Mode().IsRegular() || f.drops(ig.Check(p, false)) {
-				continue
-			}
-			fn(searchFile{Path: p, Size: info.Size(), ModTime: info.ModTime()})
-		}
-		return nil
-	}
-	return walk(dir)
-}
-
-// unsavedBuffers calls fn for the open buffers below dir that have no file
-// on disk, filtered like the files on disk.
-func (e *Env) unsavedBuffers(dir string, f searchFilter, fn func(searchFile)) {
-	ws := e.Workspace
-	for _, p := range ws.Overlay.Paths() {
-		rel, ok := searchRel(dir, p)
-		if !ok || searchUnderExcluded(rel) {
-			continue
-		}
-		if _, err := os.Lstat(p); err == nil {
-			continue
-		}
-		b, open := ws.Overlay.Get(p)
-		if !open || f.drops(ws.Ignore.Check(p, false)) {
-			continue
-		}
-		fn(searchFile{Path: p, Size: -1, ModTime: b.Modified, Unsaved: true})
-	}
-}
-
-// searchRel returns p relative to dir when p lies strictly below dir.
-func searchRel(dir, p string) (string, bool) {
-	prefix := dir + searchSep(dir)
-	if len(p) <= len(prefix) || !strings.HasPrefix(p, prefix) {
-		return "", false
-	}
-	return p[len(prefix):], true
-}
-
-// searchUnderExcluded reports whether a relative file path passes through
-// a default-excluded directory.
-func searchUnderExcluded(rel string) bool {
-	dirs := strings.Split(filepath.Dir(rel), string(filepath.Separator))
-	return slices.ContainsFunc(dirs, workspace.IsDefaultExcludedDir)
 }
