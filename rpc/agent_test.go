@@ -415,3 +415,47 @@ func TestWebSearchDeclaredOnlyWithAProvider(t *testing.T) {
 		t.Fatalf("web_search was not declared after a provider was configured: %v", a.model.Requests()[1].Tools)
 	}
 }
+
+// qwen/listSessions lists the connection's sessions with their first
+// prompt as title; qwen/loadSession replays one, tool calls, results and
+// the todo list included.
+func TestListAndLoadSessions(t *testing.T) {
+	a := startAgent(t, "default",
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "td", Name: "todo_write", Arguments: `{"todos":[{"id":"1","content":"Look around","status":"in_progress"}]}`}}},
+		modeltest.Response{Text: "Planned."})
+	if _, err := a.prompt("Plan the refactor of the parser\nwith details"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.e.Call("qwen/listSessions", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls struct {
+		Sessions []struct{ SessionID, Cwd, Title, UpdatedAt string }
+	}
+	json.Unmarshal(res, &ls)
+	if len(ls.Sessions) != 1 || ls.Sessions[0].SessionID != a.sid || ls.Sessions[0].Title != "Plan the refactor of the parser" || ls.Sessions[0].Cwd != a.root {
+		t.Fatalf("listSessions = %s", res)
+	}
+	if _, err := time.Parse(time.RFC3339, ls.Sessions[0].UpdatedAt); err != nil {
+		t.Fatalf("updatedAt %q: %v", ls.Sessions[0].UpdatedAt, err)
+	}
+	before := len(a.e.Notifications("qwen/sessionUpdate"))
+	if _, err := a.e.Call("qwen/loadSession", map[string]any{"sessionId": a.sid}); err != nil {
+		t.Fatal(err)
+	}
+	replayed := a.e.Notifications("qwen/sessionUpdate")[before:]
+	var kinds []string
+	for _, n := range replayed {
+		var p struct{ Update update }
+		json.Unmarshal(n.Params, &p)
+		kinds = append(kinds, p.Update.SessionUpdate)
+	}
+	want := "user_message_chunk,tool_call,tool_call_update,agent_message_chunk,plan"
+	if strings.Join(kinds, ",") != want {
+		t.Fatalf("replayed %v, want %s", kinds, want)
+	}
+	if _, err := a.e.Call("qwen/loadSession", map[string]any{"sessionId": "gone"}); !isCode(err, rpc.CodeInvalidParams) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}

@@ -233,6 +233,8 @@ type Session struct {
 	// failSig and failCount track repeated identical failures (§5.5).
 	failSig   string
 	failCount int
+	// updated is when the session last changed (a message was added).
+	updated time.Time
 	// allowed are the rules the user allowed for the session.
 	allowed map[string]bool
 	// system is the system prompt, built once when the session starts

@@ -133,8 +133,10 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 }
 
 func (s *Session) append(m Message) {
+	now := s.mgr.opts.Now()
 	s.mu.Lock()
 	s.history = append(s.history, m)
+	s.updated = now
 	s.mu.Unlock()
 }
 

@@ -1,0 +1,104 @@
+package session
+
+import (
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// ListedSession is one entry of qwen/listSessions.
+type ListedSession struct {
+	ID        string
+	Cwd       string
+	Title     string
+	UpdatedAt time.Time
+}
+
+// titleLen bounds a session's title: the start of its first prompt.
+const titleLen = 80
+
+// List returns the connection's sessions, most recently updated first.
+// Subagent sub-sessions are not listed.
+func (m *Manager) List() []ListedSession {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	out := make([]ListedSession, 0, len(ss))
+	for _, s := range ss {
+		s.mu.Lock()
+		ls := ListedSession{ID: s.id, Cwd: s.cwd, UpdatedAt: s.updated, Title: "(no prompt yet)"}
+		for _, msg := range s.history {
+			if msg.Role == "user" && msg.Text != "" {
+				ls.Title = title(msg.Text)
+				break
+			}
+		}
+		s.mu.Unlock()
+		if ls.UpdatedAt.IsZero() {
+			ls.UpdatedAt = s.created
+		}
+		out = append(out, ls)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	return out
+}
+
+// title is the first line of a prompt, cut to titleLen characters.
+func title(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if utf8.RuneCountInString(line) <= titleLen {
+		return line
+	}
+	r := []rune(line)
+	return string(r[:titleLen-1]) + "…"
+}
+
+// Replay sends the session's history to the editor as session updates,
+// the way qwen/loadSession restores a conversation: user prompts, the
+// agent's text, each tool call with its result, and the todo list.
+func (s *Session) Replay() {
+	host := s.host()
+	history := s.History()
+	calls := map[string]ToolCall{}
+	for _, msg := range history {
+		switch msg.Role {
+		case "user":
+			if msg.Text != "" {
+				host.Update(s.id, Update{Kind: "user_message_chunk", Content: textBlock(msg.Text)})
+			}
+		case "assistant":
+			if msg.Text != "" {
+				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(msg.Text)})
+			}
+			for _, tc := range msg.ToolCalls {
+				calls[tc.ID] = tc
+				kind := string(tools.KindOther)
+				if t, err := s.toolset().Lookup(tc.Name); err == nil {
+					kind = kindOf(t)
+				}
+				host.Update(s.id, Update{Kind: UpdateToolCall, ToolCallID: tc.ID, Title: tc.Name, ToolKind: kind,
+					Status: StatusPending, RawInput: rawInput(tc.Arguments)})
+			}
+		case "tool":
+			status := StatusCompleted
+			if strings.HasPrefix(msg.Text, "[Cancelled]") {
+				status = StatusFailed
+			}
+			host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: msg.ToolCallID, Status: status,
+				Content: []ToolContent{{Type: "content", Content: textBlock(msg.Text)}}})
+		}
+	}
+	if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
+		entries := make([]PlanEntry, 0, len(todos))
+		for _, td := range todos {
+			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
+		}
+		host.Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
+	}
+}
