@@ -459,3 +459,26 @@ func TestListAndLoadSessions(t *testing.T) {
 		t.Fatalf("unknown session: %v", err)
 	}
 }
+
+// Tokens a subagent spends count toward the turn that ran it.
+func TestSubagentTokensCountTowardTheTurn(t *testing.T) {
+	a := startAgent(t, "yolo",
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "t", Name: "task", Arguments: `{"description":"look it up","prompt":"find x"}`}}, Usage: &modeltest.Usage{Prompt: 100, Completion: 10}},
+		modeltest.Response{Text: "x is in y.go", Usage: &modeltest.Usage{Prompt: 40, Completion: 4}},
+		modeltest.Response{Text: "found it", Usage: &modeltest.Usage{Prompt: 120, Completion: 5}},
+	)
+	res, err := a.prompt("where is x?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		Usage struct{ InputTokens, OutputTokens, TotalTokens int }
+	}
+	json.Unmarshal(res, &pr)
+	if pr.Usage.InputTokens != 260 || pr.Usage.OutputTokens != 19 || pr.Usage.TotalTokens != 279 {
+		t.Fatalf("usage = %s, want the parent's two requests plus the subagent's one", res)
+	}
+	if msg := a.toolMessage(t, "t"); msg != "x is in y.go" {
+		t.Fatalf("task result = %q", msg)
+	}
+}

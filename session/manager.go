@@ -235,6 +235,9 @@ type Session struct {
 	failCount int
 	// updated is when the session last changed (a message was added).
 	updated time.Time
+	// extraUsage collects tokens spent on the running turn's behalf by
+	// subagents, added to the turn's usage when it ends.
+	extraUsage Usage
 	// allowed are the rules the user allowed for the session.
 	allowed map[string]bool
 	// system is the system prompt, built once when the session starts
@@ -338,4 +341,20 @@ func (f filteredSet) Names() []string {
 		}
 	}
 	return out
+}
+
+// addUsage records tokens a subagent spent for the running turn.
+func (s *Session) addUsage(u Usage) {
+	s.mu.Lock()
+	s.extraUsage = s.extraUsage.Add(u)
+	s.mu.Unlock()
+}
+
+// takeUsage returns and clears the subagents' tokens.
+func (s *Session) takeUsage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.extraUsage
+	s.extraUsage = Usage{}
+	return u
 }

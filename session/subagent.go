@@ -84,6 +84,10 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 			res.ToolCalls = h.calls()
 			return res, err
 		}
+		if resp != nil {
+			// The subagent's tokens are the parent turn's too.
+			p.addUsage(resp.Usage)
+		}
 		res.Turns++
 		h.setTurns(res.Turns)
 		calls := sub.fixCallIDs(resp.ToolCalls)

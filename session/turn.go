@@ -50,7 +50,10 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 		s.busy, s.cancel = false, nil
 		s.mu.Unlock()
 	}()
-	return s.runTurn(ctx, model, blocks)
+	s.takeUsage()
+	res, err := s.runTurn(ctx, model, blocks)
+	res.Usage = res.Usage.Add(s.takeUsage())
+	return res, err
 }
 
 func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBlock) (PromptResult, error) {
