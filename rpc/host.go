@@ -55,7 +55,11 @@ func (h *host) Update(sessionID string, u session.Update) {
 	if !h.s.Caps().SessionUpdates {
 		return
 	}
-	_ = h.s.conn.Notify(context.Background(), "qwen/sessionUpdate", map[string]any{"sessionId": sessionID, "update": u})
+	method := "qwen/sessionUpdate"
+	if h.s.opts.ACP {
+		method = "session/update"
+	}
+	_ = h.s.conn.Notify(context.Background(), method, map[string]any{"sessionId": sessionID, "update": u})
 }
 
 // CanAsk implements session.Host: rich clients ask through qwen/*, plain
@@ -89,6 +93,9 @@ func (h *host) call(ctx context.Context, method string, params any, result any) 
 
 // ReviewEdit implements session.Host.
 func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditReview) (session.EditAnswer, error) {
+	if h.s.opts.ACP {
+		return h.acpReviewEdit(ctx, sessionID, r)
+	}
 	c := h.s.Caps()
 	if !c.Rich {
 		return h.reviewPlain(ctx, r)
@@ -153,8 +160,12 @@ func (h *host) RequestPermission(ctx context.Context, sessionID string, r sessio
 	}
 	params := map[string]any{"sessionId": sessionID, "toolCall": toolCall, "options": r.Options}
 	var raw json.RawMessage
+	method := "qwen/requestPermission"
+	if h.s.opts.ACP {
+		method = "session/request_permission"
+	}
 	wait := h.expectDeferred(sessionID, r.ToolCallID, c.DeferredReview)
-	if err := h.call(ctx, "qwen/requestPermission", params, &raw); err != nil {
+	if err := h.call(ctx, method, params, &raw); err != nil {
 		h.withdrawDeferred(sessionID, r.ToolCallID, wait)
 		return session.PermissionAnswer{}, err
 	}

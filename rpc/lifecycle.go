@@ -209,10 +209,12 @@ func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
 	if s.ws.WatchErr != nil {
 		s.log.Warnf("file watching is off (%v); the file index follows the editor's change notifications only", s.ws.WatchErr)
 	}
-	s.ws.Start(s.baseCtx)
 	// Discovery commands and MCP servers start only now, never before the
 	// initialize answer (protocol.md §2).
-	s.sources.Start()
+	s.startOnce.Do(func() {
+		s.ws.Start(s.baseCtx)
+		s.sources.Start()
+	})
 	s.log.Infof("qwen-ls %s ready; workspace roots: %v", s.opts.Version, s.ws.Roots.List())
 	return nil, nil
 }

@@ -100,6 +100,9 @@ type Server struct {
 	// round.
 	srcMu       sync.Mutex
 	srcProgress *progress
+	// startOnce starts indexing and tool sources once roots are known
+	// (after initialized in LSP, at the first session in ACP).
+	startOnce sync.Once
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex
@@ -163,12 +166,16 @@ func NewServer(opts Options) *Server {
 		s.ownsWS = true
 	}
 	s.setupAgent()
-	s.methods = s.builtinMethods()
-	for name, m := range s.agentMethods() {
-		s.methods[name] = m
-	}
-	for name, m := range s.plainMethods() {
-		s.methods[name] = m
+	if opts.ACP {
+		s.methods = s.acpMethods()
+	} else {
+		s.methods = s.builtinMethods()
+		for name, m := range s.agentMethods() {
+			s.methods[name] = m
+		}
+		for name, m := range s.plainMethods() {
+			s.methods[name] = m
+		}
 	}
 	for name, m := range opts.Methods {
 		s.methods[name] = m
@@ -204,6 +211,12 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	case <-s.exited:
 	case <-s.conn.DisconnectNotify():
 		s.log.Infof("the editor closed the connection")
+		if s.opts.ACP {
+			// ACP has no shutdown: closing stdin is the normal end.
+			s.mu.Lock()
+			s.exitCode = 0
+			s.mu.Unlock()
+		}
 	case <-ctx.Done():
 	}
 	s.sessions.CancelAll()

@@ -21,7 +21,8 @@ const usage = `qwen-ls: the Qwen Code agent for editors, over the Language Serve
 
 Usage:
   qwen-ls [--stdio]     serve one editor over stdin/stdout (LSP framing); the default
-  qwen-ls --acp         serve one editor over the Agent Client Protocol (not yet available)
+  qwen-ls --acp         serve one editor over the Agent Client Protocol (newline-delimited
+                        JSON-RPC on stdin/stdout), for Zed and other ACP editors
   qwen-ls demo          watch the agent work on a sample workspace with a scripted
                         model (no API key, no network)
   qwen-ls exec -p PROMPT [--approval-mode MODE] [--cwd DIR]
@@ -70,13 +71,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case *acp && *stdio:
 		fmt.Fprintln(stderr, "qwen-ls: choose one of --stdio and --acp")
 		return 2
-	case *acp:
-		fmt.Fprintln(stderr, "qwen-ls: --acp is not available in this version yet; start qwen-ls with --stdio from an LSP client")
-		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv := rpc.NewServer(rpc.Options{Version: version, Stderr: stderr})
+	srv := rpc.NewServer(rpc.Options{Version: version, Stderr: stderr, ACP: *acp})
 	return srv.Serve(ctx, stdin, stdout)
 }

@@ -1,0 +1,188 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+
+	"github.com/qwen-ls/qwen-ls/session"
+)
+
+// The Agent Client Protocol adapter (--acp, protocol.md §9): newline-
+// delimited JSON-RPC, ACP's method names, and the same core. There is no
+// LSP lifecycle and no buffer overlay: the process serves until stdin
+// closes, and files are read from and written to the disk.
+
+// acpVersion is the ACP protocol version spoken.
+const acpVersion = 1
+
+func (s *Server) acpMethods() map[string]Method {
+	return map[string]Method{
+		"initialize":       {Handle: s.acpInitialize},
+		"session/new":      {Handle: s.acpNewSession},
+		"session/load":     {Handle: s.acpLoadSession},
+		"session/list":     {Handle: s.listSessions},
+		"session/prompt":   {Async: true, Handle: s.acpPrompt},
+		"session/cancel":   {Handle: s.cancelSession},
+		"session/set_mode": {Handle: s.acpSetMode},
+	}
+}
+
+func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, invalidParams(req.Method, err)
+		}
+	}
+	s.mu.Lock()
+	// Every ACP client takes session updates and answers permission
+	// requests; edits are asked as permission requests with a diff.
+	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
+	s.state = stateInitialized
+	s.mu.Unlock()
+	s.log.setEditor(nil)
+	return map[string]any{
+		"protocolVersion": acpVersion,
+		"agentCapabilities": map[string]any{
+			"loadSession":        true,
+			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
+		},
+		"authMethods": []any{},
+	}, nil
+}
+
+// acpModes describes the approval modes as ACP session modes.
+func acpModes(current string) map[string]any {
+	var modes []map[string]any
+	for _, m := range session.Modes {
+		modes = append(modes, map[string]any{"id": m, "name": m})
+	}
+	return map[string]any{"currentModeId": current, "availableModes": modes}
+}
+
+// acpRoot makes a session's cwd a workspace root: in ACP the client names
+// the folder per session, not at initialize.
+func (s *Server) acpRoot(cwd string) error {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return Error(CodeInvalidParams, "cwd must be an absolute path, got %q", cwd)
+	}
+	if len(s.ws.Roots.List()) == 0 {
+		s.ws.SetRoots([]string{cwd})
+		s.startOnce.Do(func() {
+			s.ws.Start(s.baseCtx)
+			s.sources.Start()
+		})
+		return nil
+	}
+	s.ws.AddRoot(cwd)
+	return nil
+}
+
+func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Cwd string `json:"cwd"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
+		return nil, err
+	}
+	info, err := s.sessions.NewSession(filepath.Clean(p.Cwd), "")
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode)}, nil
+}
+
+func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Session(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	sess.Replay()
+	return nil, nil
+}
+
+func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string                 `json:"sessionId"`
+		Prompt    []session.ContentBlock `json:"prompt"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Session(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	res, err := sess.Prompt(ctx, p.Prompt)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{"stopReason": res.StopReason}, nil
+}
+
+func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+		ModeID    string `json:"modeId"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	sess, err := s.sessions.Session(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	if err := sess.SetMode(p.ModeID); err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{}, nil
+}
+
+// acpReviewEdit asks about an edit as session/request_permission with a
+// diff item and the three edit options (tools.md §2.11).
+func (h *host) acpReviewEdit(ctx context.Context, sessionID string, r session.EditReview) (session.EditAnswer, error) {
+	var old *string
+	if !r.IsNewFile {
+		old = &r.OldText
+	}
+	newText := r.NewText
+	toolCall := map[string]any{
+		"toolCallId": r.ToolCallID, "title": r.Title, "kind": "edit",
+		"content":   []session.ToolContent{{Type: "diff", Path: r.Path, OldText: old, NewText: &newText}},
+		"locations": []session.Location{{Path: r.Path}},
+	}
+	options := []session.PermissionOption{
+		{OptionID: session.OptionProceedAlways, Name: "Allow All Edits", Kind: "allow_always"},
+		{OptionID: session.OptionProceedOnce, Name: "Allow", Kind: "allow_once"},
+		{OptionID: session.OptionCancel, Name: "Reject", Kind: "reject_once"},
+	}
+	var raw json.RawMessage
+	if err := h.call(ctx, "session/request_permission", map[string]any{"sessionId": sessionID, "toolCall": toolCall, "options": options}, &raw); err != nil {
+		return session.EditAnswer{}, err
+	}
+	ans, err := parsePermission(raw, options)
+	if err != nil {
+		return session.EditAnswer{}, err
+	}
+	switch {
+	case ans.Cancelled:
+		return session.EditAnswer{Outcome: "cancelled"}, nil
+	case ans.OptionID == session.OptionProceedAlways:
+		return session.EditAnswer{Outcome: "accepted", Always: true}, nil
+	case ans.OptionID == session.OptionProceedOnce:
+		return session.EditAnswer{Outcome: "accepted"}, nil
+	}
+	return session.EditAnswer{Outcome: "rejected"}, nil
+}

@@ -1,0 +1,216 @@
+package rpc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// acpClient is a minimal ACP client: one JSON message per line.
+type acpClient struct {
+	t  *testing.T
+	w  io.WriteCloser
+	mu sync.Mutex
+	// responses by id, notifications and requests in arrival order
+	responses map[string]chan json.RawMessage
+	notes     []json.RawMessage
+	answer    func(method string, params json.RawMessage) any
+	nextID    int
+	done      chan int
+}
+
+func startACP(t *testing.T, modelURL string) *acpClient {
+	t.Helper()
+	base := t.TempDir()
+	home := filepath.Join(base, "home", ".qwen")
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
+		UserDir: home, SystemPath: filepath.Join(base, "none.json"),
+		Getenv: func(k string) (string, bool) {
+			switch k {
+			case "OPENAI_BASE_URL":
+				return modelURL, true
+			case "OPENAI_MODEL":
+				return "scripted", true
+			}
+			return "", false
+		}}})
+	t.Cleanup(func() { ws.Close() })
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	srv := rpc.NewServer(rpc.Options{Version: "test", ACP: true, Workspace: ws, QwenHome: home, Stderr: testLog{t}})
+	c := &acpClient{t: t, w: inW, responses: map[string]chan json.RawMessage{}, done: make(chan int, 1)}
+	go func() {
+		code := srv.Serve(context.Background(), inR, outW)
+		outW.Close()
+		c.done <- code
+	}()
+	go c.read(outR)
+	t.Cleanup(func() { inW.Close(); <-c.done })
+	return c
+}
+
+func (c *acpClient) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		line := append([]byte(nil), sc.Bytes()...)
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		switch {
+		case m.Method != "" && m.ID != nil:
+			res := c.answer(m.Method, m.Params)
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
+			c.mu.Lock()
+			c.w.Write(append(b, '\n'))
+			c.mu.Unlock()
+		case m.Method != "":
+			c.mu.Lock()
+			c.notes = append(c.notes, line)
+			c.mu.Unlock()
+		default:
+			c.mu.Lock()
+			ch := c.responses[string(m.ID)]
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- line
+			}
+		}
+	}
+}
+
+func (c *acpClient) call(method string, params any) map[string]json.RawMessage {
+	c.t.Helper()
+	c.mu.Lock()
+	c.nextID++
+	id := fmt.Sprint(c.nextID)
+	ch := make(chan json.RawMessage, 1)
+	c.responses[id] = ch
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.nextID, "method": method, "params": params})
+	c.w.Write(append(b, '\n'))
+	c.mu.Unlock()
+	select {
+	case line := <-ch:
+		var m map[string]json.RawMessage
+		json.Unmarshal(line, &m)
+		if m["error"] != nil {
+			c.t.Fatalf("%s failed: %s", method, m["error"])
+		}
+		var res map[string]json.RawMessage
+		json.Unmarshal(m["result"], &res)
+		return res
+	case <-time.After(20 * time.Second):
+		c.t.Fatalf("no answer to %s", method)
+		return nil
+	}
+}
+
+// An ACP client drives a whole turn: the edit arrives as a permission
+// request with a diff and the three edit options, and "Allow" writes the
+// file; updates come as session/update.
+func TestACPTurnWithAnEditPermission(t *testing.T) {
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	var asked []json.RawMessage
+	c.answer = func(method string, params json.RawMessage) any {
+		asked = append(asked, params)
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "proceed_once"}}
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	p := filepath.Join(root, "a.txt")
+	os.WriteFile(p, []byte("old\n"), 0o644)
+
+	init := c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	if string(init["protocolVersion"]) != "1" || !strings.Contains(string(init["agentCapabilities"]), `"loadSession":true`) {
+		t.Fatalf("initialize = %v", init)
+	}
+	ns := c.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})
+	var sid string
+	json.Unmarshal(ns["sessionId"], &sid)
+	if sid == "" || !strings.Contains(string(ns["modes"]), `"currentModeId":"default"`) {
+		t.Fatalf("session/new = %v", ns)
+	}
+	m.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "r", Name: "read_file", Arguments: jsonArgs("absolute_path", p)}}},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "e", Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "old", "new_string", "new")}}},
+		modeltest.Response{Text: "edited"},
+	)
+	res := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "edit it"}}})
+	if string(res["stopReason"]) != `"end_turn"` {
+		t.Fatalf("session/prompt = %v", res)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "new\n" {
+		t.Fatalf("file = %q", data)
+	}
+	if len(asked) != 1 || !strings.Contains(string(asked[0]), `"type":"diff"`) || !strings.Contains(string(asked[0]), `"oldText":"old\n"`) ||
+		!strings.Contains(string(asked[0]), `"Allow All Edits"`) {
+		t.Fatalf("permission requests = %s", asked)
+	}
+	c.mu.Lock()
+	notes := append([]json.RawMessage(nil), c.notes...)
+	c.mu.Unlock()
+	var sawText bool
+	for _, n := range notes {
+		if strings.Contains(string(n), `"method":"session/update"`) && strings.Contains(string(n), `"edited"`) {
+			sawText = true
+		}
+	}
+	if !sawText {
+		t.Fatalf("no session/update carried the answer: %s", notes)
+	}
+	c.call("session/set_mode", map[string]any{"sessionId": sid, "modeId": "yolo"})
+	list := c.call("session/list", map[string]any{})
+	if !strings.Contains(string(list["sessions"]), sid) {
+		t.Fatalf("session/list = %v", list)
+	}
+}
+
+// Closing stdin ends an ACP server with exit code 0; a bad line gets
+// -32700 and the server goes on.
+func TestACPBadLineAndEnd(t *testing.T) {
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	c.answer = func(string, json.RawMessage) any { return nil }
+	c.mu.Lock()
+	c.responses["null"] = make(chan json.RawMessage, 1)
+	c.w.Write([]byte("this is not json\n"))
+	c.mu.Unlock()
+	select {
+	case line := <-c.responses["null"]:
+		if !strings.Contains(string(line), "-32700") {
+			t.Fatalf("bad line answered %s", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer to a bad line")
+	}
+	c.call("initialize", map[string]any{"protocolVersion": 1})
+	c.w.Close()
+	select {
+	case code := <-c.done:
+		c.done <- code
+		if code != 0 {
+			t.Fatalf("exit code %d, want 0", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not end when stdin closed")
+	}
+}
