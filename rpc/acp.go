@@ -140,14 +140,7 @@ func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
 	}
-	sess, err := s.sessions.Session(p.SessionID)
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	if err := sess.SetMode(p.ModeID); err != nil {
-		return nil, sessionError(err)
-	}
-	return map[string]any{}, nil
+	return s.setMode(p.SessionID, p.ModeID)
 }
 
 // acpReviewEdit asks about an edit as session/request_permission with a

@@ -228,11 +228,17 @@ func (s *Server) setApprovalMode(ctx context.Context, req *Request) (any, error)
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
 	}
-	sess, err := s.sessions.Session(p.SessionID)
+	return s.setMode(p.SessionID, p.Mode)
+}
+
+// setMode changes a session's approval mode (qwen/setApprovalMode and
+// ACP's session/set_mode).
+func (s *Server) setMode(sessionID, mode string) (any, error) {
+	sess, err := s.sessions.Session(sessionID)
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	if err := sess.SetMode(p.Mode); err != nil {
+	if err := sess.SetMode(mode); err != nil {
 		return nil, sessionError(err)
 	}
 	return map[string]any{}, nil
