@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,13 +48,14 @@ func (h *recHost) all() []session.Update {
 	return append([]session.Update(nil), h.updates...)
 }
 
-// fakeTools is a Toolbox over a fixed list.
+// fakeTools is a Toolbox over a fixed list that, like the registry,
+// resolves aliases.
 type fakeTools []tools.Tool
 
 func (f fakeTools) Tools() session.ToolSet { return f }
 func (f fakeTools) Lookup(name string) (tools.Tool, *tools.ToolError) {
 	for _, t := range f {
-		if t.Name() == name {
+		if t.Name() == name || slices.Contains(t.Aliases(), name) {
 			return t, nil
 		}
 	}

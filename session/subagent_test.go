@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,34 +16,6 @@ import (
 	"github.com/qwen-ls/qwen-ls/tools/toolstest"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
-
-// toolList is a Toolbox over a fixed list that, like the registry,
-// resolves aliases.
-type toolList []tools.Tool
-
-func (l toolList) Tools() session.ToolSet { return l }
-func (l toolList) Lookup(name string) (tools.Tool, *tools.ToolError) {
-	for _, t := range l {
-		if t.Name() == name || slices.Contains(t.Aliases(), name) {
-			return t, nil
-		}
-	}
-	return nil, tools.NewError(tools.ErrorToolNotRegistered, fmt.Sprintf("There is no tool named %q", name))
-}
-func (l toolList) Declarations() []session.ToolDecl {
-	var out []session.ToolDecl
-	for _, t := range l {
-		out = append(out, session.ToolDecl{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
-	}
-	return out
-}
-func (l toolList) Names() []string {
-	var out []string
-	for _, t := range l {
-		out = append(out, t.Name())
-	}
-	return out
-}
 
 // askHost records updates and permission requests, and allows once.
 type askHost struct {
@@ -95,7 +66,7 @@ func newAgentFixture(t *testing.T, host session.Host, build func(env *tools.Env)
 	m := modeltest.Start(t, script...)
 	mgr := session.NewManager(session.Options{
 		Env:   env,
-		Tools: toolList(build(env)),
+		Tools: fakeTools(build(env)),
 		Host:  host,
 		NewModel: func() (session.Model, error) {
 			return session.NewOpenAIModel(session.ModelConfig{Name: "scripted", BaseURL: m.URL}, session.RetryPolicy{Attempts: 3, Base: time.Millisecond, Max: 2 * time.Second}), nil
