@@ -59,11 +59,7 @@ func NewEdit(env *Env) *Edit {
 
 // Validate checks the path and the undeclared expected_replacements.
 func (t *Edit) Validate(params map[string]any) *ToolError {
-	p, _ := String(params, "file_path")
-	if strings.TrimSpace(p) == "" {
-		return InvalidParams(`Argument "file_path" must not be empty.`)
-	}
-	abs, terr := t.env.AbsPath(p, PathOptions{})
+	abs, terr := t.env.filePathArg(params)
 	if terr != nil {
 		return terr
 	}

@@ -91,3 +91,13 @@ func (e *Env) QwenIgnored(abs string) *ToolError {
 	}
 	return nil
 }
+
+// filePathArg reads the file_path argument of the edit tools (edit,
+// write_file): present, absolute and inside the workspace.
+func (e *Env) filePathArg(params map[string]any) (string, *ToolError) {
+	p, _ := String(params, "file_path")
+	if strings.TrimSpace(p) == "" {
+		return "", InvalidParams(`Argument "file_path" must not be empty.`)
+	}
+	return e.AbsPath(p, PathOptions{})
+}

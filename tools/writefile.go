@@ -49,11 +49,7 @@ func NewWriteFile(env *Env) *WriteFile {
 // Validate checks the path: absolute, inside the workspace, not a
 // directory, not excluded by .qwenignore.
 func (t *WriteFile) Validate(params map[string]any) *ToolError {
-	p, _ := String(params, "file_path")
-	if strings.TrimSpace(p) == "" {
-		return InvalidParams(`Argument "file_path" must not be empty.`)
-	}
-	abs, terr := t.env.AbsPath(p, PathOptions{})
+	abs, terr := t.env.filePathArg(params)
 	if terr != nil {
 		return terr
 	}
