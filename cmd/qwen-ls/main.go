@@ -27,6 +27,9 @@ Usage:
                         model (no API key, no network)
   qwen-ls exec -p PROMPT [--approval-mode MODE] [--cwd DIR]
                         run one prompt headless against the configured model
+  qwen-ls scripted-model --script FILE [--var NAME=VALUE]...
+                        serve a scripted OpenAI-compatible model on 127.0.0.1 (for
+                        editor tests and trying an editor without a key)
   qwen-ls --version     print the version
   qwen-ls --help        print this help
 
@@ -46,6 +49,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runDemo(stdout, stderr)
 		case "exec":
 			return runExec(args[1:], stdout, stderr)
+		case "scripted-model":
+			return runScriptedModel(args[1:], stdin, stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("qwen-ls", flag.ContinueOnError)

@@ -131,7 +131,9 @@ type Server struct {
 	// tools) without consuming the script.
 	side    func(Request) (Response, bool)
 	changed chan struct{}
-	wg      sync.WaitGroup
+	// vars expand scripts posted to the control endpoints.
+	vars map[string]string
+	wg   sync.WaitGroup
 	// busy is the total time spent handling requests, so benchmarks can
 	// tell the model's share of a round trip from the client's.
 	busy time.Duration
@@ -236,6 +238,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.busy += time.Since(start)
 		s.mu.Unlock()
 	}()
+	if strings.HasPrefix(r.URL.Path, "/_control/") {
+		s.control(w, r)
+		return
+	}
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[{"id":"scripted","object":"model"}]}`)
