@@ -61,6 +61,15 @@ local function handlers()
     require('qwen.review').on_cancelled(params, ctx.client_id)
     require('qwen.permission').on_cancelled(params, ctx.client_id)
   end
+  h['workspace/applyEdit'] = function(err, params, ctx, cfg)
+    -- Neovim 0.7 prints the label of every workspace edit; the chat
+    -- already says what happened.
+    if type(params) == 'table' and params.label then
+      params = vim.tbl_extend('force', {}, params)
+      params.label = nil
+    end
+    return vim.lsp.handlers['workspace/applyEdit'](err, params, ctx, cfg)
+  end
   h['$/progress'] = function(err, result, ctx, cfg)
     local default = vim.lsp.handlers['$/progress']
     if default then

@@ -214,7 +214,7 @@ local function cleanup(r)
   if r.augroup then
     pcall(vim.api.nvim_del_augroup_by_id, r.augroup)
   end
-  if vim.api.nvim_buf_is_valid(r.buf) then
+  if r.buf and vim.api.nvim_buf_is_valid(r.buf) then
     vim.api.nvim_buf_clear_namespace(r.buf, M.ns, 0, -1)
     for _, lhs in ipairs(r.maps or {}) do
       pcall(vim.keymap.del, 'n', lhs, { buffer = r.buf })
@@ -228,7 +228,7 @@ local function cleanup(r)
   if r.edit_buf and vim.api.nvim_buf_is_valid(r.edit_buf) then
     pcall(vim.api.nvim_buf_delete, r.edit_buf, { force = true })
   end
-  if r.new_file and vim.api.nvim_buf_is_valid(r.buf) then
+  if r.new_file and r.buf and vim.api.nvim_buf_is_valid(r.buf) then
     pcall(vim.api.nvim_buf_delete, r.buf, { force = true })
   end
   status.wait(-1)
@@ -417,7 +417,7 @@ function M.edit_proposal(r)
     local text = r.new_file and r.new or text_with(r, true)
     vim.api.nvim_buf_set_lines(b, 0, -1, false, util.lines(text))
     vim.api.nvim_buf_set_option(b, 'modified', false)
-    local ft = vim.filetype and vim.filetype.match and vim.filetype.match({ filename = r.path }) or nil
+    local ft = util.filetype_for(r.path, b)
     if ft then
       vim.api.nvim_buf_set_option(b, 'filetype', ft)
     end
@@ -511,7 +511,7 @@ local function show(r)
     vim.api.nvim_buf_set_option(b, 'swapfile', false)
     vim.api.nvim_buf_set_lines(b, 0, -1, false, util.lines(r.new))
     vim.api.nvim_buf_set_option(b, 'modifiable', false)
-    local ft = vim.filetype and vim.filetype.match and vim.filetype.match({ filename = r.path }) or nil
+    local ft = util.filetype_for(r.path, b)
     if ft then
       vim.api.nvim_buf_set_option(b, 'filetype', ft)
     end

@@ -128,6 +128,20 @@ function M.notify_user(msg, level)
   vim.notify('qwen: ' .. msg, level or vim.log.levels.INFO)
 end
 
+--- The filetype for a file name, or nil.
+function M.filetype_for(path, buf)
+  if not (vim.filetype and vim.filetype.match) then
+    return nil
+  end
+  local ok, ft
+  if M.has08 then
+    ok, ft = pcall(vim.filetype.match, { filename = path })
+  else
+    ok, ft = pcall(vim.filetype.match, path, buf)
+  end
+  return ok and ft or nil
+end
+
 function M.is_normal_buffer(buf)
   return vim.api.nvim_buf_is_valid(buf)
     and vim.api.nvim_buf_get_option(buf, 'buftype') == ''
