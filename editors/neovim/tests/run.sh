@@ -6,6 +6,10 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nvim=${1:-nvim}
+case $nvim in
+  */*) nvim=$(cd "$(dirname "$nvim")" && pwd)/$(basename "$nvim") ;;
+  *) nvim=$(command -v "$nvim") ;;
+esac
 export QWEN_TEST_FILTER=${2:-${QWEN_TEST_FILTER:-}}
 export QWEN_TEST_REPO=${QWEN_TEST_REPO:-$(cd "$here/../../.." && pwd)}
 export QWEN_TEST_NVIM=$nvim
