@@ -80,7 +80,7 @@ local function handlers()
       if v.kind == 'end' then
         require('qwen.status').set({ progress = vim.NIL })
       else
-        require('qwen.status').set({ progress = v.message or v.title })
+        require('qwen.status').set({ progress = v.message or vim.NIL })
       end
     end
   end

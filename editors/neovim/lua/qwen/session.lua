@@ -155,8 +155,22 @@ function M.set_mode(mode)
   end)
 end
 
+--- Runs fn(client) with the chat's client, starting it when needed.
+function M.with_client(fn)
+  local c = client()
+  if not c then
+    c = client_mod.current(true)
+    if not c then
+      return
+    end
+    M.client_id = c.id
+    M.session_id = nil
+  end
+  client_mod.when_ready(c, fn)
+end
+
 function M.list_sessions(cb)
-  M.with_session(function(c)
+  M.with_client(function(c)
     util.request(c, 'qwen/listSessions', {}, function(err, res)
       if err then
         util.notify_user('could not list sessions: ' .. err.message, vim.log.levels.ERROR)
@@ -182,7 +196,7 @@ function M.pick_session()
         return mark .. title .. '  (' .. (s.updatedAt or '') .. ')'
       end,
     }, function(choice)
-      if choice then
+      if choice and choice.sessionId ~= M.session_id then
         M.load(choice.sessionId)
       end
     end)

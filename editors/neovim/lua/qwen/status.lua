@@ -35,7 +35,8 @@ function M.statusline()
   if M.waiting > 0 then
     what = 'waiting for you'
   elseif M.busy then
-    what = M.tool and ('working: ' .. M.tool) or 'working'
+    local detail = M.tool or M.progress
+    what = detail and ('working: ' .. detail) or 'working'
   else
     what = 'idle'
   end
