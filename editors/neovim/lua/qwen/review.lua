@@ -23,6 +23,8 @@ local function define_highlights()
   link('QwenReviewHint', 'Comment')
   link('QwenReviewRejected', 'Comment')
   link('QwenReviewAccepted', 'DiffText')
+  link('QwenReviewAddSign', 'DiffAdd')
+  link('QwenReviewDeleteSign', 'DiffDelete')
 end
 
 local function client_of(r)
@@ -100,6 +102,26 @@ local function clear_hunk(r, h)
   h.anchor = nil
 end
 
+-- Virtual text expands a tab from the virtual line's own start; expanding
+-- it here keeps the new lines aligned with the buffer's text.
+local function expand_tabs(line, ts)
+  if not line:find('\t', 1, true) then
+    return line
+  end
+  local out, col = {}, 0
+  for ch in line:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    if ch == '\t' then
+      local n = ts - (col % ts)
+      table.insert(out, string.rep(' ', n))
+      col = col + n
+    else
+      table.insert(out, ch)
+      col = col + vim.fn.strdisplaywidth(ch)
+    end
+  end
+  return table.concat(out)
+end
+
 local function render_hunk(r, i)
   local h = r.hunks[i]
   local s = hunk_start(r, h)
@@ -113,10 +135,22 @@ local function render_hunk(r, i)
     table.insert(header, { '  ' .. key_hint(), 'QwenReviewHint' })
   end
   local add_hl = h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAdd'
+  -- New lines start in the window's left column with a "+" where the
+  -- signs are, so they line up with the text (and read as a diff in a
+  -- plain-text capture too); removed lines get a "-" sign.
+  local win = vim.fn.bufwinid(r.buf)
+  local off = 2
+  if win ~= -1 then
+    local info = vim.fn.getwininfo(win)[1]
+    off = math.max(info and info.textoff or 2, 2)
+  end
+  local plus = h.state == 'rejected' and 'x' or '+'
+  local lead = { plus .. string.rep(' ', off - 1), h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAddSign' }
   local added = {}
   if not r.new_file then
+    local ts = vim.api.nvim_buf_get_option(r.buf, 'tabstop')
     for _, l in ipairs(h.new_lines) do
-      table.insert(added, { { l, add_hl } })
+      table.insert(added, { lead, { expand_tabs(l, ts), add_hl } })
     end
   end
   local len = h.e - h.s
@@ -128,7 +162,7 @@ local function render_hunk(r, i)
     return ok and id or nil
   end
   if r.new_file then
-    h.anchor = mark(0, { virt_lines = { header }, virt_lines_above = true })
+    h.anchor = mark(0, { virt_lines = { header }, virt_lines_above = true, virt_lines_leftcol = true })
     local last = vim.api.nvim_buf_get_lines(r.buf, n - 1, n, false)[1] or ''
     mark(0, { end_row = n - 1, end_col = #last, hl_group = h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAdd', hl_eol = true, priority = 200 })
     return
@@ -137,7 +171,7 @@ local function render_hunk(r, i)
     -- An insertion after the last line: everything hangs below it.
     local lines = { header }
     vim.list_extend(lines, added)
-    h.anchor = mark(n - 1, { virt_lines = lines })
+    h.anchor = mark(n - 1, { virt_lines = lines, virt_lines_leftcol = true })
     h.anchor_below = true
     return
   end
@@ -145,17 +179,20 @@ local function render_hunk(r, i)
   if len == 0 then
     local lines = { header }
     vim.list_extend(lines, added)
-    h.anchor = mark(s, { virt_lines = lines, virt_lines_above = true })
+    h.anchor = mark(s, { virt_lines = lines, virt_lines_above = true, virt_lines_leftcol = true })
     return
   end
-  h.anchor = mark(s, { virt_lines = { header }, virt_lines_above = true })
+  h.anchor = mark(s, { virt_lines = { header }, virt_lines_above = true, virt_lines_leftcol = true })
   if h.state ~= 'rejected' then
     local last_row = math.min(s + len, n) - 1
     local last = vim.api.nvim_buf_get_lines(r.buf, last_row, last_row + 1, false)[1] or ''
     mark(s, { end_row = last_row, end_col = #last, hl_group = 'QwenReviewDelete', hl_eol = true, priority = 200 })
+    for row = s, last_row do
+      mark(row, { sign_text = '-', sign_hl_group = 'QwenReviewDeleteSign' })
+    end
   end
   if #added > 0 then
-    mark(math.min(s + len, n) - 1, { virt_lines = added })
+    mark(math.min(s + len, n) - 1, { virt_lines = added, virt_lines_leftcol = true })
   end
 end
 
@@ -527,6 +564,7 @@ local function show(r)
     end
   end
   show_in_window(r.buf)
+  vim.cmd('stopinsert')
   render(r)
   set_keymaps(r)
   r.augroup = vim.api.nvim_create_augroup('qwen-review-' .. r.id, { clear = true })

@@ -41,7 +41,8 @@ return {
       H.contains(vl, 'qwen: hunk 1/2 pending', 'hunk 1 header')
       H.contains(vl, 'qwen: hunk 2/2 pending', 'hunk 2 header')
       H.contains(vl, '// Add returns a + b.', 'hunk 1 new line')
-      H.contains(vl, '\t\tout[i] = p * factor / 100', 'hunk 2 new line')
+      -- tabs expanded so the virtual line lines up with the buffer's text
+      H.contains(vl, '+ ' .. string.rep(' ', vim.bo[buf].tabstop * 2) .. 'out[i] = p * factor / 100', 'hunk 2 new line')
       H.eq('qwen: waiting for you [default]', require('qwen').statusline(), 'statusline while reviewing')
       -- accept hunk 1 with the cursor on it, then reject hunk 2 (the cursor moved there)
       vim.api.nvim_win_set_cursor(0, { 3, 0 })
