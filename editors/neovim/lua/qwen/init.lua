@@ -38,6 +38,33 @@ function M.setup(opts)
       end
     end,
   })
+  -- Leaving Visual mode sends the selection (ModeChanged is in 0.7 too).
+  pcall(vim.api.nvim_create_autocmd, 'ModeChanged', {
+    group = group,
+    pattern = { 'v:*', 'V:*', '\22:*' },
+    callback = function()
+      -- <abuf> is not the current buffer for ModeChanged on 0.7
+      local buf = vim.api.nvim_get_current_buf()
+      local util = require('qwen.util')
+      if not util.is_normal_buffer(buf) then
+        return
+      end
+      vim.schedule(function()
+        if not vim.api.nvim_buf_is_valid(buf) then
+          return
+        end
+        local s, e = vim.api.nvim_buf_get_mark(buf, '<'), vim.api.nvim_buf_get_mark(buf, '>')
+        if s[1] == 0 or e[1] == 0 then
+          return
+        end
+        require('qwen.chat').last_buf = buf
+        require('qwen.session').send_focus(buf, {
+          start = { s[1] - 1, s[2] },
+          ['end'] = { e[1] - 1, e[2] + 1 },
+        })
+      end)
+    end,
+  })
   return M
 end
 
@@ -71,10 +98,7 @@ function M.ask(prompt, range)
       label = string.format(' lines %d-%d', first, last),
     })
     local last_line = lines[#lines] or ''
-    session.pending_selection = {
-      start = { line = first - 1, character = 0 },
-      ['end'] = { line = last - 1, character = util.units_of(last_line, #last_line, 'utf-16') },
-    }
+    session.pending_selection = { start = { first - 1, 0 }, ['end'] = { last - 1, #last_line } }
     require('qwen.chat').last_buf = buf
   elseif util.is_normal_buffer(buf) then
     require('qwen.chat').last_buf = buf

@@ -14,6 +14,7 @@ M.busy = false
 M.last_stop = nil -- {stopReason, usage} of the last turn
 local token_seq = 0
 local focus = nil -- the last focus sent, to skip repeats
+local focus_buf = nil -- and its buffer
 
 local function chat()
   return require('qwen.chat')
@@ -53,12 +54,9 @@ function M.with_session(fn)
 end
 
 --- Tells the server which buffer is active and what is selected.
---- sel: {start={line,character}, ['end']={line,character}} or nil.
+--- sel: { start = {line, col}, ['end'] = {line, col} } with 0-based lines
+--- and byte columns, or nil for the cursor.
 function M.send_focus(buf, sel)
-  local c = client()
-  if not c or not client_mod.is_ready(c.id) then
-    return
-  end
   if not util.is_normal_buffer(buf) then
     return
   end
@@ -66,15 +64,26 @@ function M.send_focus(buf, sel)
   if name:match('^%a[%w+.-]*://') then
     return
   end
+  -- The focus goes to the server of the buffer's root.
+  local id = client_mod.by_root[client_mod.root_for(name)]
+  local c = id and vim.lsp.get_client_by_id(id)
+  if not c or not client_mod.is_ready(c.id) then
+    return
+  end
   local params = { uri = vim.uri_from_bufnr(buf) }
+  local enc = c.offset_encoding or 'utf-16'
   if sel then
-    params.selection = sel
+    local function pos(p)
+      local line = vim.api.nvim_buf_get_lines(buf, p[1], p[1] + 1, false)[1] or ''
+      return { line = p[1], character = util.units_of(line, math.min(p[2], #line), enc) }
+    end
+    params.selection = { start = pos(sel.start), ['end'] = pos(sel['end']) }
   else
     local win = vim.fn.bufwinid(buf)
     if win ~= -1 then
       local pos = vim.api.nvim_win_get_cursor(win)
       local line = vim.api.nvim_buf_get_lines(buf, pos[1] - 1, pos[1], false)[1] or ''
-      local ch = util.units_of(line, pos[2], c.offset_encoding or 'utf-16')
+      local ch = util.units_of(line, pos[2], enc)
       params.selection = { start = { line = pos[1] - 1, character = ch }, ['end'] = { line = pos[1] - 1, character = ch } }
     end
   end
@@ -83,6 +92,7 @@ function M.send_focus(buf, sel)
     return
   end
   focus = key
+  focus_buf = buf
   util.notify(c, 'qwen/didFocus', params)
 end
 
@@ -97,7 +107,9 @@ function M.prompt(text, blocks)
   chat().user_message(text, blocks)
   M.with_session(function(c, sid)
     local last = require('qwen.chat').last_file_buffer()
-    if last then
+    -- A selection from :'<,'>QwenAsk goes first; else the focus is sent
+    -- only if this buffer's was not (a Visual selection stays the focus).
+    if last and (M.pending_selection or focus_buf ~= last) then
       M.send_focus(last, M.pending_selection)
     end
     M.pending_selection = nil

@@ -91,4 +91,29 @@ return {
       H.contains(H.chat_lines(), 'with calc/calc.go lines 8-9', 'the transcript names the selection')
     end,
   },
+  {
+    name = 'chat: a Visual selection is sent with qwen/didFocus',
+    run = function(H)
+      H.workspace()
+      H.model('unsaved-read.txtar')
+      H.setup()
+      vim.cmd('edit calc/calc.go')
+      H.wait_client()
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed('Vj<Esc>')
+      -- the selection goes out once Visual mode is left
+      vim.wait(200, function() return false end, 20)
+      H.type_prompt('What do these lines do?')
+      H.wait_turn()
+      local user = {}
+      for _, m in ipairs(H.requests()[1].messages) do
+        if m.role == 'user' then
+          table.insert(user, m.content or '')
+        end
+      end
+      local text = table.concat(user, '\n')
+      H.contains(text, '// Add returns the sum of a and b.', 'the first selected line')
+      H.contains(text, 'func Add(a, b int) int {', 'the second selected line')
+    end,
+  },
 }
