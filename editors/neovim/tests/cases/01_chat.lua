@@ -8,7 +8,15 @@ return {
       H.model('chat.txtar')
       H.setup()
       vim.cmd('edit calc/calc.go')
-      H.wait_client()
+      local c = H.wait_client()
+      -- one client per root, attached to every file buffer, whatever its type
+      vim.cmd('edit README.md')
+      vim.cmd('edit go.mod')
+      vim.cmd('edit calc/calc.go')
+      H.eq(1, #require('qwen.util').get_clients('qwen'), 'one qwen client for the root')
+      for _, f in ipairs({ 'README.md', 'go.mod', 'calc/calc.go' }) do
+        H.ok(vim.lsp.buf_is_attached(vim.fn.bufnr(f), c.id), f .. ' attached')
+      end
       H.type_prompt('Summarise the calc package')
       local res = H.wait_turn()
       H.eq('end_turn', res.stopReason, 'stop reason')
