@@ -71,8 +71,11 @@ local function hunk_start(r, h)
   return h.s
 end
 
+--- The buffer rows (0-based, end exclusive) where the cursor is "on" the
+--- hunk: its removed lines, or for an insertion the line below it (the
+--- last line for an insertion at the end).
 local function hunk_rows(r, h)
-  local s = hunk_start(r, h)
+  local s = math.min(hunk_start(r, h), line_count(r) - 1)
   return s, s + math.max(h.e - h.s, 1)
 end
 
@@ -333,18 +336,15 @@ local function check_done(r)
 end
 
 local function hunk_at(r, row)
-  local best, dist
+  if r.new_file then
+    return 1
+  end
   for i, h in ipairs(r.hunks) do
     local s, e = hunk_rows(r, h)
     if row >= s and row < e then
       return i
     end
-    local d = row < s and s - row or row - e + 1
-    if not dist or d < dist then
-      best, dist = i, d
-    end
   end
-  return best
 end
 
 local function cursor_row()
@@ -356,11 +356,10 @@ function M.goto_hunk(r, i)
   if not h then
     return
   end
-  local s = hunk_start(r, h)
-  local n = line_count(r)
+  local s = hunk_rows(r, h)
   local win = vim.fn.bufwinid(r.buf)
   if win ~= -1 then
-    pcall(vim.api.nvim_win_set_cursor, win, { math.min(s, n - 1) + 1, 0 })
+    pcall(vim.api.nvim_win_set_cursor, win, { s + 1, 0 })
   end
 end
 
@@ -377,6 +376,8 @@ end
 function M.decide(r, state, i)
   i = i or hunk_at(r, cursor_row())
   if not i then
+    local k = config.options.keymaps
+    util.notify_user('the cursor is not on a hunk' .. (k.next_hunk and ('; ' .. k.next_hunk .. ' goes to the next one') or ''), vim.log.levels.WARN)
     return
   end
   r.hunks[i].state = state

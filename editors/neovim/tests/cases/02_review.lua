@@ -44,6 +44,10 @@ return {
       -- tabs expanded so the virtual line lines up with the buffer's text
       H.contains(vl, '+ ' .. string.rep(' ', vim.bo[buf].tabstop * 2) .. 'out[i] = p * factor / 100', 'hunk 2 new line')
       H.eq('qwen: waiting for you [default]', require('qwen').statusline(), 'statusline while reviewing')
+      -- with the cursor off every hunk, the keys decide nothing
+      vim.api.nvim_win_set_cursor(0, { 6, 0 })
+      H.feed('ca')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided from line 6')
       -- accept hunk 1 with the cursor on it, then reject hunk 2 (the cursor moved there)
       vim.api.nvim_win_set_cursor(0, { 3, 0 })
       H.feed('ca')
