@@ -483,13 +483,10 @@ function M.submit_edit(r)
   if not b or not vim.api.nvim_buf_is_valid(b) then
     return
   end
-  local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
-  local text = table.concat(lines, '\n')
-  local ends_nl = r.new:sub(-1) == '\n' or (r.new == '' and r.old:sub(-1) == '\n')
-  if ends_nl or #lines > 1 or lines[1] ~= '' then
-    if ends_nl then
-      text = text .. '\n'
-    end
+  local text = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n')
+  -- The buffer has no notion of a final newline: keep the proposal's.
+  if r.new:sub(-1) == '\n' then
+    text = text .. '\n'
   end
   vim.api.nvim_buf_set_option(b, 'modified', false)
   local w = vim.fn.bufwinid(b)
