@@ -1,0 +1,88 @@
+-- :checkhealth qwen. Neovim 0.10+ has vim.health; 0.7 has require('health').
+local M = {}
+
+local function reporter()
+  if vim.health and vim.health.start then
+    return vim.health
+  end
+  local h = require('health')
+  return {
+    start = h.report_start,
+    ok = h.report_ok,
+    warn = h.report_warn,
+    error = h.report_error,
+    info = h.report_info,
+  }
+end
+
+function M.check()
+  local h = reporter()
+  local config = require('qwen.config').options
+  h.start('qwen: Neovim')
+  local v = vim.version()
+  local vs = string.format('%d.%d.%d', v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.7') == 1 then
+    h.ok('Neovim ' .. vs)
+  else
+    h.error('Neovim ' .. vs .. ' is too old', { 'qwen.nvim needs Neovim 0.7 or later' })
+  end
+
+  h.start('qwen: the qwen-ls binary')
+  local exe = config.cmd and config.cmd[1]
+  if not exe or vim.fn.executable(exe) ~= 1 then
+    h.error(string.format('%s is not executable', tostring(exe)), {
+      'Build it: go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls',
+      'or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls" } }',
+    })
+    return
+  end
+  local out = vim.fn.system({ exe, '--version' })
+  if vim.v.shell_error ~= 0 then
+    h.error(exe .. ' --version failed: ' .. vim.trim(out))
+    return
+  end
+  h.ok(vim.trim(out) .. ' (' .. vim.fn.exepath(exe) .. ')')
+
+  h.start('qwen: model')
+  local client_mod = require('qwen.client')
+  local util = require('qwen.util')
+  local c = client_mod.current(true)
+  if not c then
+    h.error('qwen-ls could not be started')
+    return
+  end
+  vim.wait(10000, function()
+    return client_mod.is_ready(c.id)
+  end, 20)
+  if not client_mod.is_ready(c.id) then
+    h.error('qwen-ls did not answer initialize within 10 s')
+    return
+  end
+  local session = require('qwen.session')
+  local res, err
+  -- The model in use is what a new session reports; the key is never read.
+  local reply = util.request_sync(c, 'qwen/newSession', { cwd = c.config.root_dir }, 10000)
+  if reply then
+    res, err = reply.result, reply.err or reply.error
+  else
+    err = { message = 'no answer' }
+  end
+  if err then
+    h.error('qwen/newSession failed: ' .. (err.message or vim.inspect(err)))
+    return
+  end
+  if res.model == nil or res.model == vim.NIL then
+    h.warn('no model is configured', {
+      'Set OPENAI_API_KEY (or DASHSCOPE_API_KEY), OPENAI_BASE_URL and OPENAI_MODEL in the environment',
+      'or model.name / model.baseUrl in ~/.qwen/settings.json, or model in setup{}',
+    })
+  else
+    h.ok('model: ' .. tostring(res.model) .. ', approval mode: ' .. tostring(res.approvalMode))
+  end
+  if not session.session_id then
+    -- Keep the session for the chat rather than leaving an empty one behind.
+    session.client_id, session.session_id = c.id, res.sessionId
+  end
+end
+
+return M

@@ -1,0 +1,651 @@
+-- Inline review of qwen/proposeEdit in the target buffer. The buffer is
+-- never changed here: deleted lines are highlighted and new lines shown as
+-- virtual lines, one group of extmarks per hunk. When every hunk is decided
+-- the decision goes to the server with qwen/resolveReview (the request was
+-- answered "deferred" at once, protocol.md §6.5), and the server applies the
+-- result with workspace/applyEdit, one undo step.
+local config = require('qwen.config')
+local util = require('qwen.util')
+local status = require('qwen.status')
+
+local M = {}
+
+M.ns = vim.api.nvim_create_namespace('qwen-review')
+M.reviews = {} -- toolCallId -> review
+
+local function define_highlights()
+  local function link(name, to)
+    vim.api.nvim_set_hl(0, name, { link = to, default = true })
+  end
+  link('QwenReviewDelete', 'DiffDelete')
+  link('QwenReviewAdd', 'DiffAdd')
+  link('QwenReviewHeader', 'Title')
+  link('QwenReviewHint', 'Comment')
+  link('QwenReviewRejected', 'Comment')
+  link('QwenReviewAccepted', 'DiffText')
+  link('QwenReviewAddSign', 'DiffAdd')
+  link('QwenReviewDeleteSign', 'DiffDelete')
+end
+
+local function client_of(r)
+  return vim.lsp.get_client_by_id(r.client_id)
+end
+
+local function encoding(r)
+  local c = client_of(r)
+  return c and c.offset_encoding or 'utf-16'
+end
+
+--- The review whose buffer is buf (the current buffer by default).
+function M.for_buffer(buf)
+  buf = buf or vim.api.nvim_get_current_buf()
+  for _, r in pairs(M.reviews) do
+    if r.buf == buf or r.edit_buf == buf then
+      return r
+    end
+  end
+end
+
+function M.list()
+  local out = {}
+  for _, r in pairs(M.reviews) do
+    table.insert(out, r)
+  end
+  return out
+end
+
+-- Geometry ----------------------------------------------------------------
+
+local function line_count(r)
+  return vim.api.nvim_buf_line_count(r.buf)
+end
+
+--- The hunk's first old line (0-based) now, following the user's typing.
+local function hunk_start(r, h)
+  if h.anchor then
+    local pos = vim.api.nvim_buf_get_extmark_by_id(r.buf, M.ns, h.anchor, {})
+    if pos and pos[1] then
+      return pos[1] + (h.anchor_below and 1 or 0)
+    end
+  end
+  return h.s
+end
+
+--- The buffer rows (0-based, end exclusive) where the cursor is "on" the
+--- hunk: its removed lines, or for an insertion the line below it (the
+--- last line for an insertion at the end).
+local function hunk_rows(r, h)
+  local s = math.min(hunk_start(r, h), line_count(r) - 1)
+  return s, s + math.max(h.e - h.s, 1)
+end
+
+local function key_hint()
+  local k = config.options.keymaps
+  local parts = {}
+  local function add(lhs, what)
+    if lhs then
+      table.insert(parts, lhs .. ' ' .. what)
+    end
+  end
+  add(k.accept_hunk, 'accept')
+  add(k.reject_hunk, 'reject')
+  add(k.accept_all, 'accept all')
+  add(k.reject_all, 'reject all')
+  add(k.edit_proposal, 'edit')
+  add(k.reject_with_feedback, 'reject with feedback')
+  add(k.next_hunk, 'next')
+  return table.concat(parts, ' · ')
+end
+
+local function clear_hunk(r, h)
+  for _, id in ipairs(h.marks or {}) do
+    pcall(vim.api.nvim_buf_del_extmark, r.buf, M.ns, id)
+  end
+  h.marks = {}
+  h.anchor = nil
+end
+
+-- Virtual text expands a tab from the virtual line's own start; expanding
+-- it here keeps the new lines aligned with the buffer's text.
+local function expand_tabs(line, ts)
+  if not line:find('\t', 1, true) then
+    return line
+  end
+  local out, col = {}, 0
+  for ch in line:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    if ch == '\t' then
+      local n = ts - (col % ts)
+      table.insert(out, string.rep(' ', n))
+      col = col + n
+    else
+      table.insert(out, ch)
+      col = col + vim.fn.strdisplaywidth(ch)
+    end
+  end
+  return table.concat(out)
+end
+
+local function render_hunk(r, i)
+  local h = r.hunks[i]
+  local s = hunk_start(r, h)
+  clear_hunk(r, h)
+  local n = line_count(r)
+  local label = ({ pending = 'pending', accepted = 'accepted', rejected = 'rejected' })[h.state]
+  local header = {
+    { string.format('── qwen: hunk %d/%d %s ', i, #r.hunks, label), 'QwenReviewHeader' },
+  }
+  if h.state == 'pending' then
+    table.insert(header, { '  ' .. key_hint(), 'QwenReviewHint' })
+  end
+  local add_hl = h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAdd'
+  -- New lines start in the window's left column with a "+" where the
+  -- signs are, so they line up with the text (and read as a diff in a
+  -- plain-text capture too); removed lines get a "-" sign.
+  local win = vim.fn.bufwinid(r.buf)
+  local off = 2
+  if win ~= -1 then
+    local info = vim.fn.getwininfo(win)[1]
+    off = math.max(info and info.textoff or 2, 2)
+  end
+  local plus = h.state == 'rejected' and 'x' or '+'
+  local lead = { plus .. string.rep(' ', off - 1), h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAddSign' }
+  local added = {}
+  if not r.new_file then
+    local ts = vim.api.nvim_buf_get_option(r.buf, 'tabstop')
+    for _, l in ipairs(h.new_lines) do
+      table.insert(added, { lead, { expand_tabs(l, ts), add_hl } })
+    end
+  end
+  local len = h.e - h.s
+  local function mark(row, opts)
+    local ok, id = pcall(vim.api.nvim_buf_set_extmark, r.buf, M.ns, row, 0, opts)
+    if ok then
+      table.insert(h.marks, id)
+    end
+    return ok and id or nil
+  end
+  if r.new_file then
+    h.anchor = mark(0, { virt_lines = { header }, virt_lines_above = true, virt_lines_leftcol = true })
+    local last = vim.api.nvim_buf_get_lines(r.buf, n - 1, n, false)[1] or ''
+    mark(0, { end_row = n - 1, end_col = #last, hl_group = h.state == 'rejected' and 'QwenReviewRejected' or 'QwenReviewAdd', hl_eol = true, priority = 200 })
+    return
+  end
+  if s >= n then
+    -- An insertion after the last line: everything hangs below it.
+    local lines = { header }
+    vim.list_extend(lines, added)
+    h.anchor = mark(n - 1, { virt_lines = lines, virt_lines_leftcol = true })
+    h.anchor_below = true
+    return
+  end
+  h.anchor_below = false
+  if len == 0 then
+    local lines = { header }
+    vim.list_extend(lines, added)
+    h.anchor = mark(s, { virt_lines = lines, virt_lines_above = true, virt_lines_leftcol = true })
+    return
+  end
+  h.anchor = mark(s, { virt_lines = { header }, virt_lines_above = true, virt_lines_leftcol = true })
+  if h.state ~= 'rejected' then
+    local last_row = math.min(s + len, n) - 1
+    local last = vim.api.nvim_buf_get_lines(r.buf, last_row, last_row + 1, false)[1] or ''
+    mark(s, { end_row = last_row, end_col = #last, hl_group = 'QwenReviewDelete', hl_eol = true, priority = 200 })
+    for row = s, last_row do
+      mark(row, { sign_text = '-', sign_hl_group = 'QwenReviewDeleteSign' })
+    end
+  end
+  if #added > 0 then
+    mark(math.min(s + len, n) - 1, { virt_lines = added, virt_lines_leftcol = true })
+  end
+end
+
+local function render(r)
+  for i = 1, #r.hunks do
+    render_hunk(r, i)
+  end
+end
+
+-- Windows ------------------------------------------------------------------
+
+local function is_qwen_buf(b)
+  local name = vim.api.nvim_buf_get_name(b)
+  return name:match('^qwen[%w-]*://') ~= nil
+end
+
+--- Shows buf in a window of the current tab: one already showing it, else
+--- a window with a normal file buffer, else a new split.
+local function show_in_window(buf)
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(w) == buf then
+      vim.api.nvim_set_current_win(w)
+      return w
+    end
+  end
+  local target
+  local last = require('qwen.chat').last_buf
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    local b = vim.api.nvim_win_get_buf(w)
+    local cfg = vim.api.nvim_win_get_config(w)
+    if cfg.relative == '' and not is_qwen_buf(b) and vim.api.nvim_buf_get_option(b, 'buftype') == '' then
+      if b == last or not target then
+        target = w
+      end
+    end
+  end
+  if target then
+    vim.api.nvim_set_current_win(target)
+    if pcall(vim.api.nvim_win_set_buf, target, buf) then
+      return target
+    end
+  else
+    -- Only qwen windows: open the file left of them.
+    vim.api.nvim_set_current_win(vim.api.nvim_tabpage_list_wins(0)[1])
+  end
+  vim.cmd('aboveleft vsplit')
+  local w = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(w, buf)
+  return w
+end
+
+-- Decisions ------------------------------------------------------------------
+
+local function cleanup(r)
+  M.reviews[r.id] = nil
+  if r.augroup then
+    pcall(vim.api.nvim_del_augroup_by_id, r.augroup)
+  end
+  if r.buf and vim.api.nvim_buf_is_valid(r.buf) then
+    vim.api.nvim_buf_clear_namespace(r.buf, M.ns, 0, -1)
+    for _, lhs in ipairs(r.maps or {}) do
+      pcall(vim.keymap.del, 'n', lhs, { buffer = r.buf })
+    end
+    for _, saved in ipairs(r.saved_maps or {}) do
+      if vim.fn.exists('*mapset') == 1 then
+        pcall(vim.fn.mapset, 'n', false, saved)
+      end
+    end
+  end
+  if r.edit_buf and vim.api.nvim_buf_is_valid(r.edit_buf) then
+    pcall(vim.api.nvim_buf_delete, r.edit_buf, { force = true })
+  end
+  if r.new_file and r.buf and vim.api.nvim_buf_is_valid(r.buf) then
+    pcall(vim.api.nvim_buf_delete, r.buf, { force = true })
+  end
+  status.wait(-1)
+end
+
+--- Sends the decision and ends the review.
+local function finish(r, outcome, extra)
+  if not M.reviews[r.id] then
+    return
+  end
+  cleanup(r)
+  local params = { sessionId = r.session_id, toolCallId = r.id, outcome = outcome }
+  for k, v in pairs(extra or {}) do
+    params[k] = v
+  end
+  r.answer = params
+  local c = client_of(r)
+  if not c then
+    return
+  end
+  util.request(c, 'qwen/resolveReview', params, function(err)
+    if err then
+      util.notify_user('the review could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
+    end
+  end)
+  local what = outcome
+  if extra and extra.finalText then
+    what = 'accepted with changes'
+  end
+  util.notify_user(string.format('%s: %s', vim.fn.fnamemodify(r.path, ':~:.'), what))
+end
+
+--- The text with the accepted hunks (and, if with_pending, the undecided
+--- ones) applied to the proposal's old text.
+local function text_with(r, with_pending)
+  local edits = {}
+  for _, h in ipairs(r.hunks) do
+    if h.state == 'accepted' or (with_pending and h.state == 'pending') then
+      table.insert(edits, h.edit)
+    end
+  end
+  return util.apply_edits(r.old, edits, encoding(r))
+end
+
+local function check_done(r)
+  local accepted, pending = 0, 0
+  for _, h in ipairs(r.hunks) do
+    if h.state == 'pending' then
+      pending = pending + 1
+    elseif h.state == 'accepted' then
+      accepted = accepted + 1
+    end
+  end
+  if pending > 0 then
+    return false
+  end
+  if accepted == #r.hunks then
+    finish(r, 'accepted')
+  elseif accepted == 0 then
+    finish(r, 'rejected')
+  else
+    finish(r, 'accepted', { finalText = text_with(r, false) })
+  end
+  return true
+end
+
+local function hunk_at(r, row)
+  if r.new_file then
+    return 1
+  end
+  for i, h in ipairs(r.hunks) do
+    local s, e = hunk_rows(r, h)
+    if row >= s and row < e then
+      return i
+    end
+  end
+end
+
+local function cursor_row()
+  return vim.api.nvim_win_get_cursor(0)[1] - 1
+end
+
+function M.goto_hunk(r, i)
+  local h = r.hunks[i]
+  if not h then
+    return
+  end
+  local s = hunk_rows(r, h)
+  local win = vim.fn.bufwinid(r.buf)
+  if win ~= -1 then
+    pcall(vim.api.nvim_win_set_cursor, win, { s + 1, 0 })
+  end
+end
+
+local function next_pending(r, from)
+  for k = 1, #r.hunks do
+    local i = (from + k - 1) % #r.hunks + 1
+    if r.hunks[i].state == 'pending' then
+      return i
+    end
+  end
+end
+
+--- Decides the hunk i (default: under the cursor): 'accepted' or 'rejected'.
+function M.decide(r, state, i)
+  i = i or hunk_at(r, cursor_row())
+  if not i then
+    local k = config.options.keymaps
+    util.notify_user('the cursor is not on a hunk' .. (k.next_hunk and ('; ' .. k.next_hunk .. ' goes to the next one') or ''), vim.log.levels.WARN)
+    return
+  end
+  r.hunks[i].state = state
+  render_hunk(r, i)
+  if not check_done(r) then
+    local n = next_pending(r, i)
+    if n then
+      M.goto_hunk(r, n)
+    end
+  end
+end
+
+function M.decide_all(r, state)
+  for _, h in ipairs(r.hunks) do
+    h.state = state
+  end
+  check_done(r)
+end
+
+function M.move(r, dir)
+  local row = cursor_row()
+  local order = {}
+  for i, h in ipairs(r.hunks) do
+    table.insert(order, { i = i, s = hunk_start(r, h) })
+  end
+  if dir > 0 then
+    for _, o in ipairs(order) do
+      if o.s > row then
+        return M.goto_hunk(r, o.i)
+      end
+    end
+    return M.goto_hunk(r, order[1].i)
+  end
+  for k = #order, 1, -1 do
+    if order[k].s < row then
+      return M.goto_hunk(r, order[k].i)
+    end
+  end
+  return M.goto_hunk(r, order[#order].i)
+end
+
+function M.reject_with_feedback(r, feedback)
+  if feedback then
+    return finish(r, 'rejected', { feedback = feedback })
+  end
+  vim.ui.input({ prompt = 'Why reject this edit? ' }, function(text)
+    if text == nil then
+      return -- dismissed: the review stays open
+    end
+    if M.reviews[r.id] then
+      finish(r, 'rejected', text ~= '' and { feedback = text } or nil)
+    end
+  end)
+end
+
+function M.close(r)
+  finish(r, 'rejected')
+end
+
+--- Opens the proposal (without the hunks already rejected) in a scratch
+--- buffer; writing it (:w) accepts its text as the final text.
+function M.edit_proposal(r)
+  if r.edit_buf and vim.api.nvim_buf_is_valid(r.edit_buf) then
+    local w = vim.fn.bufwinid(r.edit_buf)
+    if w ~= -1 then
+      vim.api.nvim_set_current_win(w)
+      return r.edit_buf
+    end
+  else
+    local b = vim.api.nvim_create_buf(false, true)
+    pcall(vim.api.nvim_buf_set_name, b, 'qwen-edit://' .. r.path)
+    vim.api.nvim_buf_set_option(b, 'buftype', 'acwrite')
+    vim.api.nvim_buf_set_option(b, 'bufhidden', 'wipe')
+    vim.api.nvim_buf_set_option(b, 'swapfile', false)
+    local text = r.new_file and r.new or text_with(r, true)
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, util.lines(text))
+    vim.api.nvim_buf_set_option(b, 'modified', false)
+    local ft = util.filetype_for(r.path, b)
+    if ft then
+      vim.api.nvim_buf_set_option(b, 'filetype', ft)
+    end
+    vim.api.nvim_create_autocmd('BufWriteCmd', {
+      buffer = b,
+      callback = function()
+        M.submit_edit(r)
+      end,
+    })
+    r.edit_buf = b
+  end
+  local w = vim.fn.bufwinid(r.buf)
+  if w ~= -1 then
+    vim.api.nvim_set_current_win(w)
+  end
+  vim.cmd('belowright split')
+  vim.api.nvim_win_set_buf(0, r.edit_buf)
+  util.notify_user('edit the proposal, then :w to accept it (closing this window returns to the review)')
+  return r.edit_buf
+end
+
+--- Accepts the edit buffer's text as the final text.
+function M.submit_edit(r)
+  local b = r.edit_buf
+  if not b or not vim.api.nvim_buf_is_valid(b) then
+    return
+  end
+  local text = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n')
+  -- The buffer has no notion of a final newline: keep the proposal's.
+  if r.new:sub(-1) == '\n' then
+    text = text .. '\n'
+  end
+  vim.api.nvim_buf_set_option(b, 'modified', false)
+  local w = vim.fn.bufwinid(b)
+  if w ~= -1 and #vim.api.nvim_tabpage_list_wins(0) > 1 then
+    pcall(vim.api.nvim_win_close, w, true)
+  end
+  if text == r.new then
+    finish(r, 'accepted')
+  else
+    finish(r, 'accepted', { finalText = text })
+  end
+end
+
+-- Start and end ------------------------------------------------------------
+
+local function set_keymaps(r)
+  local k = config.options.keymaps
+  r.maps, r.saved_maps = {}, {}
+  local function map(lhs, fn, desc)
+    if not lhs then
+      return
+    end
+    local saved = vim.fn.maparg(lhs, 'n', false, true)
+    if type(saved) == 'table' and saved.buffer == 1 then
+      table.insert(r.saved_maps, saved)
+    end
+    vim.keymap.set('n', lhs, function()
+      if M.reviews[r.id] then
+        fn()
+      end
+    end, { buffer = r.buf, nowait = true, desc = 'qwen review: ' .. desc })
+    table.insert(r.maps, lhs)
+  end
+  vim.api.nvim_buf_call(r.buf, function()
+    map(k.accept_hunk, function() M.decide(r, 'accepted') end, 'accept the hunk')
+    map(k.reject_hunk, function() M.decide(r, 'rejected') end, 'reject the hunk')
+    map(k.accept_all, function() M.decide_all(r, 'accepted') end, 'accept every hunk')
+    map(k.reject_all, function() M.decide_all(r, 'rejected') end, 'reject every hunk')
+    map(k.next_hunk, function() M.move(r, 1) end, 'next hunk')
+    map(k.prev_hunk, function() M.move(r, -1) end, 'previous hunk')
+    map(k.edit_proposal, function() M.edit_proposal(r) end, 'edit the proposal')
+    map(k.reject_with_feedback, function() M.reject_with_feedback(r) end, 'reject with feedback')
+    map(k.close_review, function() M.close(r) end, 'close (reject)')
+  end)
+end
+
+local function show(r)
+  if not M.reviews[r.id] then
+    return -- cancelled before it could be shown
+  end
+  define_highlights()
+  if r.new_file then
+    local b = vim.api.nvim_create_buf(false, true)
+    pcall(vim.api.nvim_buf_set_name, b, 'qwen-new://' .. r.path)
+    vim.api.nvim_buf_set_option(b, 'buftype', 'nofile')
+    vim.api.nvim_buf_set_option(b, 'bufhidden', 'hide')
+    vim.api.nvim_buf_set_option(b, 'swapfile', false)
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, util.lines(r.new))
+    vim.api.nvim_buf_set_option(b, 'modifiable', false)
+    local ft = util.filetype_for(r.path, b)
+    if ft then
+      vim.api.nvim_buf_set_option(b, 'filetype', ft)
+    end
+    r.buf = b
+    r.hunks = { { edit = { range = { start = { line = 0, character = 0 }, ['end'] = { line = 0, character = 0 } }, newText = r.new }, s = 0, e = 0, new_lines = {}, state = 'pending' } }
+  else
+    local b = vim.fn.bufadd(r.path)
+    vim.fn.bufload(b)
+    vim.api.nvim_buf_set_option(b, 'buflisted', true)
+    r.buf = b
+    if util.buf_text(b) ~= r.old then
+      util.notify_user('the buffer changed since this edit was proposed; the hunks are shown where they were computed', vim.log.levels.WARN)
+    end
+  end
+  show_in_window(r.buf)
+  vim.cmd('stopinsert')
+  render(r)
+  set_keymaps(r)
+  r.augroup = vim.api.nvim_create_augroup('qwen-review-' .. r.id, { clear = true })
+  vim.api.nvim_create_autocmd('BufWinLeave', {
+    group = r.augroup,
+    buffer = r.buf,
+    callback = function()
+      -- Leaving the review (:q, :e other, closing the window) rejects it.
+      vim.schedule(function()
+        if M.reviews[r.id] and vim.fn.bufwinid(r.buf) == -1 then
+          finish(r, 'rejected')
+        end
+      end)
+    end,
+  })
+  M.goto_hunk(r, 1)
+  pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenReview', modeline = false })
+end
+
+--- Handles qwen/proposeEdit: answers "deferred" at once, shows the review.
+function M.on_propose(params, client_id)
+  local path = vim.uri_to_fname(params.uri)
+  local r = {
+    id = params.toolCallId,
+    session_id = params.sessionId,
+    client_id = client_id,
+    title = params.title,
+    uri = params.uri,
+    path = path,
+    old = params.oldText or '',
+    new = params.newText or '',
+    new_file = params.isNewFile == true,
+    hunks = {},
+  }
+  for _, e in ipairs(params.edits or {}) do
+    local s, e2 = e.range.start.line, e.range['end'].line
+    if e.range['end'].character > 0 then
+      e2 = e2 + 1
+    end
+    table.insert(r.hunks, { edit = e, s = s, e = e2, new_lines = util.lines(e.newText), state = 'pending' })
+  end
+  if #r.hunks == 0 and not r.new_file then
+    -- Nothing to review: the proposal changes nothing.
+    return { outcome = 'accepted' }
+  end
+  M.reviews[r.id] = r
+  status.wait(1)
+  vim.schedule(function()
+    local ok, err = pcall(show, r)
+    if not ok then
+      util.notify_user('could not show the review: ' .. tostring(err), vim.log.levels.ERROR)
+      if M.reviews[r.id] then
+        finish(r, 'cancelled')
+      end
+    end
+  end)
+  return { outcome = 'deferred' }
+end
+
+function M.on_cancelled(params, client_id)
+  local r = M.reviews[params.toolCallId]
+  if not r or r.client_id ~= client_id or r.session_id ~= params.sessionId then
+    return
+  end
+  if r.buf then
+    cleanup(r)
+  else
+    M.reviews[r.id] = nil
+    status.wait(-1)
+  end
+  util.notify_user('the review of ' .. vim.fn.fnamemodify(r.path, ':~:.') .. ' was cancelled')
+end
+
+function M.on_exit(client_id)
+  for _, r in pairs(M.reviews) do
+    if r.client_id == client_id then
+      if r.buf then
+        cleanup(r)
+      else
+        M.reviews[r.id] = nil
+      end
+    end
+  end
+end
+
+return M

@@ -1,0 +1,51 @@
+-- Commands of qwen.nvim. They load the plugin's modules only when used;
+-- call require('qwen').setup{...} to configure it and to start qwen-ls
+-- with the first file buffer.
+if vim.g.loaded_qwen then
+  return
+end
+vim.g.loaded_qwen = true
+
+local function q()
+  return require('qwen')
+end
+
+local cmd = vim.api.nvim_create_user_command
+
+cmd('QwenChat', function()
+  q().chat()
+end, { desc = 'Open the qwen chat' })
+
+cmd('QwenAsk', function(o)
+  local range = nil
+  if o.range and o.range > 0 then
+    range = { o.line1, o.line2 }
+  end
+  q().ask(o.args, range)
+end, { nargs = '+', range = true, desc = 'Ask qwen (with a range: about those lines)' })
+
+cmd('QwenCancel', function()
+  q().cancel()
+end, { desc = 'Cancel the running qwen turn' })
+
+cmd('QwenMode', function(o)
+  q().mode(o.args)
+end, {
+  nargs = 1,
+  complete = function()
+    return { 'plan', 'default', 'auto-edit', 'yolo' }
+  end,
+  desc = 'Set the approval mode',
+})
+
+cmd('QwenSessions', function()
+  q().sessions()
+end, { desc = 'List and resume qwen sessions' })
+
+cmd('QwenNewSession', function()
+  q().new_session()
+end, { desc = 'Start a new qwen session in the chat' })
+
+cmd('QwenUndoTurn', function()
+  q().undo_turn()
+end, { desc = 'Undo last agent turn' })

@@ -1,0 +1,200 @@
+-- Inline review of qwen/proposeEdit: hunks as extmarks, per-hunk decisions,
+-- edit-the-proposal, reject with feedback, a new file, and cancellation.
+local ORIGINAL = nil
+
+local function start_edit(H)
+  local ws = H.workspace()
+  ORIGINAL = H.read(ws .. '/calc/calc.go')
+  H.model('edit-two-hunks.txtar')
+  H.setup()
+  vim.cmd('edit calc/calc.go')
+  H.wait_client()
+  H.type_prompt('Shorten the Add comment and make Scale take a percentage')
+  local r = H.wait_review()
+  return ws, r
+end
+
+local function buf_lines(buf)
+  return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+return {
+  {
+    name = 'review: the proposal shows as extmarks, one group per hunk; accept one, reject the other',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = vim.fn.bufnr(ws .. '/calc/calc.go')
+      H.eq(buf, r.buf, 'the review is in the file buffer')
+      H.eq(buf, vim.api.nvim_get_current_buf(), 'the file is focused')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the review does not change the buffer')
+      H.eq(false, vim.bo[buf].modified, 'the buffer is unchanged')
+      H.eq(2, #r.hunks, 'two hunks')
+      -- the deleted lines are highlighted, the new lines are virtual lines
+      local deleted = {}
+      for _, m in ipairs(H.marks(buf)) do
+        if m[4].hl_group == 'QwenReviewDelete' then
+          table.insert(deleted, { m[2], m[4].end_row })
+        end
+      end
+      H.eq({ { 2, 2 }, { 11, 11 } }, deleted, 'deleted rows (0-based start, end)')
+      local vl = H.virt_lines(buf)
+      H.contains(vl, 'qwen: hunk 1/2 pending', 'hunk 1 header')
+      H.contains(vl, 'qwen: hunk 2/2 pending', 'hunk 2 header')
+      H.contains(vl, '// Add returns a + b.', 'hunk 1 new line')
+      -- tabs expanded so the virtual line lines up with the buffer's text
+      H.contains(vl, '+ ' .. string.rep(' ', vim.bo[buf].tabstop * 2) .. 'out[i] = p * factor / 100', 'hunk 2 new line')
+      H.eq('qwen: waiting for you [default]', require('qwen').statusline(), 'statusline while reviewing')
+      -- with the cursor off every hunk, the keys decide nothing
+      vim.api.nvim_win_set_cursor(0, { 6, 0 })
+      H.feed('ca')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided from line 6')
+      -- accept hunk 1 with the cursor on it, then reject hunk 2 (the cursor moved there)
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed('ca')
+      H.eq(12, vim.api.nvim_win_get_cursor(0)[1], 'the cursor moves to the next pending hunk')
+      H.contains(H.virt_lines(buf), 'qwen: hunk 1/2 accepted', 'hunk 1 shown as accepted')
+      H.feed('cr')
+      local res = H.wait_turn()
+      H.eq('end_turn', res.stopReason, 'stop reason')
+      local want = ORIGINAL:gsub('// Add returns the sum of a and b%.', '// Add returns a + b.')
+      H.eq(want, require('qwen.util').buf_text(buf), 'the buffer holds exactly the accepted change')
+      H.eq(true, vim.bo[buf].modified, 'the buffer is unsaved')
+      H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      H.eq({}, H.marks(buf), 'the review marks are gone')
+      local told = H.ok(H.tool_result('call_edit1'), 'the edit result sent to the model')
+      H.contains(told, 'applied only 1 of the 2 proposed changes', 'the model is told about the partial apply')
+      H.contains(told, 'original lines 12', 'the model is told which hunk was rejected')
+      -- one undo takes the agent's change back
+      vim.api.nvim_set_current_buf(buf)
+      vim.cmd('silent undo')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'one u undoes the applied edit')
+    end,
+  },
+  {
+    name = 'review: navigate, accept all, one u undoes both hunks',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      vim.api.nvim_win_set_cursor(0, { 1, 0 })
+      H.feed(']h')
+      H.eq(3, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 1')
+      H.feed(']h')
+      H.eq(12, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 2')
+      H.feed('[h')
+      H.eq(3, vim.api.nvim_win_get_cursor(0)[1], '[h goes back to hunk 1')
+      H.feed('cA')
+      H.wait_turn()
+      local text = require('qwen.util').buf_text(buf)
+      H.contains(text, '// Add returns a + b.', 'hunk 1 applied')
+      H.contains(text, 'out[i] = p * factor / 100', 'hunk 2 applied')
+      H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      vim.api.nvim_set_current_buf(buf)
+      vim.cmd('silent undo')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'one u undoes the whole edit')
+    end,
+  },
+  {
+    name = 'review: edit the proposal; its text becomes finalText',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      H.feed('ce')
+      local eb = H.ok(r.edit_buf, 'an edit buffer')
+      H.eq(eb, vim.api.nvim_get_current_buf(), 'the edit buffer is focused')
+      local lines = buf_lines(eb)
+      H.eq('// Add returns a + b.', lines[3], 'the proposal in the edit buffer')
+      lines[12] = '\t\tout[i] = p * factor / 100 // percent'
+      vim.api.nvim_buf_set_lines(eb, 0, -1, false, lines)
+      vim.cmd('write')
+      H.wait_turn()
+      local text = require('qwen.util').buf_text(buf)
+      H.contains(text, '// Add returns a + b.', 'hunk 1 applied')
+      H.contains(text, 'out[i] = p * factor / 100 // percent', 'the user edit applied')
+      H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      local told = H.ok(H.tool_result('call_edit1'), 'the edit result')
+      H.contains(told, '// percent', 'the model sees the user-modified text')
+      H.ok(not vim.api.nvim_buf_is_valid(eb), 'the edit buffer is gone')
+    end,
+  },
+  {
+    name = 'review: reject with feedback',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      local asked
+      vim.ui.input = function(opts, cb)
+        asked = opts.prompt
+        vim.schedule(function()
+          cb('keep factor a multiplier')
+        end)
+      end
+      H.feed('cf')
+      H.wait_turn()
+      H.ok(asked, 'vim.ui.input to be asked')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
+      H.eq(false, vim.bo[buf].modified, 'the buffer is not modified')
+      local told = H.ok(H.tool_result('call_edit1'), 'the edit result')
+      H.contains(told, 'The user rejected the proposed change', 'a rejection')
+      H.contains(told, 'keep factor a multiplier', 'the feedback')
+    end,
+  },
+  {
+    name = 'review: closing the review with :q rejects it',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      vim.cmd('vsplit | enew')
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(buf))
+      vim.cmd('quit')
+      local res = H.wait_turn()
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
+      H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      -- a rejection without feedback ends the turn (tools.md 5.3): the
+      -- model is not asked again, and the edit line shows it failed
+      H.eq('end_turn', res.stopReason, 'stop reason')
+      H.eq(2, #H.requests(), 'model requests')
+      H.contains(H.chat_lines(), '=> // Add returns a + b....  (failed)', 'the rejected edit line')
+    end,
+  },
+  {
+    name = 'review: a new file opens as a scratch preview',
+    run = function(H)
+      local ws = H.workspace()
+      H.model('new-file.txtar')
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      H.type_prompt('Add a test for Add')
+      local r = H.wait_review()
+      H.eq(true, r.new_file, 'a new file')
+      local name = vim.api.nvim_buf_get_name(r.buf)
+      H.contains(name, 'qwen-new://' .. ws .. '/calc/calc_test.go', 'the preview name')
+      H.eq(r.buf, vim.api.nvim_get_current_buf(), 'the preview is focused')
+      H.eq('func TestAdd(t *testing.T) {', buf_lines(r.buf)[5], 'the preview text')
+      H.contains(H.virt_lines(r.buf), 'qwen: hunk 1/1 pending', 'the header')
+      H.ok(not H.exists(ws .. '/calc/calc_test.go'), 'nothing written before the decision')
+      H.feed('ca')
+      H.wait_turn()
+      H.contains(H.read(ws .. '/calc/calc_test.go') or '', 'func TestAdd(t *testing.T) {', 'the new file on disk')
+      H.ok(not vim.api.nvim_buf_is_valid(r.buf), 'the preview is gone')
+    end,
+  },
+  {
+    name = 'review: cancelling the turn dismisses an open review',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      vim.cmd('QwenCancel')
+      local res = H.wait_turn()
+      H.eq('cancelled', res.stopReason, 'stop reason')
+      H.wait(3000, function()
+        return #require('qwen.review').list() == 0
+      end, 'the review to be dismissed')
+      H.eq({}, H.marks(buf), 'no review marks')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
+      H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      H.eq('', vim.fn.maparg('ca', 'n'), 'the review keymaps are gone')
+      H.eq('qwen: idle [default]', require('qwen').statusline(), 'statusline')
+    end,
+  },
+}

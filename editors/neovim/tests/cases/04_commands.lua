@@ -1,0 +1,100 @@
+-- :checkhealth qwen, :QwenMode, :QwenSessions, :QwenUndoTurn.
+return {
+  {
+    name = 'health: :checkhealth qwen reports the binary, its version, the model and Neovim',
+    run = function(H)
+      H.workspace()
+      H.model(nil)
+      H.setup()
+      vim.cmd('silent checkhealth qwen')
+      local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      H.contains(text, 'qwen-ls 0.', 'the version')
+      H.contains(text, 'model: scripted', 'the model, from the server')
+      H.contains(text, 'Neovim 0.', 'the Neovim version')
+      H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
+      H.ok(not text:find('sk-test', 1, true), 'the key never shown')
+    end,
+  },
+  {
+    name = 'health: no model configured is a warning that says what to set',
+    run = function(H)
+      H.workspace()
+      vim.opt.runtimepath:prepend(H.plugin)
+      vim.cmd('runtime plugin/qwen.lua')
+      vim.cmd('cd ' .. vim.fn.fnameescape(H.ws))
+      -- no model in the environment or the settings
+      local none = { HOME = H.home, OPENAI_API_KEY = '', OPENAI_BASE_URL = '', DASHSCOPE_API_KEY = '', OPENAI_MODEL = '' }
+      require('qwen').setup({ cmd = { H.bin, '--stdio' }, cmd_env = none })
+      vim.cmd('silent checkhealth qwen')
+      local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      H.contains(text, 'no model is configured', 'the warning')
+      H.contains(text, 'OPENAI_API_KEY', 'what to set')
+    end,
+  },
+  {
+    name = 'commands: QwenMode sets the approval mode, QwenSessions resumes a session',
+    run = function(H)
+      H.workspace()
+      H.model('unsaved-read.txtar')
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      vim.cmd('QwenAsk What does main.go do?')
+      H.wait_turn()
+      vim.cmd('QwenMode auto-edit')
+      H.wait(5000, function()
+        return require('qwen').statusline() == 'qwen: idle [auto-edit]'
+      end, 'the statusline to show auto-edit')
+      local session = require('qwen.session')
+      local first = session.session_id
+      vim.cmd('QwenNewSession')
+      H.eq({ '' }, H.chat_lines(), 'a new session clears the chat')
+      local offered
+      vim.ui.select = function(items, opts, cb)
+        offered = vim.tbl_map(opts.format_item, items)
+        for _, s in ipairs(items) do
+          if s.sessionId == first then
+            return cb(s)
+          end
+        end
+      end
+      vim.cmd('QwenSessions')
+      H.wait(5000, function()
+        return offered ~= nil
+      end, 'the session list')
+      H.contains(offered, 'What does main.go do?', 'the session title')
+      H.wait(5000, function()
+        return table.concat(H.chat_lines(), '\n'):find('I read main.go as it is in your editor.', 1, true) ~= nil
+      end, 'the session to be replayed')
+      H.eq(first, session.session_id, 'the chat is on the resumed session')
+      H.contains(H.chat_lines(), 'What does main.go do?', 'the replayed prompt')
+    end,
+  },
+  {
+    name = 'commands: QwenUndoTurn reports the result, or that the server cannot undo yet',
+    run = function(H)
+      H.workspace()
+      H.model('unsaved-read.txtar')
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      vim.cmd('QwenAsk What does main.go do?')
+      H.wait_turn()
+      local got
+      require('qwen.session').undo_turn(function(err, res)
+        got = { err = err, res = res }
+      end)
+      H.wait(5000, function()
+        return got ~= nil
+      end, 'the qwen/revertTurn answer')
+      local text = table.concat(H.chat_lines(), '\n')
+      if got.err then
+        H.eq(-32601, got.err.code, 'the only error expected is method not found')
+        H.contains(text, 'cannot undo a turn yet', 'the message')
+      else
+        -- the turn only read a file: nothing to put back
+        H.contains(text, 'the last turn changed no files', 'the message')
+      end
+    end,
+  },
+}

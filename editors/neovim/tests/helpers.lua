@@ -1,0 +1,261 @@
+-- Helpers for the plugin's end-to-end tests: a fresh copy of the shared
+-- workspace, a temporary HOME, the real qwen-ls and its scripted model.
+local H = {}
+
+H.repo = os.getenv('QWEN_TEST_REPO')
+H.bin = os.getenv('QWEN_TEST_BIN')
+H.nvim = os.getenv('QWEN_TEST_NVIM') or 'nvim'
+H.plugin = H.repo .. '/editors/neovim'
+H.scripts = H.repo .. '/testdata/scripts'
+
+local cleanups = {}
+
+function H.defer(fn)
+  table.insert(cleanups, fn)
+end
+
+function H.log(...)
+  io.stdout:write('    ' .. table.concat(vim.tbl_map(tostring, { ... }), ' ') .. '\n')
+end
+
+--- Waits for cond (an event), failing the test after ms.
+function H.wait(ms, cond, what)
+  local ok = vim.wait(ms, cond, 10)
+  if not ok then
+    error('timed out after ' .. ms .. ' ms waiting for ' .. what, 2)
+  end
+end
+
+function H.eq(want, got, what)
+  if not vim.deep_equal(want, got) then
+    error(string.format('%s:\n  want %s\n  got  %s', what or 'values differ', vim.inspect(want), vim.inspect(got)), 2)
+  end
+end
+
+function H.ok(v, what)
+  if not v then
+    error('expected ' .. (what or 'a true value'), 2)
+  end
+  return v
+end
+
+function H.contains(hay, needle, what)
+  if type(hay) == 'table' then
+    hay = table.concat(hay, '\n')
+  end
+  if not hay:find(needle, 1, true) then
+    error(string.format('%s: %q not found in:\n%s', what or 'missing text', needle, hay), 2)
+  end
+end
+
+function H.read(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+function H.exists(path)
+  return vim.loop.fs_stat(path) ~= nil
+end
+
+function H.sh(cmd)
+  local out = vim.fn.system(cmd)
+  if vim.v.shell_error ~= 0 then
+    error('command failed: ' .. vim.inspect(cmd) .. ': ' .. out, 2)
+  end
+  return out
+end
+
+--- A fresh copy of testdata/workspace and a temporary HOME.
+function H.workspace()
+  local tmp = vim.fn.tempname()
+  vim.fn.mkdir(tmp, 'p')
+  H.sh({ 'cp', '-R', H.repo .. '/testdata/workspace', tmp .. '/ws' })
+  vim.fn.mkdir(tmp .. '/home', 'p')
+  local ws = vim.loop.fs_realpath(tmp .. '/ws')
+  H.defer(function()
+    vim.fn.delete(tmp, 'rf')
+  end)
+  H.ws, H.home = ws, tmp .. '/home'
+  return ws, H.home
+end
+
+--- Starts `qwen-ls scripted-model` with a script of testdata/scripts.
+function H.model(script)
+  local m = { lines = {} }
+  local args = { H.bin, 'scripted-model', '--var', 'ROOT=' .. H.ws }
+  if script then
+    table.insert(args, '--script')
+    table.insert(args, H.scripts .. '/' .. script)
+  end
+  m.job = vim.fn.jobstart(args, {
+    on_stdout = function(_, data)
+      for _, l in ipairs(data) do
+        if l ~= '' and not m.url then
+          m.url = l
+        end
+      end
+    end,
+    on_exit = function()
+      m.exited = true
+    end,
+  })
+  H.ok(m.job > 0, 'the scripted model to start')
+  H.wait(10000, function()
+    return m.url ~= nil
+  end, 'the scripted model URL')
+  H.model_base = m.url:gsub('/v1$', '')
+  H.defer(function()
+    vim.fn.jobstop(m.job)
+    vim.wait(3000, function()
+      return m.exited
+    end, 10)
+  end)
+  H.current_model = m
+  return m
+end
+
+--- Every chat request the model received.
+function H.requests()
+  local out = H.sh({ 'curl', '-sS', '--max-time', '5', H.model_base .. '/_control/requests' })
+  return vim.json.decode(out)
+end
+
+--- The tool result the model was sent for a tool call id.
+function H.tool_result(call_id)
+  for _, req in ipairs(H.requests()) do
+    for _, msg in ipairs(req.messages or {}) do
+      if msg.role == 'tool' and msg.tool_call_id == call_id then
+        return msg.content
+      end
+    end
+  end
+end
+
+--- Loads the plugin from this checkout and sets it up against the model.
+function H.setup(opts)
+  vim.opt.runtimepath:prepend(H.plugin)
+  vim.cmd('runtime plugin/qwen.lua')
+  vim.cmd('cd ' .. vim.fn.fnameescape(H.ws))
+  local env = {
+    HOME = H.home,
+    OPENAI_BASE_URL = H.current_model and H.current_model.url or nil,
+    OPENAI_MODEL = 'scripted',
+    OPENAI_API_KEY = 'sk-test',
+  }
+  local o = vim.tbl_deep_extend('force', { cmd = { H.bin, '--stdio' }, cmd_env = env }, opts or {})
+  return require('qwen').setup(o)
+end
+
+function H.client()
+  return require('qwen.client').current(false)
+end
+
+--- Waits for the client of the workspace to be initialized.
+function H.wait_client()
+  local client_mod = require('qwen.client')
+  local c
+  H.wait(10000, function()
+    c = client_mod.current(false)
+    return c and client_mod.is_ready(c.id)
+  end, 'qwen-ls to initialize')
+  return c
+end
+
+--- Waits for the current turn to end and returns the prompt's result.
+function H.wait_turn(ms)
+  local s = require('qwen.session')
+  H.wait(ms or 15000, function()
+    return not s.busy and s.last_stop ~= nil
+  end, 'the turn to end')
+  return s.last_stop
+end
+
+function H.chat_lines()
+  return require('qwen.chat').lines()
+end
+
+--- Sends a prompt as a user does: typed into the chat's input, sent with
+--- the submit keymap.
+function H.type_prompt(text)
+  local chat = require('qwen.chat')
+  chat.open()
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(chat.input))
+  vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, vim.split(text, '\n'))
+  H.feed('<C-s>')
+end
+
+function H.feed(keys)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), 'x', false)
+end
+
+function H.wait_review()
+  local review = require('qwen.review')
+  local r
+  H.wait(15000, function()
+    r = review.list()[1]
+    return r ~= nil and r.buf ~= nil and r.maps ~= nil
+  end, 'a review to open')
+  return r
+end
+
+--- The review extmarks of buf, with details.
+function H.marks(buf)
+  local ns = vim.api.nvim_create_namespace('qwen-review')
+  return vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
+end
+
+--- Text of every virtual line of buf's review marks.
+function H.virt_lines(buf)
+  local out = {}
+  for _, m in ipairs(H.marks(buf)) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      local t = {}
+      for _, chunk in ipairs(vl) do
+        table.insert(t, chunk[1])
+      end
+      table.insert(out, table.concat(t))
+    end
+  end
+  return out
+end
+
+--- Stops everything the test started.
+function H.cleanup()
+  pcall(function()
+    for _, c in ipairs(require('qwen.util').get_clients('qwen')) do
+      vim.lsp.stop_client(c.id)
+    end
+    local gone = vim.wait(5000, function()
+      return #require('qwen.util').get_clients('qwen') == 0
+    end, 10)
+    if not gone then
+      for _, c in ipairs(require('qwen.util').get_clients('qwen')) do
+        vim.lsp.stop_client(c.id, true)
+      end
+      vim.wait(3000, function()
+        return #require('qwen.util').get_clients('qwen') == 0
+      end, 10)
+    end
+  end)
+  for i = #cleanups, 1, -1 do
+    pcall(cleanups[i])
+  end
+  cleanups = {}
+  pcall(vim.cmd, 'silent! only!')
+  pcall(vim.cmd, 'silent! %bwipeout!')
+  pcall(vim.api.nvim_del_augroup_by_name, 'qwen')
+  for name in pairs(package.loaded) do
+    if name == 'qwen' or name:match('^qwen%.') then
+      package.loaded[name] = nil
+    end
+  end
+  vim.g.loaded_qwen = nil
+  H.current_model, H.model_base = nil, nil
+end
+
+return H

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the plugin's tests in one Neovim: tests/run.sh [NVIM] [FILTER].
+# Needs QWEN_TEST_BIN (a built qwen-ls); QWEN_TEST_REPO defaults to the
+# repository this script is in. Prints "N passed, N failed"; exits non-zero
+# on any failure or plugin error.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+nvim=${1:-nvim}
+case $nvim in
+  */*) nvim=$(cd "$(dirname "$nvim")" && pwd)/$(basename "$nvim") ;;
+  *) nvim=$(command -v "$nvim") ;;
+esac
+export QWEN_TEST_FILTER=${2:-${QWEN_TEST_FILTER:-}}
+export QWEN_TEST_REPO=${QWEN_TEST_REPO:-$(cd "$here/../../.." && pwd)}
+export QWEN_TEST_NVIM=$nvim
+: "${QWEN_TEST_BIN:?set QWEN_TEST_BIN to a qwen-ls binary}"
+# Neovim's own state (logs, shada) stays out of the real home.
+export XDG_STATE_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d) XDG_CONFIG_HOME=$(mktemp -d) XDG_CACHE_HOME=$(mktemp -d)
+trap 'rm -rf "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME"' EXIT
+timeout 600 "$nvim" --headless -u NONE -i NONE -n -c "luafile $here/run.lua" </dev/null
