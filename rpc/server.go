@@ -103,6 +103,10 @@ type Server struct {
 	// startOnce starts indexing and tool sources once roots are known
 	// (after initialized in LSP, at the first session in ACP).
 	startOnce sync.Once
+	// trustMu guards trustTold: the folder-trust notices already given
+	// (root and ignored settings).
+	trustMu   sync.Mutex
+	trustTold map[string]bool
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex
