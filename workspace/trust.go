@@ -286,3 +286,23 @@ func isEmptyValue(x any) bool {
 	}
 	return false
 }
+
+// UntrustedIgnores reads root's .qwen/settings.json and names the settings
+// in it that apply only once the folder is trusted (nil when there are
+// none or the file is missing).
+func UntrustedIgnores(root string) ([]string, error) {
+	file := filepath.Join(root, ".qwen", "settings.json")
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseJSONC(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	_, ignored := untrustedView(m)
+	return ignored, nil
+}
