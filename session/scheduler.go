@@ -211,6 +211,20 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
+	if conf != nil && r.tool.Kind() == tools.KindEdit {
+		pr := s.protectedWrite(r, conf)
+		switch {
+		case pr.Forbidden:
+			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("%s may not be changed by a tool: %s. This call was not run.", protectedPath(r, conf), pr.Reason)))
+			return
+		case pr.Reason != "" && mode != ModeYolo:
+			// A protected file always asks, whatever the allow rules and
+			// the approval mode, and the question says why.
+			conf.Title += " (protected: " + pr.Reason + ")"
+			rd.allowed = false
+			r.forced = true
+		}
+	}
 	switch {
 	case rd.ask:
 		// An ask rule forces a prompt, without the "always" options.
@@ -235,6 +249,42 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	s.ask(ctx, r, conf)
+}
+
+// protectedWrite says whether an edit-kind call writes a protected file
+// (tools.Env.ProtectedWrite): the path of its proposal, or its locations.
+func (s *Session) protectedWrite(r *callRun, conf *tools.Confirmation) tools.Protection {
+	env := s.mgr.opts.Env
+	var best tools.Protection
+	for _, p := range protectedCandidates(r, conf) {
+		pr := env.ProtectedWrite(p)
+		if pr.Forbidden {
+			return pr
+		}
+		if best.Reason == "" {
+			best = pr
+		}
+	}
+	return best
+}
+
+func protectedCandidates(r *callRun, conf *tools.Confirmation) []string {
+	var paths []string
+	if ec, ok := conf.Details.(*tools.EditConfirmation); ok && ec.FilePath != "" {
+		paths = append(paths, ec.FilePath)
+	}
+	for _, l := range r.tool.Locations(r.params) {
+		paths = append(paths, l.Path)
+	}
+	return paths
+}
+
+// protectedPath names the file of a protected call, for its error.
+func protectedPath(r *callRun, conf *tools.Confirmation) string {
+	if ps := protectedCandidates(r, conf); len(ps) > 0 {
+		return ps[0]
+	}
+	return r.tc.Name
 }
 
 func allowedInPlanMode(t tools.Tool, params map[string]any) bool {

@@ -1,0 +1,169 @@
+package rpc_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// protectedCases are files whose change can run code later or steer future
+// sessions, with the words of the reason the user is shown.
+var protectedCases = []struct{ rel, why string }{
+	{".git/hooks/pre-commit", "files in .git/hooks run as programs on your next git command"},
+	{".git/config", "git's config can make git run programs"},
+	{".qwen/settings.json", "workspace settings can start processes"},
+	{".qwen/agents/helper.md", "subagent definitions in .qwen/agents"},
+	{"QWEN.md", "memory files are read into the instructions of every future session"},
+	{"sub/AGENTS.md", "memory files are read into the instructions of every future session"},
+}
+
+// reviewTitles records the title of every edit review, accepting each.
+func reviewTitles(a *agent) func() []string {
+	var mu sync.Mutex
+	var titles []string
+	a.e.Handle("qwen/proposeEdit", func(params json.RawMessage) (any, error) {
+		var p struct{ Title string }
+		json.Unmarshal(params, &p)
+		mu.Lock()
+		titles = append(titles, p.Title)
+		mu.Unlock()
+		return map[string]any{"outcome": "accepted"}, nil
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), titles...)
+	}
+}
+
+func writeCalls(root string, rels ...string) []modeltest.ToolCall {
+	var calls []modeltest.ToolCall
+	for _, rel := range rels {
+		calls = append(calls, modeltest.ToolCall{ID: rel, Name: "write_file", Arguments: jsonArgs("file_path", filepath.Join(root, rel), "content", "x\n")})
+	}
+	return calls
+}
+
+// In auto-edit, with an allow rule for every edit, a write to a protected
+// file still asks, and the review says why; an ordinary file does not ask
+// (issue 12, folder trust: protected paths).
+func TestProtectedWritesAlwaysAsk(t *testing.T) {
+	a := startAgentWith(t, "auto-edit", rpc.Options{}, func(p *rpctest.InitParams) {
+		p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{"allow": []any{"Edit", "Write"}}}
+	})
+	titles := reviewTitles(a)
+	rels := []string{"plain.txt"}
+	for _, c := range protectedCases {
+		rels = append(rels, c.rel)
+	}
+	a.model.Push(
+		modeltest.Response{ToolCalls: writeCalls(a.root, rels...)},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "mem", Name: "save_memory", Arguments: `{"fact":"the build uses make","scope":"project"}`}}},
+		modeltest.Response{Text: "done"},
+	)
+	if _, err := a.prompt("write them"); err != nil {
+		t.Fatal(err)
+	}
+	got := titles()
+	if len(got) != len(protectedCases)+1 {
+		t.Fatalf("reviews = %q, want one per protected file and the memory save", got)
+	}
+	for i, c := range protectedCases {
+		if !strings.Contains(got[i], filepath.Base(c.rel)) || !strings.Contains(got[i], "(protected: "+c.why) {
+			t.Errorf("review %d for %s: title %q does not say why", i, c.rel, got[i])
+		}
+		if _, err := os.Stat(filepath.Join(a.root, c.rel)); err != nil {
+			t.Errorf("%s was not written after the user accepted: %v", c.rel, err)
+		}
+	}
+	if last := got[len(got)-1]; !strings.Contains(last, "Confirm Memory Save") || !strings.Contains(last, "protected: memory files") {
+		t.Errorf("memory save review: %q", last)
+	}
+	if _, err := os.Stat(filepath.Join(a.root, "plain.txt")); err != nil {
+		t.Errorf("plain.txt: %v", err)
+	}
+}
+
+// yolo means yolo: protected files are written without a question.
+func TestProtectedWritesInYoloDoNotAsk(t *testing.T) {
+	a := startAgent(t, "yolo")
+	titles := reviewTitles(a)
+	a.model.Push(modeltest.Response{ToolCalls: writeCalls(a.root, ".git/hooks/post-checkout", "QWEN.md")}, modeltest.Response{Text: "done"})
+	if _, err := a.prompt("write them"); err != nil {
+		t.Fatal(err)
+	}
+	if got := titles(); len(got) != 0 {
+		t.Errorf("yolo asked: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(a.root, ".git/hooks/post-checkout")); err != nil {
+		t.Errorf("yolo did not write: %v", err)
+	}
+}
+
+// The trusted folders list is never written by a tool, even in yolo and
+// even when the workspace is the home folder that holds it; save_memory
+// cannot be pointed at it through context.fileName.
+func TestAgentCannotWriteTheTrustList(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	home := filepath.Join(base, "home")
+	qwenHome := filepath.Join(home, ".qwen")
+	os.MkdirAll(qwenHome, 0o755)
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{UserDir: qwenHome, SystemPath: filepath.Join(base, "none.json"),
+		Getenv: func(string) (string, bool) { return "", false }}})
+	t.Cleanup(func() { ws.Close() })
+	m := modeltest.Start(t)
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenHome, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{home}, Rich: true, InitializationOptions: map[string]any{
+		"approvalMode": "yolo",
+		"model":        map[string]any{"name": "scripted", "baseUrl": m.URL},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	a := &agent{e: e, model: m, root: home, sid: ns.SessionID}
+	trustFile := filepath.Join(qwenHome, workspace.TrustFileName)
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", trustFile, "content", `{"/": "TRUST_FOLDER"}`)}}},
+		modeltest.Response{Text: "done"},
+	)
+	if _, err := a.prompt("trust everything"); err != nil {
+		t.Fatal(err)
+	}
+	if msg := a.toolMessage(t, "w"); !strings.Contains(msg, "may not be changed by a tool") || !strings.Contains(msg, "trusted folders list") {
+		t.Errorf("write_file on the trust list: %q", msg)
+	}
+	if _, err := os.Stat(trustFile); err == nil {
+		t.Fatalf("the agent wrote the trust list")
+	}
+
+	// Pointing the memory file at the trust list through the editor's
+	// settings.
+	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{
+		"model":   map[string]any{"name": "scripted", "baseUrl": m.URL},
+		"context": map[string]any{"fileName": workspace.TrustFileName},
+	}})
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "mem", Name: "save_memory", Arguments: `{"fact":"{\"/\": \"TRUST_FOLDER\"}"}`}}},
+		modeltest.Response{Text: "done"},
+	)
+	if _, err := a.prompt("remember"); err != nil {
+		t.Fatal(err)
+	}
+	if msg := a.toolMessage(t, "mem"); !strings.Contains(msg, "qwen-ls's own files") {
+		t.Errorf("save_memory into the trust list: %q", msg)
+	}
+	if _, err := os.Stat(trustFile); err == nil {
+		t.Fatalf("save_memory wrote the trust list")
+	}
+}
