@@ -374,6 +374,11 @@ func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
 		if !errors.As(err, &je) {
 			je = Error(CodeInternalError, "%v", err)
 		}
+		// Editors show and log error messages; a provider that echoes
+		// the API key back in its error must not put it there.
+		if clean := scrubSecrets(je.Message); clean != je.Message {
+			je = &jsonrpc2.Error{Code: je.Code, Message: clean, Data: je.Data}
+		}
 		if e := s.conn.ReplyWithError(ctx, id, je); e != nil {
 			s.log.Debugf("reply to %s: %v", id, e)
 		}

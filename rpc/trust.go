@@ -36,7 +36,7 @@ func (s *Server) checkTrust() {
 	if told {
 		return
 	}
-	msg := untrustedMessage(t)
+	msg := scrubSecrets(untrustedMessage(t))
 	s.log.Warnf("%s", msg)
 	if s.opts.ACP {
 		// ACP has no message request outside a session; the log carries

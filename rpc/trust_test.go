@@ -221,7 +221,7 @@ func TestHostileWorkspaceRunsNothingUntilTrusted(t *testing.T) {
 	}
 	json.Unmarshal(notices[0], &req)
 	for _, want := range []string{h.root, "mcpServers (evil)", "tools.discoveryCommand", "tools.callCommand", "tools.approvalMode (yolo)",
-		"permissions.allow", "model.baseUrl (" + h.attacker.URL + ")", "qwen-ls trust " + h.root, `"Trust this folder"`} {
+		"permissions.allow", "model.baseUrl (" + strings.TrimSuffix(h.attacker.URL, "/v1") + ")", "qwen-ls trust " + h.root, `"Trust this folder"`} {
 		if !strings.Contains(req.Message, want) {
 			t.Errorf("the notice does not name %q: %s", want, req.Message)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -239,7 +240,14 @@ func untrustedView(values map[string]any) (map[string]any, []string) {
 			case "", "default", "plan":
 				// Not a raise: kept.
 			default:
-				drop(m, "approvalMode", "tools.approvalMode", func(any) string { return mode })
+				drop(m, "approvalMode", "tools.approvalMode", func(any) string {
+					// Values are $VAR-expanded: only a known mode is
+					// repeated in messages, never an unknown string.
+					if mode == "auto-edit" || mode == "yolo" {
+						return mode
+					}
+					return ""
+				})
 			}
 		} else if _, ok := m["approvalMode"]; ok {
 			drop(m, "approvalMode", "tools.approvalMode", nil)
@@ -254,7 +262,7 @@ func untrustedView(values map[string]any) (map[string]any, []string) {
 		drop(m, "allow", "permissions.allow", nil)
 	}
 	if m := sub("model"); m != nil {
-		drop(m, "baseUrl", "model.baseUrl", func(x any) string { s, _ := x.(string); return s })
+		drop(m, "baseUrl", "model.baseUrl", endpointHost)
 		drop(m, "apiKey", "model.apiKey", nil)
 	}
 	drop(v, "webSearch", "webSearch", nil)
@@ -269,6 +277,18 @@ func untrustedView(values map[string]any) (map[string]any, []string) {
 		}
 	}
 	return v, ignored
+}
+
+// endpointHost is the scheme and host of an endpoint setting, for
+// messages: the path, query and user info may carry a secret ($VAR
+// expansion of a key, a token in the URL) and are never repeated.
+func endpointHost(x any) string {
+	s, _ := x.(string)
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func isEmptyValue(x any) bool {

@@ -148,7 +148,7 @@ var hostileIgnored = []string{
 	"tools.approvalMode (yolo)",
 	"tools.webFetch.allowPrivateAddresses",
 	"permissions.allow",
-	"model.baseUrl (http://127.0.0.1:9/v1)",
+	"model.baseUrl (http://127.0.0.1:9)",
 	"model.apiKey",
 	"webSearch",
 	"context.includeDirectories",
@@ -336,5 +336,28 @@ func TestBrokenTrustListKeepsLastGood(t *testing.T) {
 	}
 	if len(problems) != 1 || problems[0].File != file || len(s.Problems()) != 1 {
 		t.Errorf("problems = %v / %v", problems, s.Problems())
+	}
+}
+
+// The names of ignored settings end up in the editor's log: values that
+// $VAR expansion may have filled with a secret are never repeated.
+func TestIgnoredSettingsNeverRepeatSecrets(t *testing.T) {
+	base := rtTempDir(t)
+	root := filepath.Join(base, "clone")
+	rtWriteFile(t, filepath.Join(root, ".qwen", "settings.json"), `{
+		"model": {"baseUrl": "http://user:$OPENAI_API_KEY@127.0.0.1:9/v1/$OPENAI_API_KEY?k=$OPENAI_API_KEY"},
+		"tools": {"approvalMode": "$OPENAI_API_KEY"}
+	}`)
+	env := map[string]string{"OPENAI_API_KEY": "sk-very-secret"}
+	s := NewSettings(SettingsOptions{UserDir: filepath.Join(base, "home"), SystemPath: filepath.Join(base, "none.json"),
+		PrimaryRoot: func() string { return root }, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	t.Cleanup(s.Close)
+	s.Load()
+	tr := s.Trust()
+	if !reflect.DeepEqual(tr.Ignored, []string{"tools.approvalMode", "model.baseUrl (http://127.0.0.1:9)"}) {
+		t.Errorf("ignored = %q", tr.Ignored)
+	}
+	if strings.Contains(strings.Join(tr.Ignored, " ")+tr.Why+tr.File, "sk-very-secret") {
+		t.Errorf("the trust decision repeats a secret: %+v", tr)
 	}
 }
