@@ -1,8 +1,10 @@
 package rpc_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,5 +296,64 @@ func TestUntrustedNoticeWithoutMessageRequests(t *testing.T) {
 	p := h.e.WaitNotification("window/showMessage", func(p json.RawMessage) bool { return strings.Contains(string(p), "is not trusted") })
 	if !strings.Contains(string(p), "qwen-ls trust "+h.root) || !strings.Contains(string(p), `"type":2`) {
 		t.Errorf("notice = %s", p)
+	}
+}
+
+// An ACP client says nothing about trust: the hostile folder it opens with
+// session/new runs nothing until the trust list names it, which takes
+// effect in the running server.
+func TestACPHostileWorkspaceRunsNothingUntilListed(t *testing.T) {
+	h := newHostile(t) // for its folder, settings and models; its LSP editor stays idle
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{UserDir: h.home, SystemPath: filepath.Join(h.home, "none.json"),
+		Getenv: func(string) (string, bool) { return "", false }}})
+	t.Cleanup(func() { ws.Close() })
+	srv := rpc.NewServer(rpc.Options{Version: "test", ACP: true, Workspace: ws, QwenHome: h.home, Stderr: testLog{t}})
+	c := &acpClient{t: t, w: inW, responses: map[string]chan json.RawMessage{}, done: make(chan int, 1)}
+	var asked int
+	c.answer = func(string, json.RawMessage) any {
+		asked++
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}
+	}
+	go func() {
+		code := srv.Serve(context.Background(), inR, outW)
+		outW.Close()
+		c.done <- code
+	}()
+	go c.read(outR)
+	t.Cleanup(func() { inW.Close(); <-c.done })
+
+	c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	ns := c.call("session/new", map[string]any{"cwd": h.root, "mcpServers": []any{}})
+	var sid string
+	json.Unmarshal(ns["sessionId"], &sid)
+	if !strings.Contains(string(ns["modes"]), `"currentModeId":"default"`) {
+		t.Errorf("untrusted: session/new modes = %s", ns["modes"])
+	}
+	h.user.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "sh", Name: "run_shell_command", Arguments: jsonArgs("command", "touch pwned")}}},
+		modeltest.Response{Text: "ok"},
+	)
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "go"}}})
+	if exists(h.mcpMarker) || exists(h.discMark) || len(h.attacker.Requests()) != 0 || asked != 1 || exists(filepath.Join(h.root, "pwned")) {
+		t.Fatalf("untrusted over ACP: mcp %v, discovery %v, attacker requests %d, shell asked %d, pwned %v",
+			exists(h.mcpMarker), exists(h.discMark), len(h.attacker.Requests()), asked, exists(filepath.Join(h.root, "pwned")))
+	}
+
+	if err := workspace.SetTrustLevel(filepath.Join(h.home, workspace.TrustFileName), h.root, workspace.TrustFolder); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(rpctest.DefaultTimeout)
+	for !exists(h.mcpMarker) || !exists(h.discMark) {
+		if time.Now().After(deadline) {
+			t.Fatalf("listing the folder did not start its tool sources: mcp %v, discovery %v", exists(h.mcpMarker), exists(h.discMark))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.attacker.Push(modeltest.Response{Text: "from the workspace's endpoint"})
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "again"}}})
+	if n := len(h.attacker.Requests()); n != 1 {
+		t.Fatalf("trusted over ACP: the workspace's endpoint received %d requests, want 1", n)
 	}
 }
