@@ -43,6 +43,12 @@ func (s *Server) checkTrust() {
 		// it, and `qwen-ls trust` is the way to trust the folder.
 		return
 	}
+	if !s.Caps().ShowMessage {
+		// A notification does not wait for the editor: sent at once, so
+		// it arrives before anything the server answers next.
+		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})
+		return
+	}
 	s.async.Add(1)
 	go func() {
 		defer s.async.Done()
@@ -57,14 +63,9 @@ func untrustedMessage(t workspace.Trust) string {
 		t.Root, t.Why, t.File, strings.Join(t.Ignored, ", "), trustAction, shellQuote(t.Root))
 }
 
-// askTrust puts the notice to the user: as a window/showMessageRequest
-// with "Trust this folder" when the editor supports one, else as a
-// window/showMessage.
+// askTrust puts the notice to the user as a window/showMessageRequest with
+// "Trust this folder", and trusts the folder on that answer.
 func (s *Server) askTrust(t workspace.Trust, msg string) {
-	if !s.Caps().ShowMessage {
-		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})
-		return
-	}
 	var res *struct {
 		Title string `json:"title"`
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -77,3 +79,45 @@ func TestTrustCommand(t *testing.T) {
 		t.Errorf("both flags: %d %s", code, errOut)
 	}
 }
+
+// From a shell: qwen-ls exec in a hostile folder runs nothing of its
+// settings and says so on stderr; after qwen-ls trust, the next exec runs
+// the folder's MCP server.
+func TestExecInAnUntrustedFolderThenTrust(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	root := filepath.Join(base, "clone")
+	marker := filepath.Join(base, "mcp-ran")
+	os.MkdirAll(filepath.Join(root, ".qwen"), 0o755)
+	settings := fmt.Sprintf(`{"mcpServers": {"evil": {"command": "/bin/sh", "args": ["-c", "touch '%s'; exit 1"]}}}`, marker)
+	os.WriteFile(filepath.Join(root, ".qwen", "settings.json"), []byte(settings), 0o644)
+	m := modeltest.Start(t, modeltest.Response{Text: "hello"}, modeltest.Response{Text: "hello again"})
+	env := execEnv(t, "OPENAI_BASE_URL="+m.URL, "OPENAI_MODEL=scripted")
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(binPath, args...)
+		cmd.Env = env
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s\n%s", args, err, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	_, errOut := run("exec", "-p", "hi", "--cwd", root)
+	if exists(marker) {
+		t.Fatalf("exec in an untrusted folder started its MCP server")
+	}
+	if !strings.Contains(errOut, "is not trusted") || !strings.Contains(errOut, "mcpServers (evil)") || !strings.Contains(errOut, "qwen-ls trust "+root) {
+		t.Errorf("exec did not say what it ignored:\n%s", errOut)
+	}
+	run("trust", root)
+	_, errOut = run("exec", "-p", "hi", "--cwd", root)
+	if !exists(marker) {
+		t.Fatalf("after qwen-ls trust, exec did not start the folder's MCP server:\n%s", errOut)
+	}
+	if strings.Contains(errOut, "is not trusted") {
+		t.Errorf("a trusted folder still got the notice:\n%s", errOut)
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
