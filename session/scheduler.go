@@ -211,17 +211,16 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
-	if conf != nil && r.tool.Kind() == tools.KindEdit {
-		pr := s.protectedWrite(r, conf)
+	if pr := s.protectedCall(r, conf); conf != nil {
 		switch {
 		case pr.Forbidden:
-			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("%s may not be changed by a tool: %s. This call was not run.", protectedPath(r, conf), pr.Reason)))
+			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("This %s call was not run: %s.", r.tc.Name, pr.Reason)))
 			return
 		case pr.Reason != "" && mode != ModeYolo:
 			// A protected file always asks, whatever the allow rules and
 			// the approval mode, and the question says why.
 			conf.Title += " (protected: " + pr.Reason + ")"
-			rd.allowed = false
+			rd.allowed, rd.narrowed = false, nil
 			r.forced = true
 		}
 	}
@@ -251,11 +250,31 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 	s.ask(ctx, r, conf)
 }
 
-// protectedWrite says whether an edit-kind call writes a protected file
-// (tools.Env.ProtectedWrite): the path of its proposal, or its locations.
-func (s *Session) protectedWrite(r *callRun, conf *tools.Confirmation) tools.Protection {
+// protectedCall says whether a call changes a protected file: an edit-kind
+// call by the path of its proposal or its locations
+// (tools.Env.ProtectedWrite), a shell command by the sub-commands that are
+// not read-only (tools.Env.ShellProtection).
+func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
 	env := s.mgr.opts.Env
 	var best tools.Protection
+	if sh := shellOf(r.tool, r.params); sh != nil {
+		for _, sub := range sh.analysis.SubCommands {
+			if sub.ReadOnly {
+				continue
+			}
+			pr := env.ShellProtection(sub.Text)
+			if pr.Forbidden {
+				return pr
+			}
+			if best.Reason == "" {
+				best = pr
+			}
+		}
+		return best
+	}
+	if conf == nil || r.tool.Kind() != tools.KindEdit {
+		return best
+	}
 	for _, p := range protectedCandidates(r, conf) {
 		pr := env.ProtectedWrite(p)
 		if pr.Forbidden {
@@ -277,14 +296,6 @@ func protectedCandidates(r *callRun, conf *tools.Confirmation) []string {
 		paths = append(paths, l.Path)
 	}
 	return paths
-}
-
-// protectedPath names the file of a protected call, for its error.
-func protectedPath(r *callRun, conf *tools.Confirmation) string {
-	if ps := protectedCandidates(r, conf); len(ps) > 0 {
-		return ps[0]
-	}
-	return r.tc.Name
 }
 
 func allowedInPlanMode(t tools.Tool, params map[string]any) bool {

@@ -108,3 +108,30 @@ func samePath(a, b string) bool {
 	}
 	return workspace.RealPath(a) == workspace.RealPath(b)
 }
+
+// ShellProtection looks for protected files named in a shell sub-command
+// that is not read-only (tools.md §6.3). A shell command is not confined
+// by path, so this is a best effort that catches the plain cases
+// (`echo x > .git/hooks/pre-commit`, `cp f .qwen/settings.json`) under a
+// broad allow rule; the exec confirmation remains the real guard.
+func (e *Env) ShellProtection(text string) Protection {
+	low := strings.ToLower(text)
+	switch {
+	case strings.Contains(low, strings.ToLower(workspace.TrustFileName)):
+		return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+	case strings.Contains(low, ".qwen/settings.json"):
+		return Protection{Reason: "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+	case strings.Contains(low, ".qwen/agents"):
+		return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+	case strings.Contains(low, ".git/hooks"):
+		return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+	case strings.Contains(low, ".git/config"):
+		return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+	}
+	for _, name := range e.memoryFileNames() {
+		if strings.Contains(low, strings.ToLower(name)) {
+			return Protection{Reason: "memory files are read into the instructions of every future session"}
+		}
+	}
+	return Protection{}
+}
