@@ -361,3 +361,22 @@ func TestIgnoredSettingsNeverRepeatSecrets(t *testing.T) {
 		t.Errorf("the trust decision repeats a secret: %+v", tr)
 	}
 }
+
+// The trust list is noticed even when ~/.qwen did not exist when the
+// settings started watching (a fresh home).
+func TestTrustListInANewQwenFolder(t *testing.T) {
+	s, root, home := trustFixture(t)
+	if _, err := os.Stat(home); err == nil {
+		t.Fatal("the fixture's qwen folder exists already")
+	}
+	rtMkdirAll(t, filepath.Dir(home)) // the home folder itself exists
+	w := stNewWatcher(t)
+	changed := stChangeSignal(s)
+	s.Watch(w)
+	s.Load()
+	assertUntrustedView(t, s)
+	if err := SetTrustLevel(filepath.Join(home, TrustFileName), root, TrustFolder); err != nil {
+		t.Fatal(err)
+	}
+	stWait(t, changed, "the trust list in a new qwen folder", func() bool { return s.Trust().Trusted })
+}
