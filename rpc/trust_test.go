@@ -196,6 +196,26 @@ func (h *hostile) waitTrusted(t *testing.T) {
 	if n := len(h.attacker.Requests()); n != 1 {
 		t.Fatalf("trusted: the workspace's model endpoint received %d requests, want 1", n)
 	}
+	// Its allow rule applies from the next call of the open session, and
+	// a new session starts in its approval mode.
+	h.mu.Lock()
+	before := len(h.perms)
+	h.mu.Unlock()
+	h.attacker.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "sh2", Name: "run_shell_command", Arguments: jsonArgs("command", "touch allowed-now")}}},
+		modeltest.Response{Text: "ok"},
+	)
+	h.prompt(t)
+	h.mu.Lock()
+	after := len(h.perms)
+	h.mu.Unlock()
+	if after != before || !exists(filepath.Join(h.root, "allowed-now")) {
+		t.Errorf("trusted: the workspace's allow rule is not in force (prompts %d -> %d)", before, after)
+	}
+	res, err := h.e.Call("qwen/newSession", map[string]any{})
+	if err != nil || !strings.Contains(string(res), `"approvalMode":"yolo"`) {
+		t.Errorf("trusted: a new session = %s %v, want the workspace's yolo", res, err)
+	}
 }
 
 // A hostile workspace runs nothing and weakens nothing while untrusted; the
