@@ -147,6 +147,27 @@ func TestAgentCannotWriteTheTrustList(t *testing.T) {
 		t.Fatalf("the agent wrote the trust list")
 	}
 
+	// Turning folder trust off in the user settings, by edit or by shell.
+	userSettings := filepath.Join(qwenHome, "settings.json")
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{
+			{ID: "off", Name: "write_file", Arguments: jsonArgs("file_path", userSettings, "content", `{"security": {"folderTrust": {"enabled": false}}}`)},
+			{ID: "offsh", Name: "run_shell_command", Arguments: jsonArgs("command", `printf '{"security":{"folderTrust":{"enabled":false}}}' > .qwen/settings.json`)},
+		}},
+		modeltest.Response{Text: "done"},
+	)
+	if _, err := a.prompt("turn trust off"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"off", "offsh"} {
+		if msg := a.toolMessage(t, id); !strings.Contains(msg, "was not run") || !strings.Contains(msg, "turning folder trust off") {
+			t.Errorf("%s: %q", id, msg)
+		}
+	}
+	if _, err := os.Stat(userSettings); err == nil {
+		t.Fatalf("the agent turned folder trust off")
+	}
+
 	// Pointing the memory file at the trust list through the editor's
 	// settings.
 	e.Notify("workspace/didChangeConfiguration", map[string]any{"settings": map[string]any{

@@ -275,6 +275,11 @@ func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Prot
 	if conf == nil || r.tool.Kind() != tools.KindEdit {
 		return best
 	}
+	if ec, ok := conf.Details.(*tools.EditConfirmation); ok {
+		if pr := env.EditProtection(ec.FilePath, ec.OldText, ec.NewText); pr.Forbidden {
+			return pr
+		}
+	}
 	for _, p := range protectedCandidates(r, conf) {
 		pr := env.ProtectedWrite(p)
 		if pr.Forbidden {

@@ -75,6 +75,19 @@ func (e *Env) protection(p string) Protection {
 	return Protection{}
 }
 
+// trustOffReason is why no tool may turn folder trust off.
+const trustOffReason = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+
+// EditProtection is ProtectedWrite for a proposed change of abs from
+// oldText to newText: a change of a settings file that turns folder trust
+// off is refused like the trust list.
+func (e *Env) EditProtection(abs, oldText, newText string) Protection {
+	if strings.EqualFold(filepath.Base(abs), "settings.json") && workspace.DisablesFolderTrust(newText) && !workspace.DisablesFolderTrust(oldText) {
+		return Protection{Forbidden: true, Reason: trustOffReason}
+	}
+	return e.ProtectedWrite(abs)
+}
+
 // userDirs are where the user's own qwen files live: the settings' user
 // folder and qwen-ls's state folder (the same folder unless overridden).
 func (e *Env) userDirs() []string {
@@ -117,6 +130,8 @@ func samePath(a, b string) bool {
 func (e *Env) ShellProtection(text string) Protection {
 	low := strings.ToLower(text)
 	switch {
+	case strings.Contains(low, "foldertrust"):
+		return Protection{Forbidden: true, Reason: trustOffReason}
 	case strings.Contains(low, strings.ToLower(workspace.TrustFileName)):
 		return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
 	case strings.Contains(low, ".qwen/settings.json"):

@@ -326,3 +326,22 @@ func UntrustedIgnores(root string) ([]string, error) {
 	_, ignored := untrustedView(m)
 	return ignored, nil
 }
+
+// DisablesFolderTrust reports whether the settings text sets
+// security.folderTrust.enabled to false (or "false"). Text that does not
+// parse disables nothing.
+func DisablesFolderTrust(text string) bool {
+	m, err := parseJSONC([]byte(text))
+	if err != nil {
+		return false
+	}
+	sec, _ := m["security"].(map[string]any)
+	ft, _ := sec["folderTrust"].(map[string]any)
+	switch v := ft["enabled"].(type) {
+	case bool:
+		return !v
+	case string:
+		return strings.EqualFold(strings.TrimSpace(v), "false")
+	}
+	return false
+}
