@@ -13,8 +13,13 @@ import (
 // change the model endpoint apply only in a trusted folder. The server
 // tells the editor once what it ignored and offers to trust the folder.
 
-// trustAction is the showMessageRequest action that trusts the folder.
-const trustAction = "Trust this folder"
+// The showMessageRequest actions: trust the folder, leave it untrusted for
+// now, or record that it is never to be trusted (no more questions).
+const (
+	trustAction    = "Trust this folder"
+	notNowAction   = "Not now"
+	distrustAction = "Don't trust"
+)
 
 // checkTrust tells the user, once per folder and set of ignored settings,
 // that an untrusted folder's settings were ignored. It runs from settings
@@ -38,9 +43,9 @@ func (s *Server) checkTrust() {
 	}
 	msg := scrubSecrets(untrustedMessage(t))
 	s.log.Warnf("%s", msg)
-	if s.opts.ACP {
-		// ACP has no message request outside a session; the log carries
-		// it, and `qwen-ls trust` is the way to trust the folder.
+	if s.opts.ACP || t.Denied {
+		// In ACP there is no message request outside a session; a folder
+		// the user marked DO_NOT_TRUST needs no question. The log says it.
 		return
 	}
 	if !s.Caps().ShowMessage {
@@ -49,11 +54,7 @@ func (s *Server) checkTrust() {
 		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})
 		return
 	}
-	s.async.Add(1)
-	go func() {
-		defer s.async.Done()
-		s.askTrust(t, msg)
-	}()
+	s.askTrust(t, msg)
 }
 
 // untrustedMessage names what was ignored and how to trust the folder.
@@ -64,25 +65,48 @@ func untrustedMessage(t workspace.Trust) string {
 }
 
 // askTrust puts the notice to the user as a window/showMessageRequest with
-// "Trust this folder", and trusts the folder on that answer.
+// "Trust this folder". The request is written at once, so it reaches the
+// editor before anything the server sends next; the answer is awaited on
+// its own goroutine, since settings callbacks must not block.
 func (s *Server) askTrust(t workspace.Trust, msg string) {
-	var res *struct {
-		Title string `json:"title"`
-	}
 	params := map[string]any{"type": int(LevelWarn), "message": msg, "actions": []any{
-		map[string]any{"title": trustAction}, map[string]any{"title": "Not now"},
+		map[string]any{"title": trustAction}, map[string]any{"title": notNowAction}, map[string]any{"title": distrustAction},
 	}}
-	if err := s.host.call(s.baseCtx, "window/showMessageRequest", params, &res); err != nil {
-		if s.baseCtx.Err() == nil {
-			s.log.Warnf("the folder-trust question failed: %v", err)
+	w, err := s.conn.DispatchCall(context.Background(), "window/showMessageRequest", params)
+	if err != nil {
+		s.log.Warnf("the folder-trust question failed: %v", err)
+		return
+	}
+	s.async.Add(1)
+	go func() {
+		defer s.async.Done()
+		var res *messageActionItem
+		if err := w.Wait(s.baseCtx, &res); err != nil {
+			if s.baseCtx.Err() == nil {
+				s.log.Warnf("the folder-trust question failed: %v", err)
+			}
+			return
 		}
-		return
-	}
-	if res == nil || res.Title != trustAction {
+		s.trustAnswer(t, res)
+	}()
+}
+
+// trustAnswer acts on the answer to the folder-trust question.
+func (s *Server) trustAnswer(t workspace.Trust, res *messageActionItem) {
+	switch {
+	case res != nil && res.Title == trustAction:
+		s.trustFolder(t.Root)
+	case res != nil && res.Title == distrustAction:
+		if file := s.ws.Settings.TrustFile(); file != "" {
+			if err := workspace.SetTrustLevel(file, t.Root, workspace.DoNotTrust); err != nil {
+				s.log.Warnf("could not record that %s is not trusted: %v", t.Root, err)
+				return
+			}
+		}
+		s.log.Infof("the folder %s is marked DO_NOT_TRUST; qwen-ls will not ask again", t.Root)
+	default:
 		s.log.Infof("the folder %s stays untrusted", t.Root)
-		return
 	}
-	s.trustFolder(t.Root)
 }
 
 // trustFolder trusts root at the user's request: recorded in the trust
@@ -97,6 +121,12 @@ func (s *Server) trustFolder(root string) {
 	}
 	s.ws.Settings.GrantTrust(root)
 	s.log.Infof("the folder %s is trusted: its workspace settings apply in full", root)
+}
+
+// messageActionItem is the editor's answer to window/showMessageRequest
+// (null when the user dismissed it).
+type messageActionItem struct {
+	Title string `json:"title"`
 }
 
 // shellQuote quotes p for a POSIX shell when it needs it.

@@ -248,7 +248,7 @@ func TestHostileWorkspaceRunsNothingUntilTrusted(t *testing.T) {
 			t.Errorf("the notice does not name %q: %s", want, req.Message)
 		}
 	}
-	if req.Type != 2 || len(req.Actions) != 2 || req.Actions[0].Title != "Trust this folder" {
+	if req.Type != 2 || len(req.Actions) != 3 || req.Actions[0].Title != "Trust this folder" || req.Actions[2].Title != "Don't trust" {
 		t.Errorf("notice = %+v", req)
 	}
 
@@ -375,5 +375,43 @@ func TestACPHostileWorkspaceRunsNothingUntilListed(t *testing.T) {
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "again"}}})
 	if n := len(h.attacker.Requests()); n != 1 {
 		t.Fatalf("trusted over ACP: the workspace's endpoint received %d requests, want 1", n)
+	}
+}
+
+// "Don't trust" records DO_NOT_TRUST; the next connection on the folder
+// logs the notice but does not ask again.
+func TestDontTrustIsRecordedAndNotAskedAgain(t *testing.T) {
+	h := newHostile(t)
+	h.decision <- "Don't trust"
+	h.start(t, nil)
+	file := filepath.Join(h.home, workspace.TrustFileName)
+	deadline := time.Now().Add(rpctest.DefaultTimeout)
+	for {
+		rules, _ := workspace.ReadTrustFile(file)
+		if rules[h.root] == workspace.DoNotTrust {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("\"Don't trust\" was not recorded: %v", rules)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.assertNothingRan(t)
+
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{UserDir: h.home, SystemPath: filepath.Join(h.home, "none.json"),
+		Getenv: func(string) (string, bool) { return "", false }}})
+	t.Cleanup(func() { ws.Close() })
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: h.home, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{h.root}, Rich: true, ShowMessage: true})
+	e.WaitNotification("window/logMessage", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), "is not trusted") && strings.Contains(string(p), "DO_NOT_TRUST")
+	})
+	// A full round trip after the log: a question would have been sent
+	// right after it.
+	if _, err := e.Call("qwen/listTools", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := e.Requests("window/showMessageRequest"); len(reqs) != 0 {
+		t.Errorf("a folder marked DO_NOT_TRUST was asked about again: %s", reqs[0].Params)
 	}
 }

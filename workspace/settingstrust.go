@@ -45,6 +45,7 @@ func (s *Settings) decideTrustLocked() Trust {
 	file := s.TrustFile()
 	if m, trusted, ok := s.trustRules.Decide(t.Root); ok {
 		t.Trusted = trusted
+		t.Denied = !trusted
 		t.Why = fmt.Sprintf("%s has %q: %s", file, m.Path, m.Level)
 		return t
 	}
@@ -78,7 +79,7 @@ func (s *Settings) folderTrustOffLocked() (bool, string) {
 }
 
 func sameTrust(a, b Trust) bool {
-	return a.Root == b.Root && a.Trusted == b.Trusted && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
+	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
 }
 
 func sameRules(a, b TrustRules) bool {

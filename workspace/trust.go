@@ -176,6 +176,9 @@ type Trust struct {
 	Root string
 	// Trusted: the workspace settings apply in full.
 	Trusted bool
+	// Denied: the user marked the folder DO_NOT_TRUST in the trust list,
+	// so there is no point in asking again.
+	Denied bool
 	// Why says what decided, for messages ("not listed in ...").
 	Why string
 	// Ignored names the workspace settings left out because the folder
