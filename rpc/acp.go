@@ -71,10 +71,7 @@ func (s *Server) acpRoot(cwd string) error {
 	}
 	if len(s.ws.Roots.List()) == 0 {
 		s.ws.SetRoots([]string{cwd})
-		s.startOnce.Do(func() {
-			s.ws.Start(s.baseCtx)
-			s.sources.Start()
-		})
+		s.startOnce.Do(s.start)
 		return nil
 	}
 	s.ws.AddRoot(cwd)

@@ -58,6 +58,10 @@ type initOptions struct {
 	ApprovalMode string         `json:"approvalMode"`
 	Model        map[string]any `json:"model"`
 	Settings     map[string]any `json:"settings"`
+	// WorkspaceTrusted is the editor's own trust in the workspace (VS
+	// Code's workspace trust): true trusts it, false keeps it untrusted
+	// even when the trust list names it (docs/protocol.md, folder trust).
+	WorkspaceTrusted *bool `json:"workspaceTrusted"`
 }
 
 func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
@@ -109,6 +113,9 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, invalidParams(req.Method, err)
 	}
+	// The editor's trust is known before the workspace settings are read,
+	// so an untrusted folder's settings are never in force, even briefly.
+	s.ws.Settings.SetEditorTrust(io.WorkspaceTrusted)
 	s.ws.SetRoots(roots)
 	if io.Settings != nil || io.Model != nil {
 		s.ws.Settings.SetEditorLayerFromInit(io.Settings, io.Model)
@@ -211,12 +218,18 @@ func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
 	}
 	// Discovery commands and MCP servers start only now, never before the
 	// initialize answer (protocol.md §2).
-	s.startOnce.Do(func() {
-		s.ws.Start(s.baseCtx)
-		s.sources.Start()
-	})
+	s.startOnce.Do(s.start)
 	s.log.Infof("qwen-ls %s ready; workspace roots: %v", s.opts.Version, s.ws.Roots.List())
 	return nil, nil
+}
+
+// start begins indexing, the tool sources and the folder-trust notices,
+// once the roots are known.
+func (s *Server) start() {
+	s.ws.Start(s.baseCtx)
+	s.sources.Start()
+	s.ws.Settings.OnChange(s.checkTrust)
+	s.checkTrust()
 }
 
 func (s *Server) shutdown(ctx context.Context, req *Request) (any, error) {
@@ -241,6 +254,6 @@ func (s *Server) warnSettings(p workspace.SettingsProblem) {
 	s.log.Warnf("settings: %v", p)
 	_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{
 		"type":    int(LevelWarn),
-		"message": fmt.Sprintf("qwen-ls: %s could not be read, so its last good settings (if any) stay in force: %v", p.File, p.Err),
+		"message": scrubSecrets(fmt.Sprintf("qwen-ls: %s could not be read, so its last good settings (if any) stay in force: %v", p.File, p.Err)),
 	})
 }

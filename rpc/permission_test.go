@@ -46,7 +46,11 @@ func TestPermissionKindsAreAskedWithTheRightOptions(t *testing.T) {
 		confirming("fetcher", tools.KindFetch, &tools.InfoConfirmation{Prompt: "Fetch https://example.com/x", URLs: []string{"https://example.com/x"}, PermissionRules: []string{"WebFetch(example.com)"}}, &runs),
 		confirming("mcpthing", tools.KindOther, &tools.MCPConfirmation{ServerName: "srv", ToolName: "thing", ToolDisplayName: "thing (srv MCP Server)", PermissionRules: []string{"mcp__srv__thing"}}, &runs),
 	}
-	a := startAgentWith(t, "default", rpc.Options{ExtraTools: extra}, func(*rpctest.InitParams) {})
+	// A trusted folder: an untrusted one has no project option
+	// (TestUntrustedFolderHasNoProjectOption).
+	a := startAgentWith(t, "default", rpc.Options{ExtraTools: extra}, func(p *rpctest.InitParams) {
+		p.InitializationOptions.(map[string]any)["workspaceTrusted"] = true
+	})
 	var asked []permRequest
 	a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
 		var p permRequest
@@ -140,7 +144,8 @@ func TestCase42_AlwaysAnswersPersist(t *testing.T) {
 					prompts.Add(1)
 					return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": tc.option}}, nil
 				})
-				e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{"model": map[string]any{"name": "s", "baseUrl": m.URL}}})
+				// A trusted folder, where project rules apply.
+				e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{"model": map[string]any{"name": "s", "baseUrl": m.URL}, "workspaceTrusted": true}})
 				res, err := e.Call("qwen/newSession", map[string]any{})
 				if err != nil {
 					t.Fatal(err)

@@ -103,6 +103,10 @@ type Server struct {
 	// startOnce starts indexing and tool sources once roots are known
 	// (after initialized in LSP, at the first session in ACP).
 	startOnce sync.Once
+	// trustMu guards trustTold: the folder-trust notices already given
+	// (root and ignored settings).
+	trustMu   sync.Mutex
+	trustTold map[string]bool
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex
@@ -369,6 +373,11 @@ func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
 		var je *jsonrpc2.Error
 		if !errors.As(err, &je) {
 			je = Error(CodeInternalError, "%v", err)
+		}
+		// Editors show and log error messages; a provider that echoes
+		// the API key back in its error must not put it there.
+		if clean := scrubSecrets(je.Message); clean != je.Message {
+			je = &jsonrpc2.Error{Code: je.Code, Message: clean, Data: je.Data}
 		}
 		if e := s.conn.ReplyWithError(ctx, id, je); e != nil {
 			s.log.Debugf("reply to %s: %v", id, e)

@@ -98,7 +98,7 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		return
 	}
 	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
-		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf, r.forced), Confirmation: conf}
+		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf, r.forced, s.mgr.opts.Env.Settings().Trust().Trusted), Confirmation: conf}
 	if text := promptText(conf); text != "" {
 		req.Content = []ToolContent{{Type: "content", Content: textBlock(text)}}
 	}
@@ -139,7 +139,10 @@ func (s *Session) persistRules(option string, rules []string) error {
 	return s.mgr.opts.Env.Settings().AppendAllowRules(scope, rules)
 }
 
-func optionsFor(t tools.Tool, c *tools.Confirmation, forced bool) []PermissionOption {
+// optionsFor are the options of a permission prompt. "Always allow in this
+// project" is left out unless the folder is trusted: the rule would go to
+// the workspace settings, whose allow rules an untrusted folder ignores.
+func optionsFor(t tools.Tool, c *tools.Confirmation, forced, projectTrusted bool) []PermissionOption {
 	if forced {
 		return []PermissionOption{{OptionProceedOnce, "Allow", kindAllowOnce}, {OptionCancel, "Reject", kindRejectOnce}}
 	}
@@ -155,13 +158,16 @@ func optionsFor(t tools.Tool, c *tools.Confirmation, forced bool) []PermissionOp
 		}
 	}
 	rules := strings.Join(rulesOf(c), ", ")
-	return []PermissionOption{
+	opts := []PermissionOption{
 		{OptionProceedOnce, "Allow", kindAllowOnce},
 		{OptionProceedAlways, "Allow " + what + " for this session", kindAllowAlways},
-		{OptionAlwaysProject, "Always allow in this project: " + rules, kindAllowAlways},
-		{OptionAlwaysUser, "Always allow for this user: " + rules, kindAllowAlways},
-		{OptionCancel, "Reject", kindRejectOnce},
 	}
+	if projectTrusted {
+		opts = append(opts, PermissionOption{OptionAlwaysProject, "Always allow in this project: " + rules, kindAllowAlways})
+	}
+	return append(opts,
+		PermissionOption{OptionAlwaysUser, "Always allow for this user: " + rules, kindAllowAlways},
+		PermissionOption{OptionCancel, "Reject", kindRejectOnce})
 }
 
 func promptText(c *tools.Confirmation) string {

@@ -211,6 +211,19 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
+	if pr := s.protectedCall(r, conf); conf != nil {
+		switch {
+		case pr.Forbidden:
+			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("This %s call was not run: %s.", r.tc.Name, pr.Reason)))
+			return
+		case pr.Reason != "" && mode != ModeYolo:
+			// A protected file always asks, whatever the allow rules and
+			// the approval mode, and the question says why.
+			conf.Title += " (protected: " + pr.Reason + ")"
+			rd.allowed, rd.narrowed = false, nil
+			r.forced = true
+		}
+	}
 	switch {
 	case rd.ask:
 		// An ask rule forces a prompt, without the "always" options.
@@ -235,6 +248,59 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	s.ask(ctx, r, conf)
+}
+
+// protectedCall says whether a call changes a protected file: an edit-kind
+// call by the path of its proposal or its locations
+// (tools.Env.ProtectedWrite), a shell command by the sub-commands that are
+// not read-only (tools.Env.ShellProtection).
+func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
+	env := s.mgr.opts.Env
+	var best tools.Protection
+	if sh := shellOf(r.tool, r.params); sh != nil {
+		for _, sub := range sh.analysis.SubCommands {
+			if sub.ReadOnly {
+				continue
+			}
+			pr := env.ShellProtection(sub.Text)
+			if pr.Forbidden {
+				return pr
+			}
+			if best.Reason == "" {
+				best = pr
+			}
+		}
+		return best
+	}
+	if conf == nil || r.tool.Kind() != tools.KindEdit {
+		return best
+	}
+	if ec, ok := conf.Details.(*tools.EditConfirmation); ok {
+		if pr := env.EditProtection(ec.FilePath, ec.OldText, ec.NewText); pr.Forbidden {
+			return pr
+		}
+	}
+	for _, p := range protectedCandidates(r, conf) {
+		pr := env.ProtectedWrite(p)
+		if pr.Forbidden {
+			return pr
+		}
+		if best.Reason == "" {
+			best = pr
+		}
+	}
+	return best
+}
+
+func protectedCandidates(r *callRun, conf *tools.Confirmation) []string {
+	var paths []string
+	if ec, ok := conf.Details.(*tools.EditConfirmation); ok && ec.FilePath != "" {
+		paths = append(paths, ec.FilePath)
+	}
+	for _, l := range r.tool.Locations(r.params) {
+		paths = append(paths, l.Path)
+	}
+	return paths
 }
 
 func allowedInPlanMode(t tools.Tool, params map[string]any) bool {

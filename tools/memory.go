@@ -189,12 +189,17 @@ func (e *Env) MemoryFileName() string {
 }
 
 // memoryPath is the memory file of scope: <QwenHome>/<name> for global,
-// <primary root>/<name> for project. A name that would leave its folder
-// (context.fileName may come from a project's settings) is refused.
+// <primary root>/<name> for project. A name that is not a plain file name
+// (context.fileName may come from a project's settings), or that names one
+// of qwen-ls's own files, is refused: save_memory must not be steerable
+// into .git/hooks, the settings or the trusted folders list.
 func (e *Env) memoryPath(scope string) (string, error) {
 	name := e.MemoryFileName()
-	if !filepath.IsLocal(name) {
+	if !filepath.IsLocal(name) || filepath.Base(name) != name || strings.ContainsAny(name, `/\`) {
 		return "", fmt.Errorf("the memory file name %q from context.fileName is not a plain file name", name)
+	}
+	if strings.EqualFold(name, "settings.json") || strings.EqualFold(name, workspace.TrustFileName) {
+		return "", fmt.Errorf("the memory file name %q from context.fileName names one of qwen-ls's own files", name)
 	}
 	dir := e.QwenHome
 	if scope == MemoryProject {

@@ -95,12 +95,25 @@ type Settings struct {
 	// for one in progress.
 	fireMu sync.Mutex
 
-	mu        sync.RWMutex
-	layers    [numLayers]settingsLayer
+	mu     sync.RWMutex
+	layers [numLayers]settingsLayer
+	// effective is each layer as merged: the workspace layer without the
+	// settings an untrusted folder may not use.
+	effective [numLayers]map[string]any
 	merged    map[string]any
-	onChange  []func()
-	onProblem []func(SettingsProblem)
-	watcher   *Watcher
+	// trustRules is the last good content of the trust list, and
+	// trustProblem is set while the file does not parse.
+	trustRules   TrustRules
+	trustProblem *SettingsProblem
+	// editorTrust is initializationOptions.workspaceTrusted (nil: the
+	// editor said nothing); granted holds the roots the user trusted
+	// through the editor during this connection.
+	editorTrust *bool
+	granted     map[string]bool
+	trust       Trust
+	onChange    []func()
+	onProblem   []func(SettingsProblem)
+	watcher     *Watcher
 	// watchSet holds the paths (settings files and their directories, as
 	// given and as real paths) whose events trigger a reload.
 	watchSet map[string]bool
@@ -117,6 +130,8 @@ func NewSettings(opts SettingsOptions) *Settings {
 		primaryRoot: opts.PrimaryRoot,
 		getenv:      opts.Getenv,
 		merged:      map[string]any{},
+		granted:     map[string]bool{},
+		trustRules:  TrustRules{},
 	}
 	if s.getenv == nil {
 		s.getenv = os.LookupEnv
@@ -154,6 +169,15 @@ func (s *Settings) UserFile() string {
 		return ""
 	}
 	return filepath.Join(s.userDir, "settings.json")
+}
+
+// TrustFile returns the user's list of trusted folders
+// (~/.qwen/trustedFolders.json), or "" when there is no home directory.
+func (s *Settings) TrustFile() string {
+	if s.userDir == "" {
+		return ""
+	}
+	return filepath.Join(s.userDir, TrustFileName)
 }
 
 // WorkspaceFile returns the workspace settings file of the current primary
@@ -211,10 +235,28 @@ func (s *Settings) Load() {
 		}
 		results[i] = s.readFile(f)
 	}
+	var trustRules TrustRules
+	var trustErr error
+	if tf := s.TrustFile(); tf != "" {
+		trustRules, trustErr = ReadTrustFile(tf)
+	}
 
 	s.mu.Lock()
 	changed := false
 	var newProblems []SettingsProblem
+	if trustErr != nil {
+		p := SettingsProblem{File: s.TrustFile(), Err: trustErr}
+		if s.trustProblem == nil || s.trustProblem.Err.Error() != p.Err.Error() {
+			newProblems = append(newProblems, p)
+		}
+		s.trustProblem = &p
+	} else {
+		s.trustProblem = nil
+		if !sameRules(s.trustRules, trustRules) {
+			s.trustRules = trustRules
+			changed = true
+		}
+	}
 	for i, f := range files {
 		if i == layerEditor {
 			continue
@@ -243,8 +285,8 @@ func (s *Settings) Load() {
 			changed = true
 		}
 	}
-	if changed {
-		s.remergeLocked()
+	if s.remergeLocked() {
+		changed = true
 	}
 	onChange := append([]func(){}, s.onChange...)
 	onProblem := append([]func(SettingsProblem){}, s.onProblem...)
@@ -451,6 +493,9 @@ func (s *Settings) Problems() []SettingsProblem {
 			out = append(out, *l.problem)
 		}
 	}
+	if s.trustProblem != nil {
+		out = append(out, *s.trustProblem)
+	}
 	return out
 }
 
@@ -462,6 +507,9 @@ func (s *Settings) Model() ModelConfig {
 	s.mu.RLock()
 	var layers [numLayers]settingsLayer
 	copy(layers[:], s.layers[:])
+	for i := range layers {
+		layers[i].values = s.effective[i]
+	}
 	s.mu.RUnlock()
 
 	mc := ModelConfig{Source: map[string]string{}}

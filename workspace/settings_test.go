@@ -61,6 +61,9 @@ func newStFixture(t *testing.T) *stFixture {
 		Getenv:      f.env.get,
 	})
 	t.Cleanup(f.s.Close)
+	// The folder these tests open is trusted: they are about the merge.
+	// Folder trust has its own tests (trust_test.go).
+	f.s.GrantTrust(f.root)
 	return f
 }
 
@@ -879,6 +882,9 @@ func TestAppendAllowRulesKeepsOtherKeysAndNeverDuplicates(t *testing.T) {
   "tools": {"approvalMode": "plan"},
   "permissions": {"allow": ["Bash(git *)"], "deny": ["Bash(rm *)"]}
 }`), 0o644)
+	if err := SetTrustLevel(filepath.Join(dir, "home", TrustFileName), root, TrustFolder); err != nil {
+		t.Fatal(err)
+	}
 	s := NewSettings(SettingsOptions{UserDir: filepath.Join(dir, "home"), SystemPath: filepath.Join(dir, "none.json"),
 		PrimaryRoot: func() string { return root }, Getenv: func(string) (string, bool) { return "", false }})
 	s.Load()

@@ -19,13 +19,32 @@ func mergeObjects(dst, src map[string]any) {
 	}
 }
 
-// remergeLocked rebuilds the merged view from the layers; s.mu is held.
-func (s *Settings) remergeLocked() {
+// remergeLocked decides folder trust again and rebuilds the merged view
+// from the layers; s.mu is held. It reports whether the trust decision
+// changed.
+func (s *Settings) remergeLocked() bool {
+	before := s.trust
+	s.trust = s.decideTrustLocked()
+	for i := range s.layers {
+		s.effective[i] = s.layers[i].values
+	}
+	if ws := s.layers[layerWorkspace].values; !s.trust.Trusted {
+		s.effective[layerWorkspace], s.trust.Ignored = untrustedView(ws)
+		if len(s.trust.Ignored) > 0 {
+			s.trust.File = s.layers[layerWorkspace].file
+		}
+	} else if _, ok := ws["security"]; ok {
+		// Folder trust is never switched by a workspace, trusted or not.
+		v, _ := deepCopy(ws).(map[string]any)
+		delete(v, "security")
+		s.effective[layerWorkspace] = v
+	}
 	merged := map[string]any{}
 	for i := range s.layers {
-		mergeLayer(merged, s.layers[i].values, "")
+		mergeLayer(merged, s.effective[i], "")
 	}
 	s.merged = merged
+	return !sameTrust(before, s.trust)
 }
 
 // isUnionKey reports the list settings that every layer adds to, instead of

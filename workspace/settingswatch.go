@@ -59,6 +59,11 @@ func (s *Settings) ensureWatched() {
 			}
 		}
 	}
+	// The trust list sits next to the user settings file, whose folder
+	// is watched above.
+	if tf := s.TrustFile(); tf != "" {
+		mark(tf)
+	}
 	s.mu.Lock()
 	s.watchSet = set
 	s.mu.Unlock()

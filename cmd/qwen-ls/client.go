@@ -20,6 +20,9 @@ type client struct {
 	onUpdate func(sessionID string, update json.RawMessage)
 	// onRequest answers server→editor requests; nil answers -32601.
 	onRequest func(method string, params json.RawMessage) (any, error)
+	// onMessage receives the text of window/showMessage (the folder-trust
+	// notice, broken settings files).
+	onMessage func(text string)
 }
 
 type rwc struct {
@@ -42,6 +45,17 @@ func (c *client) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		params = *req.Params
 	}
 	if req.Notif {
+		if req.Method == "window/showMessage" {
+			var p struct {
+				Message string `json:"message"`
+			}
+			c.mu.Lock()
+			f := c.onMessage
+			c.mu.Unlock()
+			if f != nil && json.Unmarshal(params, &p) == nil {
+				f(p.Message)
+			}
+		}
 		if req.Method == "qwen/sessionUpdate" {
 			var p struct {
 				SessionID string          `json:"sessionId"`

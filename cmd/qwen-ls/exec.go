@@ -76,6 +76,7 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	pr := newPrinter(stdout, root)
 	c := newClient(ctx, toClientR, toServerW)
 	c.onUpdate = func(_ string, u json.RawMessage) { pr.update(u) }
+	c.onMessage = func(text string) { fmt.Fprintln(stderr, text) }
 	sid, err := c.start(ctx, root, map[string]any{"approvalMode": *mode})
 	if err != nil {
 		fmt.Fprintf(stderr, "qwen-ls exec: %v\n", err)

@@ -30,6 +30,11 @@ Usage:
   qwen-ls scripted-model --script FILE [--var NAME=VALUE]...
                         serve a scripted OpenAI-compatible model on 127.0.0.1 (for
                         editor tests and trying an editor without a key)
+  qwen-ls trust [--parent | --untrust] [DIR]
+                        trust DIR (default: the current folder), so that its own
+                        .qwen/settings.json may start MCP servers and discovery
+                        commands, add allow rules, raise the approval mode or
+                        change the model endpoint
   qwen-ls --version     print the version
   qwen-ls --help        print this help
 
@@ -51,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runExec(args[1:], stdout, stderr)
 		case "scripted-model":
 			return runScriptedModel(args[1:], stdin, stdout, stderr)
+		case "trust":
+			return runTrust(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("qwen-ls", flag.ContinueOnError)

@@ -1,0 +1,140 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// Folder trust (docs/protocol.md, "Folder trust"): the workspace settings
+// that start processes, widen permissions, raise the approval mode or
+// change the model endpoint apply only in a trusted folder. The server
+// tells the editor once what it ignored and offers to trust the folder.
+
+// The showMessageRequest actions: trust the folder, leave it untrusted for
+// now, or record that it is never to be trusted (no more questions).
+const (
+	trustAction    = "Trust this folder"
+	notNowAction   = "Not now"
+	distrustAction = "Don't trust"
+)
+
+// checkTrust tells the user, once per folder and set of ignored settings,
+// that an untrusted folder's settings were ignored. It runs from settings
+// callbacks, which must not block, so the question goes out on its own
+// goroutine.
+func (s *Server) checkTrust() {
+	t := s.ws.Settings.Trust()
+	if t.Trusted || len(t.Ignored) == 0 || s.baseCtx.Err() != nil {
+		return
+	}
+	key := t.Root + "\x00" + strings.Join(t.Ignored, "\x00")
+	s.trustMu.Lock()
+	if s.trustTold == nil {
+		s.trustTold = map[string]bool{}
+	}
+	told := s.trustTold[key]
+	s.trustTold[key] = true
+	s.trustMu.Unlock()
+	if told {
+		return
+	}
+	msg := scrubSecrets(untrustedMessage(t))
+	s.log.Warnf("%s", msg)
+	if s.opts.ACP || t.Denied {
+		// In ACP there is no message request outside a session; a folder
+		// the user marked DO_NOT_TRUST needs no question. The log says it.
+		return
+	}
+	if !s.Caps().ShowMessage {
+		// A notification does not wait for the editor: sent at once, so
+		// it arrives before anything the server answers next.
+		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})
+		return
+	}
+	s.askTrust(t, msg)
+}
+
+// untrustedMessage names what was ignored and how to trust the folder.
+func untrustedMessage(t workspace.Trust) string {
+	return fmt.Sprintf("qwen-ls: the folder %s is not trusted (%s), so these settings from %s were ignored: %s. "+
+		"Trust the folder only if you trust its authors: choose %q, or run `qwen-ls trust %s` in a shell.",
+		t.Root, t.Why, t.File, strings.Join(t.Ignored, ", "), trustAction, shellQuote(t.Root))
+}
+
+// askTrust puts the notice to the user as a window/showMessageRequest with
+// "Trust this folder". The request is written at once, so it reaches the
+// editor before anything the server sends next; the answer is awaited on
+// its own goroutine, since settings callbacks must not block.
+func (s *Server) askTrust(t workspace.Trust, msg string) {
+	params := map[string]any{"type": int(LevelWarn), "message": msg, "actions": []any{
+		map[string]any{"title": trustAction}, map[string]any{"title": notNowAction}, map[string]any{"title": distrustAction},
+	}}
+	w, err := s.conn.DispatchCall(context.Background(), "window/showMessageRequest", params)
+	if err != nil {
+		s.log.Warnf("the folder-trust question failed: %v", err)
+		return
+	}
+	s.async.Add(1)
+	go func() {
+		defer s.async.Done()
+		var res *messageActionItem
+		if err := w.Wait(s.baseCtx, &res); err != nil {
+			if s.baseCtx.Err() == nil {
+				s.log.Warnf("the folder-trust question failed: %v", err)
+			}
+			return
+		}
+		s.trustAnswer(t, res)
+	}()
+}
+
+// trustAnswer acts on the answer to the folder-trust question.
+func (s *Server) trustAnswer(t workspace.Trust, res *messageActionItem) {
+	switch {
+	case res != nil && res.Title == trustAction:
+		s.trustFolder(t.Root)
+	case res != nil && res.Title == distrustAction:
+		if file := s.ws.Settings.TrustFile(); file != "" {
+			if err := workspace.SetTrustLevel(file, t.Root, workspace.DoNotTrust); err != nil {
+				s.log.Warnf("could not record that %s is not trusted: %v", t.Root, err)
+				return
+			}
+		}
+		s.log.Infof("the folder %s is marked DO_NOT_TRUST; qwen-ls will not ask again", t.Root)
+	default:
+		s.log.Infof("the folder %s stays untrusted", t.Root)
+	}
+}
+
+// trustFolder trusts root at the user's request: recorded in the trust
+// list, so it holds for later starts, and in force at once.
+func (s *Server) trustFolder(root string) {
+	if file := s.ws.Settings.TrustFile(); file != "" {
+		if err := workspace.SetTrustLevel(file, root, workspace.TrustFolder); err != nil {
+			s.log.Warnf("could not record the trust: %v", err)
+			_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn),
+				"message": fmt.Sprintf("qwen-ls: %s is trusted until the editor closes, but could not be recorded: %v", root, err)})
+		}
+	}
+	s.ws.Settings.GrantTrust(root)
+	s.log.Infof("the folder %s is trusted: its workspace settings apply in full", root)
+}
+
+// messageActionItem is the editor's answer to window/showMessageRequest
+// (null when the user dismissed it).
+type messageActionItem struct {
+	Title string `json:"title"`
+}
+
+// shellQuote quotes p for a POSIX shell when it needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r))
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}

@@ -1,0 +1,152 @@
+package tools
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// Protected paths: files whose change can run code later, widen what the
+// agent may do, or steer every future session. A write to one always asks
+// the user, in every approval mode but yolo, whatever the allow rules say;
+// the trusted folders list is never written by a tool at all.
+
+// Protection says why a path is protected.
+type Protection struct {
+	// Reason is shown to the user with the question ("" when the path
+	// is not protected).
+	Reason string
+	// Forbidden: no tool may write the path, whatever the mode.
+	Forbidden bool
+}
+
+// ProtectedWrite says whether a write to abs is protected, looking at the
+// path as given and with symbolic links resolved.
+func (e *Env) ProtectedWrite(abs string) Protection {
+	if abs == "" {
+		return Protection{}
+	}
+	var best Protection
+	for _, p := range []string{filepath.Clean(abs), workspace.RealPath(abs)} {
+		pr := e.protection(p)
+		if pr.Forbidden {
+			return pr
+		}
+		if best.Reason == "" {
+			best = pr
+		}
+	}
+	return best
+}
+
+func (e *Env) protection(p string) Protection {
+	for _, dir := range e.userDirs() {
+		if dir == "" {
+			continue
+		}
+		if samePath(p, filepath.Join(dir, workspace.TrustFileName)) {
+			return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+		}
+		if samePath(p, filepath.Join(dir, "settings.json")) {
+			return Protection{Reason: "your user settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+		}
+	}
+	parts := strings.Split(filepath.ToSlash(p), "/")
+	n := len(parts)
+	for i := 0; i < n-1; i++ {
+		switch {
+		case strings.EqualFold(parts[i], ".qwen") && i == n-2 && strings.EqualFold(parts[i+1], "settings.json"):
+			return Protection{Reason: "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+		case strings.EqualFold(parts[i], ".qwen") && strings.EqualFold(parts[i+1], "agents"):
+			return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+		case strings.EqualFold(parts[i], ".git") && strings.EqualFold(parts[i+1], "hooks"):
+			return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+		case strings.EqualFold(parts[i], ".git") && i == n-2 && strings.EqualFold(parts[i+1], "config"):
+			return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+		}
+	}
+	base := parts[n-1]
+	for _, name := range e.memoryFileNames() {
+		if strings.EqualFold(base, name) {
+			return Protection{Reason: "memory files are read into the instructions of every future session"}
+		}
+	}
+	return Protection{}
+}
+
+// trustOffReason is why no tool may turn folder trust off.
+const trustOffReason = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+
+// EditProtection is ProtectedWrite for a proposed change of abs from
+// oldText to newText: a change of a settings file that turns folder trust
+// off is refused like the trust list.
+func (e *Env) EditProtection(abs, oldText, newText string) Protection {
+	if strings.EqualFold(filepath.Base(abs), "settings.json") && workspace.DisablesFolderTrust(newText) && !workspace.DisablesFolderTrust(oldText) {
+		return Protection{Forbidden: true, Reason: trustOffReason}
+	}
+	return e.ProtectedWrite(abs)
+}
+
+// userDirs are where the user's own qwen files live: the settings' user
+// folder and qwen-ls's state folder (the same folder unless overridden).
+func (e *Env) userDirs() []string {
+	var dirs []string
+	if f := e.Settings().UserFile(); f != "" {
+		dirs = append(dirs, filepath.Dir(f))
+	}
+	if e.QwenHome != "" {
+		dirs = append(dirs, e.QwenHome)
+	}
+	return dirs
+}
+
+// memoryFileNames are the names of context.fileName, or the defaults.
+func (e *Env) memoryFileNames() []string {
+	var names []string
+	for _, n := range e.Settings().Strings("context.fileName") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, filepath.Base(n))
+		}
+	}
+	if len(names) == 0 {
+		names = []string{defaultMemoryFileName, "AGENTS.md"}
+	}
+	return names
+}
+
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	return workspace.RealPath(a) == workspace.RealPath(b)
+}
+
+// ShellProtection looks for protected files named in a shell sub-command
+// that is not read-only (tools.md §6.3). A shell command is not confined
+// by path, so this is a best effort that catches the plain cases
+// (`echo x > .git/hooks/pre-commit`, `cp f .qwen/settings.json`) under a
+// broad allow rule; the exec confirmation remains the real guard.
+func (e *Env) ShellProtection(text string) Protection {
+	low := strings.ToLower(text)
+	switch {
+	case strings.Contains(low, "foldertrust"):
+		return Protection{Forbidden: true, Reason: trustOffReason}
+	case strings.Contains(low, strings.ToLower(workspace.TrustFileName)):
+		return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+	case strings.Contains(low, ".qwen/settings.json"):
+		return Protection{Reason: "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+	case strings.Contains(low, ".qwen/agents"):
+		return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+	case strings.Contains(low, ".git/hooks"):
+		return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+	case strings.Contains(low, ".git/config"):
+		return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+	}
+	for _, name := range e.memoryFileNames() {
+		if strings.Contains(low, strings.ToLower(name)) {
+			return Protection{Reason: "memory files are read into the instructions of every future session"}
+		}
+	}
+	return Protection{}
+}

@@ -1,0 +1,350 @@
+package workspace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Folder trust: a workspace's own .qwen/settings.json may start processes,
+// widen permissions or change the model endpoint, so those settings apply
+// only in a folder the user trusts. The user's list of trusted folders is
+// ~/.qwen/trustedFolders.json, in the format Qwen Code and Gemini CLI use:
+// a JSON object mapping absolute paths to a trust level.
+
+// TrustLevel is a value of trustedFolders.json.
+type TrustLevel string
+
+const (
+	// TrustFolder trusts the folder and everything below it.
+	TrustFolder TrustLevel = "TRUST_FOLDER"
+	// TrustParent trusts the folder's parent and everything below it.
+	TrustParent TrustLevel = "TRUST_PARENT"
+	// DoNotTrust marks the folder, and everything below it, untrusted,
+	// overriding a trusted folder above it.
+	DoNotTrust TrustLevel = "DO_NOT_TRUST"
+)
+
+// TrustFileName is the name of the trust list in the user's qwen folder.
+const TrustFileName = "trustedFolders.json"
+
+// TrustRules is the content of a trust list: path as written → level.
+type TrustRules map[string]TrustLevel
+
+// ReadTrustFile reads a trust list. A missing file is an empty list. The
+// file may carry comments like the settings files. Entries whose path is
+// not absolute or whose level is unknown are skipped.
+func ReadTrustFile(path string) (TrustRules, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return TrustRules{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseJSONC(data)
+	if err != nil {
+		return nil, err
+	}
+	rules := TrustRules{}
+	for p, v := range m {
+		s, _ := v.(string)
+		lvl := TrustLevel(strings.ToUpper(strings.TrimSpace(s)))
+		switch lvl {
+		case TrustFolder, TrustParent, DoNotTrust:
+		default:
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		rules[p] = lvl
+	}
+	return rules, nil
+}
+
+// TrustMatch is the rule that decided about a folder.
+type TrustMatch struct {
+	// Path is the entry as written in the file.
+	Path  string
+	Level TrustLevel
+}
+
+// Decide finds the rule for dir: among the entries whose folder (the entry
+// itself, or its parent for TRUST_PARENT) is dir or lies above it, the most
+// specific one; at equal depth DO_NOT_TRUST wins. ok is false when no entry
+// covers dir. Paths are compared both as given and with symbolic links
+// resolved.
+func (r TrustRules) Decide(dir string) (m TrustMatch, trusted, ok bool) {
+	if dir == "" {
+		return TrustMatch{}, false, false
+	}
+	forms := pathForms(dir)
+	best := -1
+	// Sorted for a deterministic answer among equal entries.
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, p := range keys {
+		lvl := r[p]
+		folder := filepath.Clean(p)
+		if lvl == TrustParent {
+			folder = filepath.Dir(folder)
+		}
+		for _, f := range pathForms(folder) {
+			covered := false
+			for _, d := range forms {
+				if within(f, d) {
+					covered = true
+					break
+				}
+			}
+			if !covered {
+				continue
+			}
+			depth := len(f)
+			if depth > best || depth == best && lvl == DoNotTrust {
+				best, m = depth, TrustMatch{Path: p, Level: lvl}
+			}
+		}
+	}
+	if best < 0 {
+		return TrustMatch{}, false, false
+	}
+	return m, m.Level != DoNotTrust, true
+}
+
+// pathForms is p cleaned, and its real path when that differs.
+func pathForms(p string) []string {
+	c := filepath.Clean(p)
+	out := []string{c}
+	if rp := RealPath(c); rp != c {
+		out = append(out, rp)
+	}
+	return out
+}
+
+// SetTrustLevel records level for dir in the trust list at file, keeping
+// every other entry. The file is created (mode 0600) when missing; one that
+// does not parse is left alone and reported, so a typo never loses the
+// user's other decisions.
+func SetTrustLevel(file, dir string, level TrustLevel) error {
+	switch level {
+	case TrustFolder, TrustParent, DoNotTrust:
+	default:
+		return fmt.Errorf("unknown trust level %q: use %s, %s or %s", level, TrustFolder, TrustParent, DoNotTrust)
+	}
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("the folder to trust must be an absolute path, got %q", dir)
+	}
+	doc := map[string]any{}
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil && len(strings.TrimSpace(string(data))) > 0:
+		if doc, err = parseJSONC(data); err != nil {
+			return fmt.Errorf("%s does not parse, so it was left alone; fix or remove it first: %w", file, err)
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	doc[filepath.Clean(dir)] = string(level)
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(file), err)
+	}
+	if err := WriteFileAtomic(file, append(out, '\n'), 0o600); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Trust is the folder-trust decision for the primary root.
+type Trust struct {
+	// Root is the primary root the decision is about ("" without one).
+	Root string
+	// Trusted: the workspace settings apply in full.
+	Trusted bool
+	// Denied: the user marked the folder DO_NOT_TRUST in the trust list,
+	// so there is no point in asking again.
+	Denied bool
+	// Why says what decided, for messages ("not listed in ...").
+	Why string
+	// Ignored names the workspace settings left out because the folder
+	// is not trusted ("mcpServers (evil)", "tools.approvalMode (yolo)"),
+	// in a stable order. Empty when trusted.
+	Ignored []string
+	// File is the workspace settings file the ignored settings are in.
+	File string
+}
+
+// untrustedView returns a copy of a workspace layer without the settings
+// an untrusted folder may not use: those that start processes, widen
+// permissions or the confinement, raise the approval mode, or send
+// requests to another endpoint. ignored names what was removed (only
+// settings with an effect: an empty list is not reported).
+func untrustedView(values map[string]any) (map[string]any, []string) {
+	if len(values) == 0 {
+		return values, nil
+	}
+	v, _ := deepCopy(values).(map[string]any)
+	var ignored []string
+	drop := func(obj map[string]any, key, path string, describe func(any) string) {
+		x, ok := obj[key]
+		if !ok {
+			return
+		}
+		delete(obj, key)
+		if isEmptyValue(x) {
+			return
+		}
+		name := path
+		if describe != nil {
+			if d := describe(x); d != "" {
+				name += " (" + d + ")"
+			}
+		}
+		ignored = append(ignored, name)
+	}
+	sub := func(key string) map[string]any {
+		m, _ := v[key].(map[string]any)
+		return m
+	}
+	drop(v, "mcpServers", "mcpServers", func(x any) string {
+		m, _ := x.(map[string]any)
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return strings.Join(names, ", ")
+	})
+	if m := sub("mcp"); m != nil {
+		drop(m, "mcpServerCommand", "mcp.mcpServerCommand", nil)
+		drop(m, "serverCommand", "mcp.serverCommand", nil)
+	}
+	if m := sub("tools"); m != nil {
+		for _, k := range []string{"toolDiscoveryCommand", "discoveryCommand", "toolCallCommand", "callCommand", "allowed"} {
+			drop(m, k, "tools."+k, nil)
+		}
+		if mode, ok := m["approvalMode"].(string); ok {
+			switch strings.TrimSpace(mode) {
+			case "", "default", "plan":
+				// Not a raise: kept.
+			default:
+				drop(m, "approvalMode", "tools.approvalMode", func(any) string {
+					// Values are $VAR-expanded: only a known mode is
+					// repeated in messages, never an unknown string.
+					if mode == "auto-edit" || mode == "yolo" {
+						return mode
+					}
+					return ""
+				})
+			}
+		} else if _, ok := m["approvalMode"]; ok {
+			drop(m, "approvalMode", "tools.approvalMode", nil)
+		}
+		if wf, ok := m["webFetch"].(map[string]any); ok {
+			if b, isBool := wf["allowPrivateAddresses"].(bool); !isBool || b {
+				drop(wf, "allowPrivateAddresses", "tools.webFetch.allowPrivateAddresses", nil)
+			}
+		}
+	}
+	if m := sub("permissions"); m != nil {
+		drop(m, "allow", "permissions.allow", nil)
+	}
+	if m := sub("model"); m != nil {
+		drop(m, "baseUrl", "model.baseUrl", endpointHost)
+		drop(m, "apiKey", "model.apiKey", nil)
+	}
+	drop(v, "webSearch", "webSearch", nil)
+	if m := sub("context"); m != nil {
+		drop(m, "includeDirectories", "context.includeDirectories", nil)
+	}
+	// Folder trust itself is never switched by a workspace.
+	delete(v, "security")
+	for _, k := range []string{"mcp", "tools", "permissions", "model", "context"} {
+		if m, ok := v[k].(map[string]any); ok && len(m) == 0 {
+			delete(v, k)
+		}
+	}
+	return v, ignored
+}
+
+// endpointHost is the scheme and host of an endpoint setting, for
+// messages: the path, query and user info may carry a secret ($VAR
+// expansion of a key, a token in the URL) and are never repeated.
+func endpointHost(x any) string {
+	s, _ := x.(string)
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func isEmptyValue(x any) bool {
+	switch x := x.(type) {
+	case nil:
+		return true
+	case string:
+		return strings.TrimSpace(x) == ""
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	case bool:
+		return !x
+	}
+	return false
+}
+
+// UntrustedIgnores reads root's .qwen/settings.json and names the settings
+// in it that apply only once the folder is trusted (nil when there are
+// none or the file is missing).
+func UntrustedIgnores(root string) ([]string, error) {
+	file := filepath.Join(root, ".qwen", "settings.json")
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseJSONC(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	_, ignored := untrustedView(m)
+	return ignored, nil
+}
+
+// DisablesFolderTrust reports whether the settings text sets
+// security.folderTrust.enabled to false (or "false"). Text that does not
+// parse disables nothing.
+func DisablesFolderTrust(text string) bool {
+	m, err := parseJSONC([]byte(text))
+	if err != nil {
+		return false
+	}
+	sec, _ := m["security"].(map[string]any)
+	ft, _ := sec["folderTrust"].(map[string]any)
+	switch v := ft["enabled"].(type) {
+	case bool:
+		return !v
+	case string:
+		return strings.EqualFold(strings.TrimSpace(v), "false")
+	}
+	return false
+}
