@@ -95,7 +95,9 @@ func TestSessionSurvivesKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ls struct{ Sessions []struct{ SessionID, Title string } }
+	var ls struct {
+		Sessions []struct{ SessionID, Title string }
+	}
 	json.Unmarshal(res, &ls)
 	if len(ls.Sessions) != 1 || ls.Sessions[0].SessionID != sid || !strings.HasPrefix(ls.Sessions[0].Title, "Remember the word pelican") {
 		t.Fatalf("listSessions after the restart = %s", res)
