@@ -148,9 +148,12 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 		return compaction{}, false, nil
 	}
 	target := threshold
-	if force {
-		// The model's count was higher than ours: aim well below.
-		target = min(threshold, before*3/4)
+	if force && before < window {
+		// The model refused a request we counted as fitting: its real
+		// window is smaller than ours. Size everything by what it
+		// refused.
+		window = before
+		target = before * 7 / 10
 	}
 	c := compaction{before: before}
 
