@@ -59,8 +59,12 @@ func SanitizeRoot(root string) string {
 	return b.String()
 }
 
-// Dir is the sessions folder of a root.
+// Dir is the sessions folder of a root; sessions of a server without
+// roots share the folder "-".
 func (st *Store) Dir(root string) string {
+	if root == "" {
+		root = "-"
+	}
 	return filepath.Join(st.home, "projects", SanitizeRoot(root), "sessions")
 }
 
