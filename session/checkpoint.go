@@ -179,6 +179,13 @@ func trackedFiles(ctx context.Context, ws *workspace.Workspace) ([]string, error
 	return out, nil
 }
 
+// cold reports whether no snapshot was taken yet.
+func (sn *snapshotter) cold() bool {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return len(sn.cache) == 0
+}
+
 // snapshot records the content of paths, storing what is new.
 func (sn *snapshotter) snapshot(paths []string) (map[string]snapEntry, error) {
 	sn.mu.Lock()
@@ -307,7 +314,7 @@ func (s *Session) readState(path string) fileState {
 
 // beginCheckpoint notes what a call may change before it runs; nil when
 // the call cannot change files.
-func (s *Session) beginCheckpoint(ctx context.Context, t tools.Tool, params map[string]any) *pendingCheckpoint {
+func (s *Session) beginCheckpoint(ctx context.Context, callID string, t tools.Tool, params map[string]any) *pendingCheckpoint {
 	owner := s.owner()
 	switch {
 	case t.Kind() == tools.KindEdit || t.Kind() == tools.KindDelete || t.Kind() == tools.KindMove:
@@ -333,7 +340,14 @@ func (s *Session) beginCheckpoint(ctx context.Context, t tools.Tool, params map[
 			s.mgr.logf("session %s: no snapshot before the command, so it cannot be undone: %v", owner.id, err)
 			return nil
 		}
-		snap, err := owner.snapshotterOf().snapshot(paths)
+		sn := owner.snapshotterOf()
+		if sn.cold() && len(paths) >= 500 {
+			// The first snapshot reads every tracked file: say why the
+			// command has not started yet.
+			s.host().Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: callID, Status: StatusInProgress,
+				Content: []ToolContent{{Type: "content", Content: textBlock(fmt.Sprintf("Saving %d workspace files so that this command can be undone (once per session)…", len(paths)))}}})
+		}
+		snap, err := sn.snapshot(paths)
 		if err != nil {
 			s.mgr.logf("session %s: no snapshot before the command, so it cannot be undone: %v", owner.id, err)
 			return nil

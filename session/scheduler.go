@@ -300,7 +300,7 @@ func (s *Session) execute(ctx context.Context, r *callRun) {
 	host := s.host()
 	r.call.Mode = s.Mode()
 	host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress})
-	cp := s.beginCheckpoint(ctx, r.tool, r.params)
+	cp := s.beginCheckpoint(ctx, r.tc.ID, r.tool, r.params)
 	defer s.endCheckpoint(context.WithoutCancel(ctx), r.tc.ID, cp)
 	res, err := tools.Guard(ctx, r.tool, r.call, r.params, func(o tools.Output) {
 		if ctx.Err() != nil {
