@@ -91,7 +91,7 @@ func (s *Session) Replay() {
 			}
 		case "tool":
 			status := StatusCompleted
-			if strings.HasPrefix(msg.Text, "[Cancelled]") {
+			if strings.HasPrefix(msg.Text, "[Cancelled]") || strings.HasPrefix(msg.Text, "[Interrupted]") {
 				status = StatusFailed
 			}
 			host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: msg.ToolCallID, Status: status,

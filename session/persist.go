@@ -183,6 +183,8 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	if err != nil {
 		return LoadResult{}, err
 	}
+	ld.history, ld.tokens = closeDanglingCalls(ld.history, ld.tokens)
+	ld.transcript, _ = closeDanglingCalls(ld.transcript, nil)
 	mode := ld.mode
 	if !slices.Contains(Modes, mode) {
 		mode = ModeDefault
@@ -262,3 +264,49 @@ const fileMode os.FileMode = 0o600
 
 // Cwd is the session's working directory.
 func (s *Session) Cwd() string { return s.cwd }
+
+// interruptedResult answers a call whose result was never written: the
+// server stopped while it ran or waited for the user.
+const interruptedResult = "[Interrupted] qwen-ls stopped before this call finished, so its result is unknown. Check the files it may have touched before relying on them."
+
+// closeDanglingCalls gives every tool call without a result an
+// "interrupted" one, since a model request with an unanswered call is
+// refused by the endpoint.
+func closeDanglingCalls(history []Message, tokens []int) ([]Message, []int) {
+	answered := map[string]bool{}
+	for _, m := range history {
+		if m.Role == "tool" {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var outH []Message
+	var outT []int
+	changed := false
+	for i, m := range history {
+		outH = append(outH, m)
+		if i < len(tokens) {
+			outT = append(outT, tokens[i])
+		} else {
+			outT = append(outT, estimateMessage(m))
+		}
+		if m.Role != "assistant" {
+			continue
+		}
+		// The missing results go right after the call; the results that
+		// exist follow, so the call's results stay together.
+		for _, tc := range m.ToolCalls {
+			if answered[tc.ID] {
+				continue
+			}
+			changed = true
+			answered[tc.ID] = true
+			r := Message{Role: "tool", ToolCallID: tc.ID, Text: interruptedResult}
+			outH = append(outH, r)
+			outT = append(outT, estimateMessage(r))
+		}
+	}
+	if !changed {
+		return history, tokens
+	}
+	return outH, outT
+}

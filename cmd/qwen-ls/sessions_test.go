@@ -60,6 +60,7 @@ func TestSessionSurvivesKill9(t *testing.T) {
 	m := modeltest.Start(t,
 		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w1", Name: "write_file", Arguments: fmt.Sprintf(`{"file_path":%q,"content":"pelican\n"}`, filepath.Join(root, "notes.txt"))}}},
 		modeltest.Response{Text: "I noted the word."},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "sh", Name: "run_shell_command", Arguments: `{"command":"touch later.txt"}`}}},
 		modeltest.Response{Text: "The word was pelican."},
 	)
 	e, cmd := startSessionServer(t, m, root, home)
@@ -67,6 +68,20 @@ func TestSessionSurvivesKill9(t *testing.T) {
 	if _, err := promptText(e, sid, "Remember the word pelican in notes.txt (my key is "+sessionTestKey+")"); err != nil {
 		t.Fatal(err)
 	}
+	// The second turn's command waits for the user's permission when the
+	// server is killed.
+	if _, err := e.Call("qwen/setApprovalMode", map[string]any{"sessionId": sid, "mode": "default"}); err != nil {
+		t.Fatal(err)
+	}
+	asked, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	e.Handle("qwen/requestPermission", func(json.RawMessage) (any, error) {
+		close(asked)
+		<-release
+		return nil, fmt.Errorf("released")
+	})
+	go promptText(e, sid, "Then touch later.txt")
+	<-asked
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +114,9 @@ func TestSessionSurvivesKill9(t *testing.T) {
 		Sessions []struct{ SessionID, Title string }
 	}
 	json.Unmarshal(res, &ls)
+	if _, err := os.Stat(filepath.Join(root, "later.txt")); err == nil {
+		t.Fatalf("the command ran without permission")
+	}
 	if len(ls.Sessions) != 1 || ls.Sessions[0].SessionID != sid || !strings.HasPrefix(ls.Sessions[0].Title, "Remember the word pelican") {
 		t.Fatalf("listSessions after the restart = %s", res)
 	}
@@ -119,7 +137,7 @@ func TestSessionSurvivesKill9(t *testing.T) {
 			kinds = append(kinds, p.Update.SessionUpdate)
 		}
 	}
-	if got := strings.Join(kinds, ","); got != "user_message_chunk,tool_call,tool_call_update,agent_message_chunk" {
+	if got := strings.Join(kinds, ","); got != "user_message_chunk,tool_call,tool_call_update,agent_message_chunk,user_message_chunk,tool_call,tool_call_update" {
 		t.Fatalf("replayed %s", got)
 	}
 	if _, err := promptText(e2, sid, "What was the word?"); err != nil {
@@ -131,11 +149,12 @@ func TestSessionSurvivesKill9(t *testing.T) {
 	for _, msg := range last.Messages {
 		roles = append(roles, msg.Role)
 	}
-	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,assistant,user" {
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,assistant,user,assistant,tool,user" {
 		t.Fatalf("the request after loading has roles %s", got)
 	}
 	if !strings.Contains(contentText(last.Messages[1]), "Remember the word pelican") || contentText(last.Messages[4]) != "I noted the word." ||
-		last.Messages[2].ToolCalls[0].Function.Name != "write_file" || !strings.Contains(contentText(last.Messages[5]), "What was the word?") {
+		last.Messages[2].ToolCalls[0].Function.Name != "write_file" || !strings.Contains(contentText(last.Messages[5]), "Then touch later.txt") ||
+		!strings.HasPrefix(contentText(last.Messages[7]), "[Interrupted]") || !strings.Contains(contentText(last.Messages[8]), "What was the word?") {
 		t.Fatalf("the request after loading does not carry the history: %s", last.Body)
 	}
 	if strings.Contains(string(last.Body), sessionTestKey) {
