@@ -286,6 +286,8 @@ func (s *Session) summarise(ctx context.Context, model Model, window, keep int) 
 	}
 	old := history[:from]
 	input := renderForSummary(old, int(float64(window)*summaryInputShare)*4)
+	s.host().Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(
+		fmt.Sprintf("[Summarising the %d oldest messages so the conversation fits the model's context.]\n", from))})
 	resp, err := model.Complete(ctx, ModelRequest{Model: model.Name(), Messages: []Message{
 		{Role: "system", Text: summarySystem},
 		{Role: "user", Text: input},
@@ -293,6 +295,8 @@ func (s *Session) summarise(ctx context.Context, model Model, window, keep int) 
 	if err != nil {
 		return 0, fmt.Errorf("summarise the conversation: %w", err)
 	}
+	// The summary's tokens count toward the turn that needed it.
+	s.addUsage(resp.Usage)
 	summary := strings.TrimSpace(resp.Text)
 	if summary == "" {
 		return 0, errors.New("summarise the conversation: the model answered with no text")

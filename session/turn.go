@@ -89,14 +89,17 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			s.mgr.logf("session %s: compressing the context failed: %v", s.id, err)
 		}
 		resp, sent, err := s.request(ctx, model, system, decls)
-		if err != nil && isContextExceeded(err) && ctx.Err() == nil {
-			// The model counted more than we did: compress and retry
-			// once.
-			if _, ok, cerr := s.fitContext(ctx, model, system, decls, true); ok {
-				resp, sent, err = s.request(ctx, model, system, decls)
-			} else if cerr != nil {
+		for retry := 0; retry < 3 && err != nil && isContextExceeded(err) && ctx.Err() == nil; retry++ {
+			// The model counted more than we did: compress and retry,
+			// for as long as compressing frees room.
+			_, ok, cerr := s.fitContext(ctx, model, system, decls, true)
+			if cerr != nil {
 				s.mgr.logf("session %s: compressing the context failed: %v", s.id, cerr)
 			}
+			if !ok {
+				break
+			}
+			resp, sent, err = s.request(ctx, model, system, decls)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
