@@ -144,6 +144,8 @@ func sessionError(err error) error {
 		return Error(CodeNoModel, "%s", nm.Error())
 	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode):
 		return Error(CodeInvalidParams, "%s", err.Error())
+	case errors.Is(err, session.ErrSessionInUse):
+		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
 	case errors.Is(err, session.ErrMaxSessionTurns):

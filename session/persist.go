@@ -179,8 +179,15 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	if err != nil {
 		return LoadResult{}, err
 	}
+	// Take the file first: a session another process has open is not
+	// read, since it is still changing.
+	l, err := m.opts.Store.reopen(path)
+	if err != nil {
+		return LoadResult{}, err
+	}
 	ld, err := m.opts.Store.load(path)
 	if err != nil {
+		l.close()
 		return LoadResult{}, err
 	}
 	ld.history, ld.tokens = closeDanglingCalls(ld.history, ld.tokens)
@@ -201,12 +208,7 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 		s.plan = ld.todos
 	}
 	s.system = m.buildSystemPrompt(cwd)
-	l, err := m.opts.Store.reopen(path)
-	if err != nil {
-		m.logf("session %s: %v; new events stay in memory", id, err)
-	} else {
-		s.log = l
-	}
+	s.log = l
 	m.mu.Lock()
 	if prev, ok := m.sessions[id]; ok {
 		// Loaded twice at once: keep the first.

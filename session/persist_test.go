@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,5 +235,22 @@ func TestLoadRestoresModeAndPlan(t *testing.T) {
 	if len(plan) != 1 || plan[0].Content != "Write it" {
 		b, _ := json.Marshal(st.host.all())
 		t.Fatalf("replayed plan %+v; updates %s", plan, b)
+	}
+}
+
+// A session open in one process cannot be loaded by another: its history
+// would fork inside one file. Once the first lets go, it loads.
+func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
+	st := newStored(t, modeltest.Response{Text: "ok"})
+	m1 := st.manager(t, nil)
+	s := newSess(t, m1, "")
+	prompt(t, s, "task")
+	m2 := st.manager(t, nil)
+	if _, err := m2.Load(s.ID()); !errors.Is(err, session.ErrSessionInUse) {
+		t.Fatalf("load of a session open elsewhere: %v", err)
+	}
+	m1.Close()
+	if _, err := m2.Load(s.ID()); err != nil {
+		t.Fatalf("load after the other process let go: %v", err)
 	}
 }

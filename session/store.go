@@ -24,10 +24,14 @@ import (
 // a cut line is skipped (and reported) on load.
 //
 // Two processes may write into one folder (two editor windows on one
-// root): each session is its own file, appends use O_APPEND so whole
-// lines never interleave, and a process that has a session open holds a
-// shared flock on it, so pruning (which needs an exclusive one) never
-// removes a file in use.
+// root): each session is its own file, appended with O_APPEND so whole
+// lines never interleave, and the process that has a session open holds
+// an exclusive flock on it: another process can neither continue the
+// session (its history would fork inside one file) nor prune it.
+
+// ErrSessionInUse: another process has the session open (-32803,
+// reason session_in_use).
+var ErrSessionInUse = errors.New("the session is open in another qwen-ls process (another editor window): continue it there, or close that window and load it again")
 
 // storeVersion is the format version in a session file's header.
 const storeVersion = 1
@@ -153,6 +157,8 @@ type sessionLog struct {
 	mu  sync.Mutex
 	f   *os.File
 	err error // the first write error, reported once
+	// needNewline: the file ends in a cut line.
+	needNewline bool
 }
 
 // create makes a new session file with its header; the caller holds the
@@ -167,7 +173,7 @@ func (st *Store) create(root string, hdr event) (*sessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the session file: %w", err)
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	l := &sessionLog{st: st, path: path, f: f}
 	hdr.Type, hdr.Version = "session", storeVersion
 	if err := l.write(hdr); err != nil {
@@ -178,22 +184,30 @@ func (st *Store) create(root string, hdr event) (*sessionLog, error) {
 	return l, nil
 }
 
-// reopen opens an existing session file for appending. A file whose last
-// line was cut gets a newline first, so the next event starts a line of
-// its own (the cut line stays, and is skipped on load).
+// reopen opens an existing session file for appending, and locks it. A
+// file whose last line was cut gets a newline before the next event, so
+// that event starts a line of its own (the cut line stays, and is skipped
+// on load).
 func (st *Store) reopen(path string) (*sessionLog, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the session file for writing: %w", err)
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrSessionInUse
+		}
+		return nil, fmt.Errorf("lock the session file: %w", err)
+	}
+	l := &sessionLog{st: st, path: path, f: f}
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 		var last [1]byte
 		if _, err := f.ReadAt(last[:], fi.Size()-1); err == nil && last[0] != '\n' {
-			_, _ = f.Write([]byte{'\n'})
+			l.needNewline = true
 		}
 	}
-	return &sessionLog{st: st, path: path, f: f}, nil
+	return l, nil
 }
 
 // write appends one event as one line with a single write call.
@@ -211,6 +225,10 @@ func (l *sessionLog) write(ev event) error {
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return errors.New("the session file is closed")
+	}
+	if l.needNewline {
+		b = append([]byte{'\n'}, b...)
+		l.needNewline = false
 	}
 	if _, err := l.f.Write(b); err != nil {
 		err = fmt.Errorf("append to %s: %w", l.path, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,8 +177,10 @@ func TestTwoServersShareASessionFolder(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	want := map[string]bool{}
+	var servers []*rpctest.Editor
 	for srv := 0; srv < 2; srv++ {
 		e, _ := startSessionServer(t, m, root, home)
+		servers = append(servers, e)
 		for j := 0; j < perServer; j++ {
 			sid := newSessionID(t, e, "default")
 			mu.Lock()
@@ -197,6 +200,20 @@ func TestTwoServersShareASessionFolder(t *testing.T) {
 	}
 	wg.Wait()
 	e3, _ := startSessionServer(t, m, root, home)
+	// A session still open in its server cannot be continued in another.
+	for sid := range want {
+		_, err := e3.Call("qwen/loadSession", map[string]any{"sessionId": sid})
+		var re *rpctest.RPCError
+		if !errors.As(err, &re) || re.Code != -32803 || !strings.Contains(string(re.Data), "session_in_use") {
+			t.Fatalf("loading a session open in another server: %v", err)
+		}
+		break
+	}
+	for _, e := range servers {
+		if code := e.Shutdown(); code != 0 {
+			t.Fatalf("a server exited with %d", code)
+		}
+	}
 	res, err := e3.Call("qwen/listSessions", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
