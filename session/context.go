@@ -147,7 +147,9 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	if !force && before <= threshold {
 		return compaction{}, false, nil
 	}
-	target := threshold
+	// Aim well below the threshold, so that the next few requests do not
+	// compress again.
+	target := threshold * 7 / 10
 	if force && before < window {
 		// The model refused a request we counted as fitting: its real
 		// window is smaller than ours. Size everything by what it

@@ -95,6 +95,7 @@ func TestLongConversationCompresses(t *testing.T) {
 	if len(compressed) == 0 {
 		t.Fatal("no context_compressed update in a conversation well past the threshold")
 	}
+	t.Logf("%d compressions in %d requests", len(compressed), len(cm.all()))
 	for _, u := range compressed {
 		if *u.TokensAfter >= *u.TokensBefore {
 			t.Fatalf("compression from %d to %d tokens", *u.TokensBefore, *u.TokensAfter)
