@@ -24,18 +24,25 @@ import (
 // qwen/revertTurn can put a turn's files back. Edit-kind tools name their
 // target; a shell command that is not read-only may touch anything, so the
 // tracked (indexed, not ignored) files of the roots are snapshotted before
-// and after it. Contents go to a content-addressed store next to the
-// session file (<id>.checkpoints/objects/<sha256>): a file already stored
-// costs nothing, and a warm snapshot only stats files whose size, times
-// and inode are unchanged since they were hashed.
+// and after it. Contents go to a content-addressed store shared by the
+// sessions of a root (<root folder>/checkpoints/objects/<sha256>, next to
+// its sessions folder): a file already stored costs nothing, and a warm
+// snapshot only stats files whose size, times and inode are unchanged
+// since they were hashed. Pruning sessions collects the contents that no
+// remaining session names.
 
 // racyMargin: a file whose times are this close to when it was hashed is
 // hashed again, since file times come from a coarse clock and a change
 // made just after hashing could keep them.
 const racyMargin = int64(100 * time.Millisecond)
 
-// maxSnapshotFile is the largest file a shell snapshot keeps.
-const maxSnapshotFile = 16 << 20
+// maxSnapshotFile is the largest file a shell snapshot keeps;
+// maxSnapshotFiles and maxSnapshotBytes bound a whole snapshot.
+const (
+	maxSnapshotFile  = 16 << 20
+	maxSnapshotFiles = 200_000
+	maxSnapshotBytes = 2 << 30
+)
 
 // fileChange is one file a call changed: content hashes before and after
 // ("" when the file did not exist) and the file's permission bits before.
@@ -86,6 +93,10 @@ func (o *objectStore) put(data []byte) (string, error) {
 	}
 	p := o.path(h)
 	if _, err := os.Lstat(p); err == nil {
+		// Reused: mark it recent, so that a collection running in
+		// another process meanwhile keeps it.
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
 		return h, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -170,12 +181,18 @@ func trackedFiles(ctx context.Context, ws *workspace.Workspace) ([]string, error
 		return nil, fmt.Errorf("the file index is not available for a snapshot: %w", err)
 	}
 	var out []string
+	var total int64
 	ws.Index.Walk(func(e workspace.FileEntry) bool {
 		if !e.Git && !e.Qwen && e.Size <= maxSnapshotFile {
 			out = append(out, e.Path)
+			total += e.Size
 		}
 		return true
 	})
+	if len(out) > maxSnapshotFiles || total > maxSnapshotBytes {
+		return nil, fmt.Errorf("the workspace has %d tracked files (%d MB), more than a snapshot takes (%d files, %d MB); add the large parts to .qwenignore to make commands undoable",
+			len(out), total>>20, maxSnapshotFiles, maxSnapshotBytes>>20)
+	}
 	return out, nil
 }
 

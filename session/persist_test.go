@@ -154,8 +154,9 @@ func TestListOrdersByRecency(t *testing.T) {
 	}
 }
 
-// Retention removes sessions beyond the count with their checkpoints, but
-// never a session another process has open.
+// Retention removes sessions beyond the count, but never a session another
+// process has open; then the stored contents no remaining session names
+// are collected, unless they are recent.
 func TestPruneKeepsOpenSessions(t *testing.T) {
 	var script []modeltest.Response
 	for i := 0; i < 5; i++ {
@@ -169,34 +170,53 @@ func TestPruneKeepsOpenSessions(t *testing.T) {
 		s := newSess(t, m1, "")
 		prompt(t, s, "task")
 		files = append(files, s.SessionFile())
-		os.MkdirAll(strings.TrimSuffix(s.SessionFile(), ".jsonl")+".checkpoints/objects", 0o700)
 		time.Sleep(20 * time.Millisecond)
 	}
 	// A second process prunes while the first still has its sessions open.
 	m2 := st.manager(t, nil)
-	prompt(t, newSess(t, m2, ""), "task")
+	kept := newSess(t, m2, "")
+	prompt(t, kept, "task")
+	keptFile := kept.SessionFile()
 	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("a session open in another process was pruned: %v", err)
 		}
 	}
 	m1.Close()
-	m3 := st.manager(t, nil)
-	s3 := newSess(t, m3, "")
-	if _, err := s3.Prompt(context.Background(), []session.ContentBlock{{Type: "text", Text: "task"}}); err != nil {
-		t.Fatal(err)
+	m2.Close()
+
+	// Three stored contents: one the kept session names, one nobody
+	// names, and one nobody names that was stored a moment ago.
+	objects := filepath.Join(filepath.Dir(filepath.Dir(keptFile)), "checkpoints", "objects")
+	named, orphan, fresh := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	old := time.Now().Add(-2 * time.Hour)
+	for _, h := range []string{named, orphan, fresh} {
+		p := filepath.Join(objects, h[:2], h[2:])
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, []byte(h), 0o600)
+		if h != fresh {
+			os.Chtimes(p, old, old)
+		}
 	}
+	f, _ := os.OpenFile(keptFile, os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString(`{"type":"checkpoint","time":"2026-01-01T00:00:00Z","turn":1,"callId":"c","files":[{"path":"/x","before":"` + named + `"}]}` + "\n")
+	f.Close()
+
+	m3 := st.manager(t, nil)
+	prompt(t, newSess(t, m3, ""), "task")
 	for _, f := range files {
 		if _, err := os.Stat(f); err == nil {
 			t.Fatalf("%s was kept beyond general.sessionRetention.maxCount", f)
 		}
-		if _, err := os.Stat(strings.TrimSuffix(f, ".jsonl") + ".checkpoints"); err == nil {
-			t.Fatalf("the checkpoints of %s were kept", f)
-		}
 	}
-	left, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "*.jsonl"))
-	if len(left) != 2 {
-		t.Fatalf("left %v, want the open session of m2 and the new one", left)
+	if _, err := os.Stat(keptFile); err != nil {
+		t.Fatalf("the most recent session was pruned: %v", err)
+	}
+	for h, want := range map[string]bool{named: true, orphan: false, fresh: true} {
+		_, err := os.Stat(filepath.Join(objects, h[:2], h[2:]))
+		if (err == nil) != want {
+			t.Fatalf("content %s…: present %v, want %v", h[:4], err == nil, want)
+		}
 	}
 }
 

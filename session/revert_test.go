@@ -112,13 +112,14 @@ func TestRevertWithNothingToUndo(t *testing.T) {
 	st := newStored(t,
 		modeltest.Response{ToolCalls: []modeltest.ToolCall{call("ls", "run_shell_command", `{"command":"ls"}`)}},
 		modeltest.Response{Text: "Listed."})
+	writeFiles(t, st.root, map[string]string{"f.txt": "a tracked file a snapshot would store\n"})
 	m := st.manager(t, []tools.Tool{tools.NewShell(st.env)})
 	s := newSess(t, m, "yolo")
 	prompt(t, s, "list")
 	if _, err := s.RevertTurn(context.Background(), 0); !errors.Is(err, session.ErrNothingToRevert) {
 		t.Fatalf("undo after a read-only turn: %v", err)
 	}
-	if ents, _ := filepath.Glob(strings.TrimSuffix(s.SessionFile(), ".jsonl") + ".checkpoints/objects/*"); len(ents) != 0 {
+	if ents, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(s.SessionFile())), "checkpoints", "objects", "*")); len(ents) != 0 {
 		t.Fatalf("a read-only command stored %d snapshot objects", len(ents))
 	}
 }
