@@ -405,13 +405,18 @@ func (s *Session) endCheckpoint(ctx context.Context, callID string, cp *pendingC
 			files = append(files, fc)
 		}
 	} else {
-		paths, err := trackedFiles(ctx, s.mgr.opts.Env.Workspace)
+		ws := s.mgr.opts.Env.Workspace
+		paths, err := trackedFiles(ctx, ws)
 		if err != nil {
 			paths = nil
 		}
 		for p := range cp.snap {
 			paths = append(paths, p)
 		}
+		// The index learns of new files from the watcher, a moment
+		// after the command made them (and later still in a directory
+		// the command made): look for them too.
+		paths = append(paths, createdFiles(ws, cp.snap)...)
 		slices.Sort(paths)
 		paths = slices.Compact(paths)
 		post, err := owner.snapshotterOf().snapshot(paths)
@@ -452,4 +457,72 @@ func (s *Session) changedFiles() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// maxCreatedScan bounds the entries createdFiles looks at in directories
+// that held no tracked file before the command.
+const maxCreatedScan = 20000
+
+// createdFiles finds files that are in no snapshot: in the roots and in
+// every directory that held a tracked file, and below any directory among
+// them that held none (such as one the command created). Ignored and
+// default-excluded entries are skipped.
+func createdFiles(ws *workspace.Workspace, before map[string]snapEntry) []string {
+	known := map[string]bool{}
+	var dirs []string
+	addDir := func(d string) {
+		if !known[d] {
+			known[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, r := range ws.Roots.List() {
+		addDir(r)
+	}
+	for p := range before {
+		addDir(filepath.Dir(p))
+	}
+	var out []string
+	budget := maxCreatedScan
+	var scan func(dir string, deep bool)
+	scan = func(dir string, deep bool) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.Type().IsRegular():
+				if _, ok := before[p]; !ok {
+					if v := ws.Ignore.Check(p, false); !v.Git && !v.Qwen {
+						out = append(out, p)
+					}
+				}
+			case e.IsDir():
+				if known[p] || workspace.IsDefaultExcludedDir(e.Name()) {
+					continue
+				}
+				if v := ws.Ignore.Check(p, true); v.Git || v.Qwen {
+					continue
+				}
+				if budget <= 0 {
+					continue
+				}
+				budget--
+				known[p] = true
+				scan(p, true)
+			}
+			if deep {
+				budget--
+				if budget <= 0 {
+					return
+				}
+			}
+		}
+	}
+	for _, d := range dirs {
+		scan(d, false)
+	}
+	return out
 }

@@ -123,3 +123,31 @@ func TestRevertWithNothingToUndo(t *testing.T) {
 		t.Fatalf("a read-only command stored %d snapshot objects", len(ents))
 	}
 }
+
+// A file a shell command creates is removed by the undo; one in a
+// directory the command created too, with the directory left empty.
+func TestRevertRemovesFilesAShellCommandCreated(t *testing.T) {
+	st := newStored(t,
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{call("sh", "run_shell_command", `{"command":"echo hi > made.txt && mkdir -p out && echo x > out/deep.txt"}`)}},
+		modeltest.Response{Text: "Made."})
+	writeFiles(t, st.root, map[string]string{"keep.txt": "keep\n"})
+	m := st.manager(t, []tools.Tool{tools.NewShell(st.env)})
+	s := newSess(t, m, "yolo")
+	prompt(t, s, "make files")
+	res, err := s.RevertTurn(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(st.root, "made.txt"), filepath.Join(st.root, "out", "deep.txt")}
+	if !slices.Equal(res.Removed, want) {
+		t.Fatalf("removed %v, want %v", res.Removed, want)
+	}
+	for _, p := range want {
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s is still there", p)
+		}
+	}
+	if readOr(filepath.Join(st.root, "keep.txt"), "") != "keep\n" {
+		t.Fatal("an unrelated file changed")
+	}
+}

@@ -100,6 +100,21 @@ func BenchmarkSnapshotGOROOT(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// What the snapshot after a command adds: looking for files the
+	// index does not have yet.
+	pre := map[string]snapEntry{}
+	paths, _ := trackedFiles(ctx, ws)
+	for _, p := range paths {
+		pre[p] = snapEntry{}
+	}
+	start = time.Now()
+	const scans = 5
+	for i := 0; i < scans; i++ {
+		if n := len(createdFiles(ws, pre)); n > 50 {
+			b.Fatalf("%d files found outside the index", n)
+		}
+	}
+	b.ReportMetric(float64(time.Since(start).Milliseconds())/scans, "created-scan-ms")
 	b.ReportMetric(float64(stats.Files), "files")
 	b.ReportMetric(float64(cold.Milliseconds()), "cold-ms")
 	b.ReportMetric(float64(coldShared.Milliseconds()), "cold-shared-ms")
