@@ -1,8 +1,8 @@
 package session
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -182,6 +182,12 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	// Take the file first: a session another process has open is not
 	// read, since it is still changing.
 	l, err := m.opts.Store.reopen(path)
+	if errors.Is(err, ErrSessionInUse) {
+		// Perhaps this process loaded it meanwhile.
+		if s, serr := m.Session(id); serr == nil {
+			return LoadResult{Session: s}, nil
+		}
+	}
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -260,9 +266,6 @@ func (s *Session) SessionFile() string {
 	}
 	return s.log.path
 }
-
-// fileMode is the permission of files qwen-ls keeps for itself.
-const fileMode os.FileMode = 0o600
 
 // Cwd is the session's working directory.
 func (s *Session) Cwd() string { return s.cwd }
