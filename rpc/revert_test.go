@@ -82,3 +82,36 @@ func readFile(p string) string {
 	}
 	return string(b)
 }
+
+// Secrets from the settings never reach a session file, even when a tool
+// reads them out of a file: the key of a web search provider and an MCP
+// server's token are written as [redacted].
+func TestSessionFilesHoldNoConfiguredSecrets(t *testing.T) {
+	const searchKey, mcpToken = "tvly-secret-0123456789", "mcp-token-abcdefghij"
+	a := startAgentWith(t, "yolo", rpc.Options{}, func(p *rpctest.InitParams) {
+		p.InitializationOptions.(map[string]any)["settings"] = map[string]any{
+			"webSearch":  map[string]any{"provider": []any{map[string]any{"type": "tavily", "apiKey": searchKey, "endpoint": "http://127.0.0.1:9"}}},
+			"mcpServers": map[string]any{"off": map[string]any{"command": "/nonexistent/server", "env": map[string]any{"SERVICE_AUTH": mcpToken}}},
+		}
+	})
+	p := filepath.Join(a.root, "notes.txt")
+	os.WriteFile(p, []byte("search key "+searchKey+"\nmcp "+mcpToken+"\n"), 0o644)
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "r", Name: "read_file", Arguments: jsonArgs("absolute_path", p)}}},
+		modeltest.Response{Text: "The file holds " + searchKey},
+	)
+	if _, err := a.prompt("what is in notes.txt?"); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(a.e.Home, "projects", "*", "sessions", a.sid+".jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("session files: %v", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	if strings.Contains(string(data), searchKey) || strings.Contains(string(data), mcpToken) {
+		t.Fatalf("a secret reached the session file:\n%s", data)
+	}
+	if !strings.Contains(string(data), "search key [redacted]") {
+		t.Fatalf("the tool result was not kept with the secret redacted:\n%s", data)
+	}
+}

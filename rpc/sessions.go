@@ -3,20 +3,63 @@ package rpc
 import (
 	"context"
 	"errors"
+	"regexp"
+	"sync"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Sessions that outlive the process: listing and loading stored sessions,
 // and undoing a turn's file changes (protocol.md §4).
 
 // sessionStore is where the server keeps sessions: under the qwen home,
-// with the configured API key kept out of every file.
+// with every configured secret kept out of every file.
 func (s *Server) sessionStore(home string) *session.Store {
-	return session.NewStore(home, func() []string {
-		return []string{s.ws.Settings.Model().APIKey}
+	var mu sync.Mutex
+	secrets := configuredSecrets(s.ws.Settings)
+	s.ws.Settings.OnChange(func() {
+		next := configuredSecrets(s.ws.Settings)
+		mu.Lock()
+		secrets = next
+		mu.Unlock()
 	})
+	return session.NewStore(home, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return secrets
+	})
+}
+
+// secretKey matches the names of settings that hold secrets.
+var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|token|secret|password|authorization)`)
+
+// configuredSecrets are the values a session file must never hold: the
+// model's key (from the settings or the environment), and every string in
+// the settings under a name that says secret, or in an MCP server's env
+// or headers.
+func configuredSecrets(st *workspace.Settings) []string {
+	out := []string{st.Model().APIKey}
+	var walk func(v any, secret bool)
+	walk = func(v any, secret bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				walk(x, secret || secretKey.MatchString(k) || k == "env" || k == "headers")
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, secret)
+			}
+		case string:
+			if secret && len(v) >= 8 {
+				out = append(out, v)
+			}
+		}
+	}
+	walk(st.Merged(), false)
+	return out
 }
 
 func (s *Server) listSessions(ctx context.Context, req *Request) (any, error) {
