@@ -21,7 +21,7 @@ func (s *Server) acpMethods() map[string]Method {
 		"initialize":       {Handle: s.acpInitialize},
 		"session/new":      {Handle: s.acpNewSession},
 		"session/load":     {Handle: s.acpLoadSession},
-		"session/list":     {Handle: s.listSessions},
+		"session/list":     {Handle: s.acpListSessions},
 		"session/prompt":   {Async: true, Handle: s.acpPrompt},
 		"session/cancel":   {Handle: s.cancelSession},
 		"session/set_mode": {Handle: s.acpSetMode},
@@ -93,21 +93,6 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 		return nil, sessionError(err)
 	}
 	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode)}, nil
-}
-
-func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := unmarshalParams(req, &p); err != nil {
-		return nil, err
-	}
-	sess, err := s.sessions.Session(p.SessionID)
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	sess.Replay()
-	return nil, nil
 }
 
 func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {

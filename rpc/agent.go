@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/qwen-ls/qwen-ls/registry"
 	"github.com/qwen-ls/qwen-ls/session"
@@ -26,6 +25,7 @@ func (s *Server) agentMethods() map[string]Method {
 		"qwen/resolveReview":   {Handle: s.resolveReview},
 		"qwen/listSessions":    {Handle: s.listSessions},
 		"qwen/loadSession":     {Handle: s.loadSession},
+		"qwen/revertTurn":      {Async: true, Handle: s.revertTurn},
 	}
 }
 
@@ -62,6 +62,8 @@ func (s *Server) setupAgent() {
 		// The first model request of a session waits until every
 		// configured tool source has had its first try (tools.md §4.1).
 		Ready: s.sources.WaitFirstAttempt,
+		Store: s.sessionStore(home),
+		Log:   s.log.Warnf,
 	})
 }
 
@@ -142,6 +144,8 @@ func sessionError(err error) error {
 		return Error(CodeNoModel, "%s", nm.Error())
 	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode):
 		return Error(CodeInvalidParams, "%s", err.Error())
+	case errors.Is(err, session.ErrSessionInUse):
+		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
 	case errors.Is(err, session.ErrMaxSessionTurns):
@@ -320,30 +324,4 @@ func (s *Server) sourceProgress(p registry.Progress) {
 			s.srcProgress = nil
 		}
 	}
-}
-
-func (s *Server) listSessions(ctx context.Context, req *Request) (any, error) {
-	out := []map[string]any{}
-	for _, ls := range s.sessions.List() {
-		out = append(out, map[string]any{"sessionId": ls.ID, "cwd": ls.Cwd, "title": ls.Title, "updatedAt": ls.UpdatedAt.UTC().Format(time.RFC3339)})
-	}
-	return map[string]any{"sessions": out}, nil
-}
-
-// loadSession replays a session of this connection to the editor. Sessions
-// live as long as the connection; a session from an earlier process is
-// unknown (-32602).
-func (s *Server) loadSession(ctx context.Context, req *Request) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := unmarshalParams(req, &p); err != nil {
-		return nil, err
-	}
-	sess, err := s.sessions.Session(p.SessionID)
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	sess.Replay()
-	return map[string]any{}, nil
 }

@@ -58,6 +58,7 @@ func (h *host) Update(sessionID string, u session.Update) {
 	method := "qwen/sessionUpdate"
 	if h.s.opts.ACP {
 		method = "session/update"
+		u = acpUpdate(u)
 	}
 	_ = h.s.conn.Notify(context.Background(), method, map[string]any{"sessionId": sessionID, "update": u})
 }

@@ -233,6 +233,8 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	}
 	// MCP servers and discovery processes are stopped with the connection.
 	s.sources.Close()
+	// Session files are released for the next server.
+	s.sessions.Close()
 	_ = s.conn.Close()
 	if s.ownsWS {
 		_ = s.ws.Close()

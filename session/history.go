@@ -1,7 +1,7 @@
 package session
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,8 +20,9 @@ type ListedSession struct {
 // titleLen bounds a session's title: the start of its first prompt.
 const titleLen = 80
 
-// List returns the connection's sessions, most recently updated first.
-// Subagent sub-sessions are not listed.
+// List returns the sessions of this process and those stored on disk for
+// the workspace roots, most recently updated first. Subagent sub-sessions
+// are not listed.
 func (m *Manager) List() []ListedSession {
 	m.mu.Lock()
 	ss := make([]*Session, 0, len(m.sessions))
@@ -30,22 +31,22 @@ func (m *Manager) List() []ListedSession {
 	}
 	m.mu.Unlock()
 	out := make([]ListedSession, 0, len(ss))
+	live := map[string]bool{}
 	for _, s := range ss {
 		s.mu.Lock()
-		ls := ListedSession{ID: s.id, Cwd: s.cwd, UpdatedAt: s.updated, Title: "(no prompt yet)"}
-		for _, msg := range s.history {
-			if msg.Role == "user" && msg.Text != "" {
-				ls.Title = title(msg.Text)
-				break
-			}
-		}
+		ls := ListedSession{ID: s.id, Cwd: s.cwd, UpdatedAt: s.updated, Title: s.title}
 		s.mu.Unlock()
+		if ls.Title == "" {
+			ls.Title = "(no prompt yet)"
+		}
 		if ls.UpdatedAt.IsZero() {
 			ls.UpdatedAt = s.created
 		}
+		live[s.id] = true
 		out = append(out, ls)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	out = append(out, m.storedList(live)...)
+	sortListed(out)
 	return out
 }
 
@@ -64,7 +65,10 @@ func title(text string) string {
 // agent's text, each tool call with its result, and the todo list.
 func (s *Session) Replay() {
 	host := s.host()
-	history := s.History()
+	s.mu.Lock()
+	history := slices.Clone(s.transcript)
+	plan := slices.Clone(s.plan)
+	s.mu.Unlock()
 	calls := map[string]ToolCall{}
 	for _, msg := range history {
 		switch msg.Role {
@@ -87,14 +91,16 @@ func (s *Session) Replay() {
 			}
 		case "tool":
 			status := StatusCompleted
-			if strings.HasPrefix(msg.Text, "[Cancelled]") {
+			if strings.HasPrefix(msg.Text, "[Cancelled]") || strings.HasPrefix(msg.Text, "[Interrupted]") {
 				status = StatusFailed
 			}
 			host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: msg.ToolCallID, Status: status,
 				Content: []ToolContent{{Type: "content", Content: textBlock(msg.Text)}}})
 		}
 	}
-	if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
+	if plan != nil {
+		host.Update(s.id, Update{Kind: UpdatePlan, Entries: plan})
+	} else if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
 		entries := make([]PlanEntry, 0, len(todos))
 		for _, td := range todos {
 			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})

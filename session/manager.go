@@ -86,6 +86,11 @@ type Options struct {
 	// Ready, when set, is waited for before a session's first model
 	// request: tool discovery must have had its first try.
 	Ready func(ctx context.Context) error
+	// Store keeps sessions on disk; nil keeps them in memory only.
+	Store *Store
+	// Log reports problems that fail no request (a session file that
+	// cannot be written); nil drops them.
+	Log func(format string, args ...any)
 }
 
 // Manager owns the sessions of one connection.
@@ -95,6 +100,8 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	focus    *Focus
+	// pruned holds the session folders already pruned by this process.
+	pruned map[string]bool
 }
 
 // Focus is the editor's active file and selection (qwen/didFocus).
@@ -113,7 +120,7 @@ func NewManager(opts Options) *Manager {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Manager{opts: opts, sessions: map[string]*Session{}}
+	return &Manager{opts: opts, sessions: map[string]*Session{}, pruned: map[string]bool{}}
 }
 
 // SessionInfo describes a session.
@@ -246,6 +253,27 @@ type Session struct {
 	// hostOverride and toolFilter are set for subagent sub-sessions.
 	hostOverride Host
 	toolFilter   func(name string) bool
+
+	// persisted state (persist.go): the open session file, or nil before
+	// the first prompt and for sessions kept in memory only.
+	log *sessionLog
+	// tokens[i] counts history[i]; calib is the model's last count.
+	tokens []int
+	calib  calibration
+	// transcript is every message ever added, compressed or not, for
+	// replay; title is the first prompt's first line.
+	transcript []Message
+	title      string
+	// plan is the last todo list shown.
+	plan []PlanEntry
+	// checkpoints are what each change-making call may have touched;
+	// reverted holds the turns undone; notes go to the model with the
+	// next prompt.
+	checkpoints []checkpointRecord
+	reverted    map[int]bool
+	notes       []string
+	// snaps are the shell snapshots' content store and stat cache.
+	snaps *snapshotter
 }
 
 // ID returns the session id.
@@ -266,6 +294,7 @@ func (s *Session) SetMode(mode string) error {
 	s.mu.Lock()
 	s.mode = mode
 	s.mu.Unlock()
+	s.record(event{Type: "mode", Mode: mode})
 	s.host().Update(s.id, Update{Kind: UpdateMode, CurrentModeID: mode})
 	return nil
 }

@@ -366,6 +366,8 @@ func (s *Session) execute(ctx context.Context, r *callRun) {
 	host := s.host()
 	r.call.Mode = s.Mode()
 	host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: StatusInProgress})
+	cp := s.beginCheckpoint(ctx, r.tc.ID, r.tool, r.params)
+	defer s.endCheckpoint(context.WithoutCancel(ctx), r.tc.ID, cp)
 	res, err := tools.Guard(ctx, r.tool, r.call, r.params, func(o tools.Output) {
 		if ctx.Err() != nil {
 			return
@@ -503,6 +505,10 @@ func (s *Session) display(r *callRun) {
 			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
 		}
 		s.host().Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
+		s.mu.Lock()
+		s.plan = entries
+		s.mu.Unlock()
+		s.record(event{Type: "todos", Todos: entries})
 	}
 	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status}
 	if content != nil {

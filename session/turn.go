@@ -43,7 +43,9 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 	ctx, cancel := context.WithCancel(ctx)
 	s.busy, s.cancel = true, cancel
 	s.turns++
+	turn := s.turns
 	s.mu.Unlock()
+	s.beginTurn(turn, titleText(blocks))
 	defer func() {
 		cancel()
 		s.mu.Lock()
@@ -69,29 +71,36 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	}
 	system := s.systemPrompt()
 	maxRequests := st.Int("model.maxTurnRequests", 100)
-	window := st.Int("model.contextWindow", 131072)
+	window, _ := s.contextLimits()
 	for n := 0; ; n++ {
 		if maxRequests > 0 && n >= maxRequests {
 			res.StopReason = StopMaxTurnRequests
 			return res, nil
 		}
 		toolset := s.toolset()
-		msgs := append([]Message{{Role: "system", Text: system}}, s.History()...)
-		resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: toolset.Declarations()}, StreamEvents{
-			OnText: func(t string) {
-				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
-			},
-			OnReasoning: func(t string) {
-				host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(t)})
-			},
-			OnCut: func() {
-				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(connectionLost)})
-			},
-			OnRetry: func(attempt int, wait time.Duration, err error) {
-				host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(
-					fmt.Sprintf("[The model request failed (%v); retry %d in %.1f s.]\n", err, attempt, wait.Seconds()))})
-			},
-		})
+		decls := toolset.Declarations()
+		if _, _, err := s.fitContext(ctx, model, system, decls, false); err != nil {
+			if ctx.Err() != nil {
+				res.StopReason = StopCancelled
+				return res, nil
+			}
+			// The request may still fit: a failed summary is not the
+			// turn's failure.
+			s.mgr.logf("session %s: compressing the context failed: %v", s.id, err)
+		}
+		resp, sent, err := s.request(ctx, model, system, decls)
+		for retry := 0; retry < 3 && err != nil && isContextExceeded(err) && ctx.Err() == nil; retry++ {
+			// The model counted more than we did: compress and retry,
+			// for as long as compressing frees room.
+			_, ok, cerr := s.fitContext(ctx, model, system, decls, true)
+			if cerr != nil {
+				s.mgr.logf("session %s: compressing the context failed: %v", s.id, cerr)
+			}
+			if !ok {
+				break
+			}
+			resp, sent, err = s.request(ctx, model, system, decls)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				res.StopReason = StopCancelled
@@ -101,9 +110,13 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		}
 		res.Usage = res.Usage.Add(resp.Usage)
 		used := resp.Usage.InputTokens + resp.Usage.OutputTokens
+		if used == 0 {
+			used = s.requestTokens(system, decls)
+		}
 		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
+		s.calibrate(sent, resp.Usage.InputTokens)
 		calls := s.fixCallIDs(resp.ToolCalls)
-		s.append(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls})
+		s.appendCounted(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls}, resp.Usage.OutputTokens)
 		res.LastText = resp.Text
 		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
 			if resp.Refusal != "" && resp.Text == "" {
@@ -135,12 +148,71 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	}
 }
 
-func (s *Session) append(m Message) {
+// request sends the history to the model, streaming the answer to the
+// editor. sent is how many history messages the request held.
+func (s *Session) request(ctx context.Context, model Model, system string, decls []ToolDecl) (*ModelResponse, int, error) {
+	host := s.host()
+	history := s.History()
+	msgs := append([]Message{{Role: "system", Text: system}}, history...)
+	resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls}, StreamEvents{
+		OnText: func(t string) {
+			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
+		},
+		OnReasoning: func(t string) {
+			host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(t)})
+		},
+		OnCut: func() {
+			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(connectionLost)})
+		},
+		OnRetry: func(attempt int, wait time.Duration, err error) {
+			host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(
+				fmt.Sprintf("[The model request failed (%v); retry %d in %.1f s.]\n", err, attempt, wait.Seconds()))})
+		},
+	})
+	return resp, len(history), err
+}
+
+// calibrate takes the model's count of a request's prompt tokens.
+func (s *Session) calibrate(sent, input int) {
+	if input <= 0 {
+		return
+	}
+	s.mu.Lock()
+	if sent > len(s.history) {
+		s.mu.Unlock()
+		return
+	}
+	s.calib = calibration{input: input, count: sent}
+	s.mu.Unlock()
+	s.record(event{Type: "usage", Input: input, Count: sent})
+}
+
+func (s *Session) append(m Message) { s.appendCounted(m, 0) }
+
+// appendCounted adds a message to the history and the session file;
+// tokens is the model's count for it, or 0 for an estimate.
+func (s *Session) appendCounted(m Message, tokens int) {
+	if tokens <= 0 {
+		tokens = estimateMessage(m)
+	}
 	now := s.mgr.opts.Now()
 	s.mu.Lock()
 	s.history = append(s.history, m)
+	s.tokens = append(s.tokens, tokens)
+	s.transcript = append(s.transcript, m)
 	s.updated = now
 	s.mu.Unlock()
+	s.record(event{Type: "message", Message: storeMessage(m), Tokens: tokens, Time: now.UTC()})
+}
+
+// titleText is the text of a prompt's text blocks, for the title.
+func titleText(blocks []ContentBlock) string {
+	for _, b := range blocks {
+		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+			return b.Text
+		}
+	}
+	return ""
 }
 
 // fixCallIDs replaces empty or duplicate call ids with call_<n>, unique in
@@ -196,6 +268,9 @@ func (s *Session) renderPrompt(blocks []ContentBlock) string {
 			}
 		}
 		b.WriteString("\n</system-reminder>")
+	}
+	for _, n := range s.takeNotes() {
+		fmt.Fprintf(&b, "\n\n<system-reminder>\n%s\n</system-reminder>", n)
 	}
 	return b.String()
 }

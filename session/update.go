@@ -24,6 +24,13 @@ type Update struct {
 	Size *int `json:"size,omitempty"`
 	// CurrentModeID is a mode update's mode.
 	CurrentModeID string `json:"currentModeId,omitempty"`
+	// TokensBefore and TokensAfter are a context_compressed update's
+	// request sizes; Summarised counts the messages replaced by the
+	// summary and TruncatedOutputs the old tool outputs shortened.
+	TokensBefore     *int `json:"tokensBefore,omitempty"`
+	TokensAfter      *int `json:"tokensAfter,omitempty"`
+	Summarised       int  `json:"summarizedMessages,omitempty"`
+	TruncatedOutputs int  `json:"truncatedToolOutputs,omitempty"`
 }
 
 // Update kinds.
@@ -35,6 +42,9 @@ const (
 	UpdatePlan         = "plan"
 	UpdateUsage        = "usage_update"
 	UpdateMode         = "current_mode_update"
+	// UpdateCompressed says the history was compressed to fit the
+	// model's context (docs/protocol.md).
+	UpdateCompressed = "context_compressed"
 )
 
 // Tool call statuses on the wire.

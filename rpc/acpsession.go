@@ -1,0 +1,71 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/qwen-ls/qwen-ls/session"
+)
+
+// ACP's session/load and session/list over the stored sessions
+// (protocol.md §9). initialize advertises loadSession.
+
+// acpLoadSession makes the session's cwd a root, reads the session back
+// (from this process or its file), and replays it as session/update
+// notifications before answering.
+func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+		Cwd       string `json:"cwd"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	if p.Cwd != "" {
+		if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
+			return nil, err
+		}
+	}
+	lr, err := s.sessions.Load(p.SessionID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	if p.Cwd == "" && len(s.ws.Roots.List()) == 0 {
+		// Without a cwd the session's own folder becomes the root.
+		if err := s.acpRoot(lr.Session.Cwd()); err != nil {
+			return nil, err
+		}
+	}
+	lr.Session.Replay()
+	return map[string]any{"modes": acpModes(lr.Session.Mode())}, nil
+}
+
+// acpListSessions is session/list: the stored sessions of the roots, or
+// of the cwd given.
+func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Cwd string `json:"cwd"`
+	}
+	if len(req.Params) > 0 && string(req.Params) != "null" {
+		if err := unmarshalParams(req, &p); err != nil {
+			return nil, err
+		}
+	}
+	if p.Cwd != "" {
+		if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
+			return nil, err
+		}
+	}
+	return s.listSessions(ctx, req)
+}
+
+// acpUpdate turns updates that ACP has no kind for into ones it has: a
+// context compression is reported as a thought.
+func acpUpdate(u session.Update) session.Update {
+	if u.Kind != session.UpdateCompressed || u.TokensBefore == nil || u.TokensAfter == nil {
+		return u
+	}
+	text := fmt.Sprintf("[The conversation was compressed to fit the model's context: about %d tokens before, %d after.]\n", *u.TokensBefore, *u.TokensAfter)
+	return session.Update{Kind: session.UpdateAgentThought, Content: &session.ContentBlock{Type: "text", Text: text}}
+}

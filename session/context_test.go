@@ -1,0 +1,205 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/qwen-ls/qwen-ls/session"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/tools"
+)
+
+// countingModel answers every request as a model with a window of limit
+// tokens would, counting a token per four bytes of the request body: a
+// request over the limit fails with a context-length error; a summary
+// request gets a summary; a user prompt gets a call to big_read, and its
+// result the reply "done".
+type countingModel struct {
+	limit int
+
+	mu       sync.Mutex
+	requests []countedRequest
+}
+
+type countedRequest struct {
+	tokens   int
+	summary  bool
+	refused  bool
+	messages []modeltest.Message
+}
+
+const summaryMarker = "You compress a coding agent's conversation"
+
+func (c *countingModel) answer(req modeltest.Request) (modeltest.Response, bool) {
+	tokens := len(req.Body) / 4
+	summary := len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Text(), summaryMarker)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := countedRequest{tokens: tokens, summary: summary, messages: req.Messages}
+	if tokens > c.limit {
+		r.refused = true
+		c.requests = append(c.requests, r)
+		return modeltest.Response{Status: 400, Body: fmt.Sprintf(`{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","code":"context_length_exceeded"}}`, c.limit, tokens)}, true
+	}
+	c.requests = append(c.requests, r)
+	usage := &modeltest.Usage{Prompt: tokens, Completion: 10}
+	if summary {
+		return modeltest.Response{Text: "The user is stepping through numbered steps; each step read a big file.", Usage: usage}, true
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == "tool" {
+		return modeltest.Response{Text: "done", Usage: usage}, true
+	}
+	return modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "", Name: "big_read", Arguments: `{}`}}, Usage: usage}, true
+}
+
+func (c *countingModel) all() []countedRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]countedRequest(nil), c.requests...)
+}
+
+// bigRead is a read-only tool with a 4000-character output.
+func bigRead() tools.Tool {
+	return readOnly("big_read", func(context.Context) (tools.Result, error) {
+		return tools.TextResult(strings.Repeat("line of output\n", 266), tools.Markdown("read")), nil
+	})
+}
+
+// A long conversation passes the threshold: the session shortens old tool
+// outputs and summarises, keeps the recent turns verbatim, tells the
+// editor, and every request after that stays inside the window.
+func TestLongConversationCompresses(t *testing.T) {
+	st := newStored(t)
+	const window = 8000
+	st.ws.Settings.SetEditorLayer(map[string]any{"model": map[string]any{"contextWindow": float64(window)}})
+	cm := &countingModel{limit: window}
+	st.model.SetSide(cm.answer)
+	m := st.manager(t, []tools.Tool{bigRead()})
+	s := newSess(t, m, "yolo")
+	const steps = 14
+	for i := 0; i < steps; i++ {
+		if res := prompt(t, s, fmt.Sprintf("step %d: read the big file", i)); res.StopReason != session.StopEndTurn {
+			t.Fatalf("step %d stopped with %s", i, res.StopReason)
+		}
+	}
+	var compressed []session.Update
+	for _, u := range st.host.all() {
+		if u.Kind == session.UpdateCompressed {
+			compressed = append(compressed, u)
+		}
+	}
+	if len(compressed) == 0 {
+		t.Fatal("no context_compressed update in a conversation well past the threshold")
+	}
+	t.Logf("%d compressions in %d requests", len(compressed), len(cm.all()))
+	for _, u := range compressed {
+		if *u.TokensAfter >= *u.TokensBefore {
+			t.Fatalf("compression from %d to %d tokens", *u.TokensBefore, *u.TokensAfter)
+		}
+	}
+	reqs := cm.all()
+	first := -1
+	summaries := 0
+	for i, r := range reqs {
+		if r.refused {
+			t.Fatalf("request %d (%d tokens) was over the window", i, r.tokens)
+		}
+		if r.summary {
+			summaries++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if summaries == 0 {
+		t.Fatal("the older turns were never summarised")
+	}
+	for _, r := range reqs[first:] {
+		if !r.summary && r.tokens >= window {
+			t.Fatalf("a request after compression has %d tokens, over the %d window", r.tokens, window)
+		}
+	}
+	last := reqs[len(reqs)-1].messages
+	var body strings.Builder
+	for _, msg := range last {
+		body.WriteString(msg.Text() + "\n")
+	}
+	text := body.String()
+	if !strings.Contains(text, "<conversation-summary>") || !strings.Contains(text, "each step read a big file") {
+		t.Fatalf("the last request lacks the summary:\n%s", text)
+	}
+	for _, want := range []string{fmt.Sprintf("step %d: read the big file", steps-1), fmt.Sprintf("step %d: read the big file", steps-2)} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the recent prompt %q is not verbatim in the last request", want)
+		}
+	}
+	if strings.Contains(text, "step 0: read the big file") {
+		t.Fatalf("the oldest prompt was kept verbatim after compression")
+	}
+	// The editor's replay still has the whole conversation.
+	st.host.mu.Lock()
+	st.host.updates = nil
+	st.host.mu.Unlock()
+	s.Replay()
+	n := 0
+	for _, u := range st.host.all() {
+		if u.Kind == "user_message_chunk" {
+			n++
+		}
+	}
+	if n != steps {
+		t.Fatalf("replay showed %d prompts, want all %d", n, steps)
+	}
+}
+
+// A model whose real window is smaller than model.contextWindow refuses a
+// request as too long: the session compresses and retries once, and the
+// turn succeeds.
+func TestContextLengthErrorCompressesAndRetries(t *testing.T) {
+	st := newStored(t)
+	// The setting claims a large window; the model allows 6000 tokens.
+	cm := &countingModel{limit: 6000}
+	st.model.SetSide(cm.answer)
+	m := st.manager(t, []tools.Tool{bigRead()})
+	s := newSess(t, m, "yolo")
+	for i := 0; i < 8; i++ {
+		if res := prompt(t, s, fmt.Sprintf("step %d: read the big file", i)); res.StopReason != session.StopEndTurn {
+			t.Fatalf("step %d stopped with %s", i, res.StopReason)
+		}
+	}
+	reqs := cm.all()
+	refusals := 0
+	for i, r := range reqs {
+		if !r.refused {
+			continue
+		}
+		refusals++
+		j := i + 1
+		for j < len(reqs) && reqs[j].summary {
+			j++
+		}
+		if j == len(reqs) || reqs[j].refused || reqs[j].tokens >= r.tokens {
+			var seq []string
+			for _, r := range reqs[i:] {
+				seq = append(seq, fmt.Sprintf("{tokens %d, summary %v, refused %v}", r.tokens, r.summary, r.refused))
+			}
+			t.Fatalf("after the refusal: %s", strings.Join(seq, " "))
+		}
+	}
+	if refusals == 0 {
+		t.Fatalf("the model never refused a request; the test did not reach its limit")
+	}
+	compressed := 0
+	for _, u := range st.host.all() {
+		if u.Kind == session.UpdateCompressed {
+			compressed++
+		}
+	}
+	if compressed < refusals {
+		t.Fatalf("%d refusals but %d context_compressed updates", refusals, compressed)
+	}
+}
