@@ -103,6 +103,10 @@ type Server struct {
 	// startOnce starts indexing and tool sources once roots are known
 	// (after initialized in LSP, at the first session in ACP).
 	startOnce sync.Once
+	// acpMu guards acpMCP, the MCP servers ACP clients named in
+	// session/new (the settings' editor layer in ACP mode).
+	acpMu  sync.Mutex
+	acpMCP map[string]any
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex

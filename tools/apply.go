@@ -309,6 +309,10 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		return Result{}, err
 	}
 
+	syncBeforeChange(ctx, call, abs)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	snap, err := e.Workspace.ReadText(abs)
 	switch {
 	case missing(err):
@@ -373,6 +377,27 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 // the disk, and records it in the ledger. It returns the text as written
 // (a CRLF file gets "\r\n" throughout). A Go error means the turn ends.
 func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *workspace.Snapshot, text string) (string, *ToolError, error) {
+	if cf := clientFiles(call); cf != nil {
+		out := text
+		if snap != nil && snap.Format.CRLF {
+			out = crlfText(text)
+		}
+		handled, err := cf.WriteFile(ctx, call.SessionID, abs, out)
+		if handled {
+			if err != nil {
+				if ctx.Err() != nil {
+					return "", nil, ctx.Err()
+				}
+				return "", Errorf(ErrorFileWriteFailure, "The editor did not write the change to %s: %s. The file was not modified.", abs, rootCause(err)), nil
+			}
+			before := int32(0)
+			if snap != nil {
+				before = snap.Version
+			}
+			e.recordBufferWrite(call.Ledger, abs, before, out)
+			return out, nil, nil
+		}
+	}
 	if snap != nil && snap.Source == workspace.FromBuffer {
 		if err := call.Host.ApplyToBuffer(ctx, abs, snap.Version, text); err != nil {
 			var refused *BufferEditError
