@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -29,6 +30,9 @@ import (
 // acpNotFound is ACP's "resource not found" error, a client's answer to
 // fs/read_text_file for a file that does not exist.
 const acpNotFound = -32002
+
+// terminalCreateWait bounds the wait for a terminal/create answer.
+const terminalCreateWait = 30 * time.Second
 
 // acpClientCaps are the client capabilities an ACP client advertised.
 type acpClientCaps struct {
@@ -158,7 +162,12 @@ func (h *host) StartTerminal(ctx context.Context, sessionID string, spec tools.T
 	var res struct {
 		TerminalID string `json:"terminalId"`
 	}
-	if err := h.call(ctx, "terminal/create", params, &res); err != nil {
+	// A terminal/create withdrawn by a cancel could still create a
+	// terminal nobody releases: the request is seen through, and a
+	// cancelled caller kills and releases what it made.
+	createCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminalCreateWait)
+	defer cancel()
+	if err := h.call(createCtx, "terminal/create", params, &res); err != nil {
 		return nil, true, err
 	}
 	if res.TerminalID == "" {
