@@ -26,9 +26,11 @@ type acpClient struct {
 	// responses by id, notifications and requests in arrival order
 	responses map[string]chan json.RawMessage
 	notes     []json.RawMessage
-	answer    func(method string, params json.RawMessage) any
-	nextID    int
-	done      chan int
+	// lines are every line the server wrote, as written.
+	lines  [][]byte
+	answer func(method string, params json.RawMessage) any
+	nextID int
+	done   chan int
 }
 
 func startACP(t *testing.T, modelURL string) *acpClient {
@@ -73,13 +75,20 @@ func (c *acpClient) read(r io.Reader) {
 			Error  json.RawMessage `json:"error"`
 		}
 		line := append([]byte(nil), sc.Bytes()...)
+		c.mu.Lock()
+		c.lines = append(c.lines, line)
+		c.mu.Unlock()
 		if json.Unmarshal(line, &m) != nil {
 			continue
 		}
 		switch {
 		case m.Method != "" && m.ID != nil:
 			res := c.answer(m.Method, m.Params)
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
+			answer := map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}
+			if e, ok := res.(acpError); ok {
+				answer = map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": e.code, "message": e.msg}}
+			}
+			b, _ := json.Marshal(answer)
 			c.mu.Lock()
 			c.w.Write(append(b, '\n'))
 			c.mu.Unlock()
@@ -96,6 +105,31 @@ func (c *acpClient) read(r io.Reader) {
 			}
 		}
 	}
+}
+
+// acpError is an answer function's way to answer with a JSON-RPC error.
+type acpError struct {
+	code int
+	msg  string
+}
+
+// updates returns the session/update payloads received so far.
+func (c *acpClient) updates() []map[string]json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]json.RawMessage
+	for _, n := range c.notes {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Update map[string]json.RawMessage `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(n, &m) == nil && m.Method == "session/update" {
+			out = append(out, m.Params.Update)
+		}
+	}
+	return out
 }
 
 func (c *acpClient) call(method string, params any) map[string]json.RawMessage {
