@@ -56,7 +56,8 @@ export async function startModel(t) {
 
 // TestClient is the editor: buffers holds unsaved text by absolute path
 // (the disk answers for the rest), permission answers each
-// session/request_permission, and terminals run real processes.
+// session/request_permission with an option kind ("allow_once"...), an
+// {optionId}, or "cancelled", and terminals run real processes.
 export class TestClient {
   constructor() {
     this.buffers = new Map();
@@ -96,6 +97,7 @@ export class TestClient {
     this.poke();
     const kind = await this.permission(params);
     if (kind === "cancelled") return { outcome: { outcome: "cancelled" } };
+    if (kind.optionId) return { outcome: { outcome: "selected", optionId: kind.optionId } };
     const option = params.options.find((o) => o.kind === kind);
     if (!option) throw new Error(`no ${kind} option in ${JSON.stringify(params.options)}`);
     return { outcome: { outcome: "selected", optionId: option.optionId } };

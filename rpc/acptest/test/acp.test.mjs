@@ -266,6 +266,32 @@ text: ran
   await assert.rejects(env.agent.conn.setSessionMode({ sessionId: sid, modeId: "bogus" }), (err) => err.code === -32602);
 });
 
+test("an always-allow answer for the project is saved as a rule and asks no more", async (t) => {
+  const env = await setup(t);
+  const sid = await newSession(env);
+  env.client.permission = (p) => {
+    assert.ok(p.options.some((o) => o.optionId === "proceed_always_project" && o.kind === "allow_always"), JSON.stringify(p.options));
+    return { optionId: "proceed_always_project" };
+  };
+  const script = `
+-- 01.response --
+call[id=s1]: run_shell_command {"command":"touch kept.txt && echo kept"}
+-- 02.response --
+text: ran
+`;
+  await env.model.script(script, env.root);
+  await prompt(env, sid, "run");
+  assert.equal(env.client.permissions.length, 1);
+  const settings = readFileSync(join(env.root, ".qwen", "settings.json"), "utf8");
+  assert.match(settings, /touch/, "the allow rule is in the project's settings");
+
+  const sid2 = await newSession(env);
+  await env.model.script(script.replaceAll("s1", "s2"), env.root);
+  await prompt(env, sid2, "run again");
+  assert.equal(env.client.permissions.length, 1, "a new session asks no more");
+  assert.match(await toolMessage(env, "s2"), /kept/);
+});
+
 test("todo_write streams the plan", async (t) => {
   const env = await setup(t);
   const sid = await newSession(env);
