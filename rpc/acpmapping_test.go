@@ -245,3 +245,43 @@ func TestACPAcceptedEditIsWrittenThroughTheClient(t *testing.T) {
 		t.Fatalf("the model was told %q", got)
 	}
 }
+
+// session/new's mcpServers start real MCP servers whose tools the model is
+// offered, alongside any in the settings.
+func TestACPClientMCPServers(t *testing.T) {
+	bin := mcpServer(t)
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	c.answer = func(string, json.RawMessage) any { return nil }
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	c.call("initialize", map[string]any{"protocolVersion": 1})
+	ns := c.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{map[string]any{
+		"name": "cl", "command": bin, "args": []string{"-name", "cl", "-tools", "hello"}, "env": []any{map[string]any{"name": "X_TEST", "value": "1"}},
+	}}})
+	var sid string
+	json.Unmarshal(ns["sessionId"], &sid)
+	m.Push(modeltest.Response{Text: "ok"})
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+	reqs := m.Requests()
+	if len(reqs) != 1 || !contains(reqs[0].Tools, "hello") {
+		t.Fatalf("declared tools = %v", reqs[0].Tools)
+	}
+	// A malformed entry is refused with what is wrong.
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	ch := make(chan json.RawMessage, 1)
+	c.responses[itoa(id)] = ch
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "session/new", "params": map[string]any{
+		"cwd": root, "mcpServers": []any{map[string]any{"name": "x", "type": "websocket", "url": "ws://127.0.0.1:1"}}}})
+	c.w.Write(append(b, '\n'))
+	c.mu.Unlock()
+	select {
+	case line := <-ch:
+		if !strings.Contains(string(line), "-32602") || !strings.Contains(string(line), "websocket") {
+			t.Fatalf("bad MCP server answered %s", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no answer")
+	}
+}
