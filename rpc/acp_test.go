@@ -33,10 +33,14 @@ type acpClient struct {
 	done   chan int
 }
 
-func startACP(t *testing.T, modelURL string) *acpClient {
+func startACP(t *testing.T, modelURL string, userSettings ...string) *acpClient {
 	t.Helper()
 	base := t.TempDir()
 	home := filepath.Join(base, "home", ".qwen")
+	if len(userSettings) > 0 {
+		os.MkdirAll(home, 0o755)
+		os.WriteFile(filepath.Join(home, "settings.json"), []byte(userSettings[0]), 0o644)
+	}
 	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
 		UserDir: home, SystemPath: filepath.Join(base, "none.json"),
 		Getenv: func(k string) (string, bool) {

@@ -285,3 +285,40 @@ func TestACPClientMCPServers(t *testing.T) {
 		t.Fatal("no answer")
 	}
 }
+
+// An image block reaches the model as an image part when the model accepts
+// images (and initialize says so); otherwise the model reads that one was
+// left out.
+func TestACPPromptImages(t *testing.T) {
+	const png = "iVBORw0KGgo="
+	for _, accepts := range []bool{true, false} {
+		m := modeltest.Start(t)
+		settings := `{"model": {"modalities": {"image": false}}}`
+		if accepts {
+			settings = `{"model": {"modalities": {"image": true}}}`
+		}
+		c := startACP(t, m.URL, settings)
+		c.answer = func(string, json.RawMessage) any { return nil }
+		root, _ := filepath.EvalSymlinks(t.TempDir())
+		init := c.call("initialize", map[string]any{"protocolVersion": 1})
+		if want := `"image":` + map[bool]string{true: "true", false: "false"}[accepts]; !strings.Contains(string(init["agentCapabilities"]), want) {
+			t.Fatalf("accepts=%v: agentCapabilities = %s", accepts, init["agentCapabilities"])
+		}
+		ns := c.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})
+		var sid string
+		json.Unmarshal(ns["sessionId"], &sid)
+		m.Push(modeltest.Response{Text: "a cat"})
+		c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{
+			map[string]any{"type": "text", "text": "what is this?"},
+			map[string]any{"type": "image", "mimeType": "image/png", "data": png},
+		}})
+		msgs := m.Requests()[0].Messages
+		user := string(msgs[len(msgs)-1].Content)
+		switch {
+		case accepts && (!strings.Contains(user, `"image_url"`) || !strings.Contains(user, "data:image/png;base64,"+png) || !strings.Contains(user, "what is this?")):
+			t.Fatalf("the user message = %s", user)
+		case !accepts && (strings.Contains(user, "image_url") || !strings.Contains(user, "does not accept images")):
+			t.Fatalf("the user message = %s", user)
+		}
+	}
+}
