@@ -130,6 +130,9 @@ func (h *host) adopt(path, text string) {
 	}
 	v, _ := ov.Version(path)
 	ov.Open(path, v+1, text)
+	// Marked unsaved (an empty change batch does only that), so that a
+	// shell command's result notes that it saw the disk's version.
+	_ = ov.Apply(path, v+1, nil, workspace.UTF8)
 }
 
 // acpWriteDisk carries out an accepted change of a file whose text came

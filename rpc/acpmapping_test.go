@@ -108,6 +108,7 @@ func TestACPReadsGoThroughTheClient(t *testing.T) {
 			{ID: "a", Name: "read_file", Arguments: jsonArgs("absolute_path", filepath.Join(root, unsaved))},
 			{ID: "b", Name: "read_file", Arguments: jsonArgs("absolute_path", filepath.Join(root, gone))},
 		}},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: jsonArgs("command", "ls")}}},
 		modeltest.Response{Text: "ok"},
 	)
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "read"}}})
@@ -116,6 +117,11 @@ func TestACPReadsGoThroughTheClient(t *testing.T) {
 	}
 	if got := toolMessageOf(t, m, "b"); !strings.Contains(got, "does not exist") {
 		t.Fatalf("read after -32002 told the model %q", got)
+	}
+	// A local shell command sees the disk, and says the editor's text was
+	// not what it saw.
+	if got := toolMessageOf(t, m, "s"); !strings.Contains(got, "unsaved changes in the editor") || !strings.Contains(got, filepath.Join(root, unsaved)) {
+		t.Fatalf("the shell result = %q", got)
 	}
 	mu.Lock()
 	defer mu.Unlock()
