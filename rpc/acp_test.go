@@ -29,6 +29,8 @@ type acpClient struct {
 	// lines are every line the server wrote, as written.
 	lines  [][]byte
 	answer func(method string, params json.RawMessage) any
+	// async answers each request from its own goroutine.
+	async  bool
 	nextID int
 	done   chan int
 }
@@ -87,15 +89,22 @@ func (c *acpClient) read(r io.Reader) {
 		}
 		switch {
 		case m.Method != "" && m.ID != nil:
-			res := c.answer(m.Method, m.Params)
-			answer := map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}
-			if e, ok := res.(acpError); ok {
-				answer = map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": e.code, "message": e.msg}}
+			reply := func() {
+				res := c.answer(m.Method, m.Params)
+				answer := map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}
+				if e, ok := res.(acpError); ok {
+					answer = map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": e.code, "message": e.msg}}
+				}
+				b, _ := json.Marshal(answer)
+				c.mu.Lock()
+				c.w.Write(append(b, '\n'))
+				c.mu.Unlock()
 			}
-			b, _ := json.Marshal(answer)
-			c.mu.Lock()
-			c.w.Write(append(b, '\n'))
-			c.mu.Unlock()
+			if c.async {
+				go reply()
+			} else {
+				reply()
+			}
 		case m.Method != "":
 			c.mu.Lock()
 			c.notes = append(c.notes, line)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -120,7 +121,9 @@ func (h *host) WriteFile(ctx context.Context, sessionID, path, text string) (boo
 func (h *host) adopt(path, text string) {
 	ov := h.s.ws.Overlay
 	if raw, _, err := workspace.ReadFileBounded(path, workspace.MaxReadSize); err == nil {
-		if disk, _ := workspace.DecodeFileText(raw); disk == text {
+		// A binary file on disk stays the disk's: a client's text of it
+		// is a lossy decoding, not an unsaved change.
+		if disk, _ := workspace.DecodeFileText(raw); disk == text || tools.DetectFileType(filepath.Base(path), raw) == tools.FileBinary {
 			ov.Close(path)
 			return
 		}
