@@ -247,7 +247,7 @@ func TestACPAcceptedEditIsWrittenThroughTheClient(t *testing.T) {
 	if data, _ := os.ReadFile(p); string(data) != "one\ntwo\n" {
 		t.Fatalf("the disk changed: %q", data)
 	}
-	if got := toolMessageOf(t, m, "e"); !strings.HasPrefix(got, "Edited ") {
+	if got := toolMessageOf(t, m, "e"); !strings.HasPrefix(got, "Edited ") || !strings.Contains(got, "has not saved it to disk yet") {
 		t.Fatalf("the model was told %q", got)
 	}
 }

@@ -163,7 +163,7 @@ test("an edit is a permission request with the whole-file diff, written through 
 
   assert.deepEqual(env.client.writes, [{ sessionId: sid, path, content: "alpha\nBETA\ngamma (unsaved)\n" }]);
   assert.equal(readFileSync(path, "utf8"), "alpha\nbeta\n", "the disk is left to the client");
-  assert.match(await toolMessage(env, "e1"), /^Edited .*a\.txt/);
+  assert.match(await toolMessage(env, "e1"), /^Edited .*a\.txt\. The editor holds the change but has not saved it to disk yet/);
   const call = env.client.toolCall("e1");
   assert.equal(call.status, "completed");
   assert.ok(call.contents.some((c) => c.type === "diff" && c.path === path));
