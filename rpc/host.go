@@ -88,11 +88,12 @@ func (h *host) call(ctx context.Context, method string, params any, result any) 
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		cancel := "$/cancelRequest"
 		if h.s.opts.ACP {
-			cancel = "$/cancel_request" // ACP's name for it
+			// ACP's name and shape for it.
+			_ = h.s.conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
+		} else {
+			_ = h.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
 		}
-		_ = h.s.conn.Notify(context.Background(), cancel, map[string]any{"id": id.Str})
 		return ctx.Err()
 	}
 }

@@ -249,6 +249,29 @@ text: should not be asked
   assert.equal((await env.model.requests()).length, 1, "the model was not asked again after the cancel");
 });
 
+test("session/cancel while a permission request is open ends the turn cancelled", async (t) => {
+  const env = await setup(t);
+  const sid = await newSession(env);
+  let answer;
+  env.client.permission = () => new Promise((resolve) => { answer = resolve; });
+  await env.model.script(`
+-- 01.response --
+call[id=s1]: run_shell_command {"command":"touch never.txt"}
+-- 02.response --
+text: should not be asked
+`, env.root);
+  const turn = prompt(env, sid, "run");
+  await env.client.waitFor((c) => c.permissions.length === 1, "the permission request");
+  await env.agent.conn.cancel({ sessionId: sid });
+  const res = await withTimeout(turn, 5000, "the cancelled turn to end");
+  assert.equal(res.stopReason, "cancelled");
+  answer({ optionId: "proceed_once" }); // too late: nothing may run
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(existsSync(join(env.root, "never.txt")), false);
+  assert.equal(env.client.terminals.size, 0);
+  assert.equal((await env.model.requests()).length, 1);
+});
+
 test("session/set_mode switches the approval mode and reports it", async (t) => {
   const env = await setup(t);
   const sid = await newSession(env);
