@@ -100,9 +100,12 @@ test("read_file is served by fs/read_text_file from text only the client has", a
   env.client.buffers.set(path, "unsaved line one\nunsaved line two\n");
   await env.model.script(`
 -- 01.response --
+reasoning: The notes are open in the editor.
 call[id=r1]: read_file {"absolute_path":"$ROOT/notes.txt"}
+usage: 1200 30
 -- 02.response --
 text: I read it.
+usage: 1300 10
 `, env.root);
   const res = await prompt(env, sid, "read notes.txt");
   assert.equal(res.stopReason, "end_turn");
@@ -116,6 +119,9 @@ text: I read it.
   assert.deepEqual(call.rawInput, { absolute_path: path });
   assert.ok(call.rawOutput, "the finished call carries rawOutput");
   assert.equal(env.client.updatesOf("agent_message_chunk").map((u) => u.content.text).join(""), "I read it.");
+  assert.equal(env.client.updatesOf("agent_thought_chunk").map((u) => u.content.text).join(""), "The notes are open in the editor.");
+  const usage = env.client.updatesOf("usage_update");
+  assert.ok(usage.length >= 1 && usage.every((u) => u.size > 0 && u.used > 0), JSON.stringify(usage));
 });
 
 test("a read of a file the client does not have says it does not exist", async (t) => {
