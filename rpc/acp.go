@@ -166,7 +166,11 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return map[string]any{"stopReason": res.StopReason}, nil
+	out := map[string]any{"stopReason": res.StopReason}
+	if res.Usage != (session.Usage{}) {
+		out["usage"] = res.Usage // ACP's (unstable) turn usage has the same fields
+	}
+	return out, nil
 }
 
 func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {

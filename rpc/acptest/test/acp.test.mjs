@@ -109,6 +109,7 @@ usage: 1300 10
 `, env.root);
   const res = await prompt(env, sid, "read notes.txt");
   assert.equal(res.stopReason, "end_turn");
+  assert.deepEqual(res.usage, { inputTokens: 2500, outputTokens: 40, totalTokens: 2540 }, "the turn's usage, summed over its model requests");
   assert.ok(env.client.reads.includes(path), `fs/read_text_file asked for ${path}: ${env.client.reads}`);
   assert.equal(existsSync(path), false, "the file exists only in the client");
   assert.match(await toolMessage(env, "r1"), /unsaved line one\nunsaved line two/);
