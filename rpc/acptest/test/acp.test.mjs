@@ -125,6 +125,27 @@ usage: 1300 10
   assert.ok(usage.length >= 1 && usage.every((u) => u.size > 0 && u.used > 0), JSON.stringify(usage));
 });
 
+test("grep finds the client's text once the client has sent it", async (t) => {
+  const env = await setup(t);
+  const sid = await newSession(env);
+  const path = join(env.root, "draft.txt");
+  writeFileSync(path, "saved text\n");
+  env.client.buffers.set(path, "saved text\nneedle typed but not saved\n");
+  await env.model.script(`
+-- 01.response --
+call[id=g1]: grep_search {"pattern":"needle"}
+-- 02.response --
+call[id=r1]: read_file {"absolute_path":"$ROOT/draft.txt"}
+-- 03.response --
+call[id=g2]: grep_search {"pattern":"needle"}
+-- 04.response --
+text: found
+`, env.root);
+  await prompt(env, sid, "find the needle");
+  assert.doesNotMatch(await toolMessage(env, "g1"), /draft\.txt/, "before the read, grep sees the disk only");
+  assert.match(await toolMessage(env, "g2"), /draft\.txt[\s\S]*needle typed but not saved/, "after it, the client's text");
+});
+
 test("a read of a file the client does not have says it does not exist", async (t) => {
   const env = await setup(t);
   const sid = await newSession(env);
