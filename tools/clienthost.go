@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 )
 
@@ -106,6 +107,9 @@ func syncClient(ctx context.Context, call *Call, abs string) error {
 	cf := clientFiles(call)
 	if cf == nil || BufferFileType(filepath.Base(abs)).IsMedia() {
 		return nil
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		return nil // a directory or a device: the disk's answer stands
 	}
 	err := cf.SyncFile(ctx, call.SessionID, abs)
 	if ctxErr := ctx.Err(); ctxErr != nil {
