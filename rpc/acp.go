@@ -30,29 +30,46 @@ func (s *Server) acpMethods() map[string]Method {
 
 func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 	var p struct {
-		ProtocolVersion int `json:"protocolVersion"`
+		ProtocolVersion    *int            `json:"protocolVersion"`
+		ClientCapabilities json.RawMessage `json:"clientCapabilities"`
 	}
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
 			return nil, invalidParams(req.Method, err)
 		}
 	}
+	if p.ProtocolVersion == nil {
+		return nil, Error(CodeInvalidParams, "initialize needs protocolVersion (this agent speaks ACP version %d)", acpVersion)
+	}
 	s.mu.Lock()
 	// Every ACP client takes session updates and answers permission
-	// requests; edits are asked as permission requests with a diff.
-	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
+	// requests; edits are asked as permission requests with a diff, and
+	// buffers the client sent are written through it (or to the disk).
+	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true, ApplyEdit: true}
 	s.state = stateInitialized
 	s.mu.Unlock()
+	s.host.setACPCaps(parseACPClientCaps(p.ClientCapabilities))
 	s.log.setEditor(nil)
+	// Version negotiation: the client's version when this agent speaks
+	// it, else the latest this agent speaks (the client then decides).
 	return map[string]any{
 		"protocolVersion": acpVersion,
 		"agentCapabilities": map[string]any{
-			"loadSession":        true,
-			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": true},
+			"loadSession": acpLoadSession,
+			"promptCapabilities": map[string]any{
+				"image": s.env.Settings().Bool("model.modalities.image", false), "audio": false, "embeddedContext": true,
+			},
+			"mcpCapabilities": map[string]any{"http": true, "sse": true},
 		},
 		"authMethods": []any{},
+		"agentInfo":   map[string]any{"name": "qwen-ls", "title": "Qwen Code (qwen-ls)", "version": s.opts.Version},
 	}, nil
 }
+
+// acpLoadSession is the loadSession capability: whether session/load can
+// bring back a session of an earlier process. Sessions live as long as the
+// process, so it is not advertised.
+const acpLoadSession = false
 
 // acpModes describes the approval modes as ACP session modes.
 func acpModes(current string) map[string]any {
@@ -80,14 +97,34 @@ func (s *Server) acpRoot(cwd string) error {
 
 func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	var p struct {
-		Cwd string `json:"cwd"`
+		Cwd                   string            `json:"cwd"`
+		AdditionalDirectories []string          `json:"additionalDirectories"`
+		MCPServers            []json.RawMessage `json:"mcpServers"`
 	}
 	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	// Without a model the session could never answer: say what to set
+	// now rather than at the first prompt.
+	if err := s.sessions.CheckModel(); err != nil {
+		return nil, sessionError(err)
+	}
+	for _, d := range p.AdditionalDirectories {
+		if !filepath.IsAbs(d) {
+			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
+		}
+	}
+	servers, err := acpMCPServers(p.MCPServers)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
 		return nil, err
 	}
+	for _, d := range p.AdditionalDirectories {
+		s.ws.AddRoot(filepath.Clean(d))
+	}
+	s.addClientMCPServers(servers)
 	info, err := s.sessions.NewSession(filepath.Clean(p.Cwd), "")
 	if err != nil {
 		return nil, sessionError(err)
@@ -111,7 +148,11 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return map[string]any{"stopReason": res.StopReason}, nil
+	out := map[string]any{"stopReason": res.StopReason}
+	if res.Usage != (session.Usage{}) {
+		out["usage"] = res.Usage // ACP's (unstable) turn usage has the same fields
+	}
+	return out, nil
 }
 
 func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {

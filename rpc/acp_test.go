@@ -26,15 +26,23 @@ type acpClient struct {
 	// responses by id, notifications and requests in arrival order
 	responses map[string]chan json.RawMessage
 	notes     []json.RawMessage
-	answer    func(method string, params json.RawMessage) any
-	nextID    int
-	done      chan int
+	// lines are every line the server wrote, as written.
+	lines  [][]byte
+	answer func(method string, params json.RawMessage) any
+	// async answers each request from its own goroutine.
+	async  bool
+	nextID int
+	done   chan int
 }
 
-func startACP(t *testing.T, modelURL string) *acpClient {
+func startACP(t *testing.T, modelURL string, userSettings ...string) *acpClient {
 	t.Helper()
 	base := t.TempDir()
 	home := filepath.Join(base, "home", ".qwen")
+	if len(userSettings) > 0 {
+		os.MkdirAll(home, 0o755)
+		os.WriteFile(filepath.Join(home, "settings.json"), []byte(userSettings[0]), 0o644)
+	}
 	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
 		UserDir: home, SystemPath: filepath.Join(base, "none.json"),
 		Getenv: func(k string) (string, bool) {
@@ -73,16 +81,30 @@ func (c *acpClient) read(r io.Reader) {
 			Error  json.RawMessage `json:"error"`
 		}
 		line := append([]byte(nil), sc.Bytes()...)
+		c.mu.Lock()
+		c.lines = append(c.lines, line)
+		c.mu.Unlock()
 		if json.Unmarshal(line, &m) != nil {
 			continue
 		}
 		switch {
 		case m.Method != "" && m.ID != nil:
-			res := c.answer(m.Method, m.Params)
-			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
-			c.mu.Lock()
-			c.w.Write(append(b, '\n'))
-			c.mu.Unlock()
+			reply := func() {
+				res := c.answer(m.Method, m.Params)
+				answer := map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}
+				if e, ok := res.(acpError); ok {
+					answer = map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": e.code, "message": e.msg}}
+				}
+				b, _ := json.Marshal(answer)
+				c.mu.Lock()
+				c.w.Write(append(b, '\n'))
+				c.mu.Unlock()
+			}
+			if c.async {
+				go reply()
+			} else {
+				reply()
+			}
 		case m.Method != "":
 			c.mu.Lock()
 			c.notes = append(c.notes, line)
@@ -96,6 +118,31 @@ func (c *acpClient) read(r io.Reader) {
 			}
 		}
 	}
+}
+
+// acpError is an answer function's way to answer with a JSON-RPC error.
+type acpError struct {
+	code int
+	msg  string
+}
+
+// updates returns the session/update payloads received so far.
+func (c *acpClient) updates() []map[string]json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]json.RawMessage
+	for _, n := range c.notes {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Update map[string]json.RawMessage `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(n, &m) == nil && m.Method == "session/update" {
+			out = append(out, m.Params.Update)
+		}
+	}
+	return out
 }
 
 func (c *acpClient) call(method string, params any) map[string]json.RawMessage {
@@ -140,7 +187,7 @@ func TestACPTurnWithAnEditPermission(t *testing.T) {
 	os.WriteFile(p, []byte("old\n"), 0o644)
 
 	init := c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	if string(init["protocolVersion"]) != "1" || !strings.Contains(string(init["agentCapabilities"]), `"loadSession":true`) {
+	if string(init["protocolVersion"]) != "1" || !strings.Contains(string(init["agentCapabilities"]), `"loadSession":false`) {
 		t.Fatalf("initialize = %v", init)
 	}
 	ns := c.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})

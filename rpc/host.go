@@ -33,6 +33,8 @@ type host struct {
 	// "deferred", waiting for qwen/resolveReview.
 	mu       sync.Mutex
 	deferred map[deferredKey]chan json.RawMessage
+	// acp is what an ACP client advertised at initialize (guarded by mu).
+	acp acpClientCaps
 }
 
 type deferredKey struct{ session, call string }
@@ -87,7 +89,12 @@ func (h *host) call(ctx context.Context, method string, params any, result any) 
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		_ = h.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		if h.s.opts.ACP {
+			// ACP's name and shape for it.
+			_ = h.s.conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
+		} else {
+			_ = h.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		}
 		return ctx.Err()
 	}
 }
@@ -353,13 +360,18 @@ func commonSuffix(a, b string) int {
 func isContinuation(b byte) bool { return b&0xC0 == 0x80 }
 
 // CanApplyToBuffers implements tools.Host.
-func (h *host) CanApplyToBuffers() bool { return h.s.Caps().ApplyEdit }
+// In ACP mode every buffer came from the client and can be written (through
+// fs/write_text_file, else to the disk).
+func (h *host) CanApplyToBuffers() bool { return h.s.opts.ACP || h.s.Caps().ApplyEdit }
 
 // ApplyToBuffer implements tools.Host: it sends workspace/applyEdit pinned
 // to the buffer's version (or a changes map while the overlay is still at
 // that version), and returns once the overlay holds newText. The editor's
 // "applied: true" alone is not trusted (protocol.md §6.3).
 func (h *host) ApplyToBuffer(ctx context.Context, path string, version int32, newText string) error {
+	if h.s.opts.ACP {
+		return h.acpWriteDisk(path, newText)
+	}
 	c := h.s.Caps()
 	if !c.ApplyEdit {
 		return &tools.BufferEditError{Reason: "the editor does not support workspace/applyEdit"}

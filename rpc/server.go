@@ -107,6 +107,10 @@ type Server struct {
 	// (root and ignored settings).
 	trustMu   sync.Mutex
 	trustTold map[string]bool
+	// acpMu guards acpMCP, the MCP servers ACP clients named in
+	// session/new (the settings' editor layer in ACP mode).
+	acpMu  sync.Mutex
+	acpMCP map[string]any
 	// implicitMu serialises creating the implicit session of plain
 	// clients.
 	implicitMu sync.Mutex

@@ -155,6 +155,13 @@ func (m *Manager) NewSession(cwd, mode string) (SessionInfo, error) {
 	return m.info(s), nil
 }
 
+// CheckModel returns the *NoModelError a prompt would get now, or nil when
+// a model is configured.
+func (m *Manager) CheckModel() error {
+	_, err := m.opts.NewModel()
+	return err
+}
+
 func (m *Manager) info(s *Session) SessionInfo {
 	info := SessionInfo{ID: s.id, Cwd: s.cwd, Mode: s.Mode()}
 	if model, err := m.opts.NewModel(); err == nil {

@@ -510,7 +510,7 @@ func (s *Session) display(r *callRun) {
 		s.mu.Unlock()
 		s.record(event{Type: "todos", Todos: entries})
 	}
-	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status}
+	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: rawOutput(r)}
 	if content != nil {
 		u.Content = content
 	}
@@ -529,6 +529,8 @@ func displayContent(d tools.Display) []ToolContent {
 		return []ToolContent{{Type: "diff", Path: d.FilePath, OldText: d.OriginalContent, NewText: &nt}}
 	case *tools.PlanSummary:
 		return []ToolContent{{Type: "content", Content: textBlock(d.Message + "\n\n" + d.Plan)}}
+	case *tools.TerminalDisplay:
+		return []ToolContent{{Type: "terminal", TerminalID: d.TerminalID}}
 	case *tools.SubagentRun:
 		var lines []string
 		for _, c := range d.ToolCalls {
@@ -545,6 +547,33 @@ func locations(t tools.Tool, params map[string]any) []Location {
 		out = append(out, Location{Path: l.Path, Line: l.Line})
 	}
 	return out
+}
+
+// rawOutput is a finished call's result as the model reads it, for
+// clients that show the raw exchange: {output} after success, {error}
+// otherwise.
+func rawOutput(r *callRun) json.RawMessage {
+	var v map[string]string
+	switch {
+	case r.state == stateSuccess:
+		var lines []string
+		for _, p := range r.result.LLMContent {
+			if p.InlineData == nil {
+				lines = append(lines, p.Text)
+			}
+		}
+		v = map[string]string{"output": strings.Join(lines, "\n")}
+	case r.state == stateCancelled:
+		v = map[string]string{"error": "[Cancelled] " + r.reason}
+	case r.state == stateError && r.content != "":
+		v = map[string]string{"output": r.content}
+	case r.state == stateError && r.result.Error != nil:
+		v = map[string]string{"error": r.result.Error.Message}
+	default:
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // rawInput is the arguments as sent, as JSON when they parse, else as a

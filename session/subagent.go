@@ -327,3 +327,22 @@ func (h *subagentHost) ApplyToBuffer(ctx context.Context, path string, version i
 
 // CanApplyToBuffers implements tools.Host.
 func (h *subagentHost) CanApplyToBuffers() bool { return h.parent.host().CanApplyToBuffers() }
+
+// SyncFile implements tools.ClientFiles when the editor serves files: a
+// subagent reads and writes the editor's buffers like its parent, in the
+// parent's session (the only one the editor knows). Its shell commands run
+// locally, since its tool calls are not shown to the editor one by one.
+func (h *subagentHost) SyncFile(ctx context.Context, _ string, path string) error {
+	if cf, ok := h.parent.host().(tools.ClientFiles); ok {
+		return cf.SyncFile(ctx, h.parent.id, path)
+	}
+	return nil
+}
+
+// WriteFile implements tools.ClientFiles; see SyncFile.
+func (h *subagentHost) WriteFile(ctx context.Context, _ string, path, text string) (bool, error) {
+	if cf, ok := h.parent.host().(tools.ClientFiles); ok {
+		return cf.WriteFile(ctx, h.parent.id, path, text)
+	}
+	return false, nil
+}

@@ -62,7 +62,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	host := s.host()
 	st := s.mgr.opts.Env.Settings()
 	res := PromptResult{}
-	s.append(Message{Role: "user", Text: s.renderPrompt(blocks)})
+	s.append(s.userMessage(blocks))
 	if ready := s.mgr.opts.Ready; ready != nil {
 		if err := ready(ctx); err != nil && ctx.Err() != nil {
 			res.StopReason = StopCancelled
@@ -241,6 +241,28 @@ func (s *Session) fixCallIDs(calls []ToolCall) []ToolCall {
 		out[i] = c
 	}
 	return out
+}
+
+// userMessage is the prompt as the model's user message: its text, and the
+// prompt's images as parts after it when the model accepts images (else a
+// note says one was left out).
+func (s *Session) userMessage(blocks []ContentBlock) Message {
+	text := s.renderPrompt(blocks)
+	var images []Part
+	for _, blk := range blocks {
+		if blk.Type != "image" || blk.Data == "" {
+			continue
+		}
+		if !s.acceptsModality("image") {
+			text += fmt.Sprintf("\n\n[an image (%s) was attached, but the model does not accept images, so it was left out]", blk.MimeType)
+			continue
+		}
+		images = append(images, Part{Type: "image", MIME: blk.MimeType, Data: blk.Data, Name: "image"})
+	}
+	if len(images) == 0 {
+		return Message{Role: "user", Text: text}
+	}
+	return Message{Role: "user", Text: text, Parts: append([]Part{{Type: "text", Text: text}}, images...)}
 }
 
 // renderPrompt turns the prompt's content blocks, and the editor's focus,

@@ -16,6 +16,8 @@ type Update struct {
 	Status     string          `json:"status,omitempty"`
 	Locations  []Location      `json:"locations,omitempty"`
 	RawInput   json.RawMessage `json:"rawInput,omitempty"`
+	// RawOutput is what the model was told of a finished call.
+	RawOutput json.RawMessage `json:"rawOutput,omitempty"`
 
 	// Entries are a plan's entries.
 	Entries []PlanEntry `json:"entries,omitzero"`
@@ -63,6 +65,9 @@ type ContentBlock struct {
 	Name string `json:"name,omitempty"`
 	// Resource is an embedded resource ({uri, text}).
 	Resource *EmbeddedResource `json:"resource,omitempty"`
+	// Data (base64) and MimeType are an image block's.
+	Data     string `json:"data,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
 // EmbeddedResource is the resource of a "resource" content block.
@@ -73,11 +78,13 @@ type EmbeddedResource struct {
 
 // ToolContent is one item of a tool call's content.
 type ToolContent struct {
-	Type    string        `json:"type"` // content or diff
+	Type    string        `json:"type"` // content, diff or terminal
 	Content *ContentBlock `json:"content,omitempty"`
-	Path    string        `json:"path,omitempty"`
-	OldText *string       `json:"oldText,omitempty"`
-	NewText *string       `json:"newText,omitempty"`
+	// TerminalID names an editor terminal (type terminal).
+	TerminalID string  `json:"terminalId,omitempty"`
+	Path       string  `json:"path,omitempty"`
+	OldText    *string `json:"oldText,omitempty"`
+	NewText    *string `json:"newText,omitempty"`
 }
 
 // MarshalJSON writes oldText as null for a new file in a diff item.

@@ -309,6 +309,10 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		return Result{}, err
 	}
 
+	syncBeforeChange(ctx, call, abs)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	snap, err := e.Workspace.ReadText(abs)
 	switch {
 	case missing(err):
@@ -339,12 +343,15 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		}
 	}
 
-	toWrite, terr, err := e.writeChange(ctx, call, abs, snap, toWrite)
+	toWrite, unsaved, terr, err := e.writeChange(ctx, call, abs, snap, toWrite)
 	if terr != nil || err != nil {
 		return Result{Error: terr}, err
 	}
 
 	msg := base
+	if unsaved {
+		msg += " " + unsavedSentence
+	}
 	switch review.Outcome {
 	case ReviewAsProposed:
 		if snippetAsProposed {
@@ -371,22 +378,44 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 
 // writeChange puts text into the open buffer of abs through the editor, or onto
 // the disk, and records it in the ledger. It returns the text as written
-// (a CRLF file gets "\r\n" throughout). A Go error means the turn ends.
-func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *workspace.Snapshot, text string) (string, *ToolError, error) {
+// (a CRLF file gets "\r\n" throughout), and whether the editor that took
+// it holds it unsaved. A Go error means the turn ends.
+func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *workspace.Snapshot, text string) (written string, unsaved bool, terr *ToolError, err error) {
+	if cf := clientFiles(call); cf != nil {
+		out := text
+		if snap != nil && snap.Format.CRLF {
+			out = crlfText(text)
+		}
+		handled, werr := cf.WriteFile(ctx, call.SessionID, abs, out)
+		if handled {
+			if werr != nil {
+				if ctx.Err() != nil {
+					return "", false, nil, ctx.Err()
+				}
+				return "", false, Errorf(ErrorFileWriteFailure, "The editor did not write the change to %s: %s. The file was not modified.", abs, rootCause(werr)), nil
+			}
+			before := int32(0)
+			if snap != nil {
+				before = snap.Version
+			}
+			e.recordBufferWrite(call.Ledger, abs, before, out)
+			return out, e.unsavedInEditor(abs, out), nil, nil
+		}
+	}
 	if snap != nil && snap.Source == workspace.FromBuffer {
 		if err := call.Host.ApplyToBuffer(ctx, abs, snap.Version, text); err != nil {
 			var refused *BufferEditError
 			if !errors.As(err, &refused) {
-				return "", nil, err // cancellation or a lost editor
+				return "", false, nil, err // cancellation or a lost editor
 			}
 			reason := refused.Reason
 			if reason == "" {
 				reason = "no reason given"
 			}
-			return "", Errorf(ErrorFileWriteFailure, "The editor did not apply the change to %s: %s. The file was not modified.", abs, reason), nil
+			return "", false, Errorf(ErrorFileWriteFailure, "The editor did not apply the change to %s: %s. The file was not modified.", abs, reason), nil
 		}
 		e.recordBufferWrite(call.Ledger, abs, snap.Version, text)
-		return text, nil, nil
+		return text, false, nil, nil
 	}
 	format := e.newFileFormat()
 	if snap != nil {
@@ -398,9 +427,20 @@ func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *wor
 		text = crlfText(text)
 	}
 	if terr := e.writeDisk(call.Ledger, abs, text, format); terr != nil {
-		return "", terr, nil
+		return "", false, terr, nil
 	}
-	return text, nil, nil
+	return text, false, nil, nil
+}
+
+// unsavedSentence tells the model that a change written through the editor
+// is not on disk yet.
+const unsavedSentence = "The editor holds the change but has not saved it to disk yet, so shell commands see the previous version until it is saved."
+
+// unsavedInEditor reports whether abs is a buffer holding text that the
+// disk does not (yet) hold.
+func (e *Env) unsavedInEditor(abs, text string) bool {
+	b, ok := e.Workspace.Overlay.Get(abs)
+	return ok && b.Text == text && b.Dirty
 }
 
 // partialSentence says which hunks the user kept and which not.

@@ -126,7 +126,7 @@ func (t *Edit) Locations(params map[string]any) []Location {
 // ShouldConfirm computes the edit (tools.md §3.4 steps 1–6) and returns it
 // as the proposal the user reviews. Every failure to make the edit is found
 // here, before the user sees anything.
-func (t *Edit) ShouldConfirm(_ context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
+func (t *Edit) ShouldConfirm(ctx context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
 	p, _ := String(params, "file_path")
 	abs := CleanPathArg(p)
 	spec := editSpec{}
@@ -135,6 +135,7 @@ func (t *Edit) ShouldConfirm(_ context.Context, call *Call, params map[string]an
 	spec.ReplaceAll, _ = Bool(params, "replace_all")
 	spec.Expected, _ = expectedReplacements(params)
 
+	syncBeforeChange(ctx, call, abs)
 	exists, terr := t.env.checkPriorRead(call.Ledger, abs, verbEditing)
 	if terr != nil {
 		return nil, terr

@@ -121,12 +121,13 @@ func (t *SaveMemory) Locations(params map[string]any) []Location {
 // qwen-ls's own (or the project's memory), written only by this tool, so
 // no prior read is asked for (tools.md §3.11), and the global file may lie
 // outside the workspace roots (§2.2).
-func (t *SaveMemory) ShouldConfirm(_ context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
+func (t *SaveMemory) ShouldConfirm(ctx context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
 	a := parseMemoryArgs(params)
 	abs, err := t.env.memoryPath(a.scope)
 	if err != nil {
 		return nil, memoryFailure(err.Error())
 	}
+	syncBeforeChange(ctx, call, abs)
 	snap, err := t.env.Workspace.ReadText(abs)
 	switch {
 	case missing(err):

@@ -138,6 +138,13 @@ func (r *ReadFile) Execute(ctx context.Context, call *Call, params map[string]an
 	if call != nil {
 		ledger = call.Ledger
 	}
+	if err := syncClient(ctx, call, req.abs); err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		terr, display := readFailure(req.abs, err)
+		return Result{Error: terr, Display: Markdown(display)}, nil
+	}
 	rel := r.env.Rel(req.abs)
 	if !req.hasOffset && !req.hasLimit && r.unchangedSinceFullRead(ledger, req.abs) {
 		return TextResult(fmt.Sprintf("[%s has not changed since you read it in full earlier in this conversation, "+

@@ -182,6 +182,14 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
+		if err := syncClient(ctx, call, f); err != nil {
+			if ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
+			terr, _ := readFailure(f, err)
+			skipped = append(skipped, rmfSkip{f, terr.Message})
+			continue
+		}
 		c, err := r.env.ReadContent(ctx, ReadSpec{Path: f, Limit: lines, Budget: chars})
 		if err != nil {
 			return Result{}, err

@@ -123,7 +123,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 }
 
 // Display is a result's returnDisplay (tools.md §1.2): one of Markdown,
-// *FileDiff, *TodoList, *PlanSummary or *SubagentRun. The set is closed so
+// *FileDiff, *TodoList, *PlanSummary or *SubagentRun, or *TerminalDisplay
+// for a command run in the editor's own terminal. The set is closed so
 // that the editor side can convert every case (tools.md §5.6).
 type Display interface {
 	isDisplay()
@@ -255,6 +256,8 @@ func UnmarshalDisplay(data []byte) (Display, error) {
 		d = &SubagentRun{}
 	case has(keys, "plan"):
 		d = &PlanSummary{}
+	case has(keys, "terminalId"):
+		d = &TerminalDisplay{}
 	default:
 		return nil, errors.New("decode display: unknown display object")
 	}

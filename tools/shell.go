@@ -218,6 +218,14 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 	}
 	note := s.unsavedNote()
 
+	if !background && call != nil && call.Host != nil {
+		if ct, ok := call.Host.(ClientTerminals); ok {
+			if res, handled, err := s.runInTerminal(ctx, call, ct, command, dir, dirLabel, note, timeout, onOutput); handled {
+				return res, err
+			}
+		}
+	}
+
 	run, err := s.start(command, dir, background, sessionID)
 	if err != nil {
 		return ErrorResult(ErrorShellExecute, err.Error()), nil

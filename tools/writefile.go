@@ -73,11 +73,12 @@ func (t *WriteFile) Locations(params map[string]any) []Location {
 
 // ShouldConfirm checks the prior read and proposes the new content, in the
 // file's line-ending style.
-func (t *WriteFile) ShouldConfirm(_ context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
+func (t *WriteFile) ShouldConfirm(ctx context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
 	p, _ := String(params, "file_path")
 	abs := CleanPathArg(p)
 	content, _ := String(params, "content")
 
+	syncBeforeChange(ctx, call, abs)
 	exists, terr := t.env.checkPriorRead(call.Ledger, abs, verbOverwriting)
 	if terr != nil {
 		return nil, terr

@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+)
+
+// acpMCPServers turns session/new's mcpServers (ACP's McpServer: stdio
+// {name, command, args, env: [{name, value}]}, or {type: "http"|"sse",
+// name, url, headers: [{name, value}]}) into mcpServers settings entries by
+// name, the shape the settings files use.
+func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
+	out := map[string]any{}
+	for i, r := range raw {
+		var m struct {
+			Type    string   `json:"type"`
+			Name    string   `json:"name"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+			URL     string   `json:"url"`
+			Env     []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"env"`
+			Headers []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"headers"`
+		}
+		if err := json.Unmarshal(r, &m); err != nil {
+			return nil, Error(CodeInvalidParams, "mcpServers[%d] is malformed: %v", i, err)
+		}
+		if m.Name == "" {
+			return nil, Error(CodeInvalidParams, "mcpServers[%d] has no name", i)
+		}
+		entry := map[string]any{}
+		switch m.Type {
+		case "", "stdio":
+			if m.Command == "" {
+				return nil, Error(CodeInvalidParams, "MCP server %q has no command", m.Name)
+			}
+			args := make([]any, len(m.Args))
+			for j, a := range m.Args {
+				args[j] = a
+			}
+			env := map[string]any{}
+			for _, e := range m.Env {
+				env[e.Name] = e.Value
+			}
+			entry["command"], entry["args"], entry["env"] = m.Command, args, env
+		case "http", "sse":
+			if m.URL == "" {
+				return nil, Error(CodeInvalidParams, "MCP server %q has no url", m.Name)
+			}
+			key := "httpUrl"
+			if m.Type == "sse" {
+				key = "url"
+			}
+			entry[key] = m.URL
+			headers := map[string]any{}
+			for _, h := range m.Headers {
+				headers[h.Name] = h.Value
+			}
+			if len(headers) > 0 {
+				entry["headers"] = headers
+			}
+		default:
+			return nil, Error(CodeInvalidParams, "MCP server %q has transport %q; stdio, http and sse are supported", m.Name, m.Type)
+		}
+		out[m.Name] = entry
+	}
+	return out, nil
+}
+
+// addClientMCPServers merges the client's MCP servers into the settings,
+// as the editor's layer of them: a server the client names replaces a
+// settings server of the same name, the others stay. The tool sources
+// pick the change up like any settings change.
+func (s *Server) addClientMCPServers(servers map[string]any) {
+	if len(servers) == 0 {
+		return
+	}
+	s.acpMu.Lock()
+	defer s.acpMu.Unlock()
+	if s.acpMCP == nil {
+		s.acpMCP = map[string]any{}
+	}
+	changed := false
+	for name, entry := range servers {
+		if old, ok := s.acpMCP[name]; !ok || fmt.Sprint(old) != fmt.Sprint(entry) {
+			changed = true
+		}
+		s.acpMCP[name] = entry
+	}
+	if changed {
+		s.ws.Settings.SetEditorLayer(map[string]any{"mcpServers": maps.Clone(s.acpMCP)})
+	}
+}
