@@ -55,7 +55,7 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{
 		"protocolVersion": acpVersion,
 		"agentCapabilities": map[string]any{
-			"loadSession": acpLoadSession,
+			"loadSession": acpCanLoadSession,
 			"promptCapabilities": map[string]any{
 				"image": s.env.Settings().Bool("model.modalities.image", false), "audio": false, "embeddedContext": true,
 			},
@@ -66,10 +66,9 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 	}, nil
 }
 
-// acpLoadSession is the loadSession capability: whether session/load can
-// bring back a session of an earlier process. Sessions live as long as the
-// process, so it is not advertised.
-const acpLoadSession = false
+// acpCanLoadSession is the loadSession capability: session/load brings
+// back a session of an earlier process from its file on disk.
+const acpCanLoadSession = true
 
 // acpModes describes the approval modes as ACP session modes.
 func acpModes(current string) map[string]any {

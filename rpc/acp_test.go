@@ -187,7 +187,7 @@ func TestACPTurnWithAnEditPermission(t *testing.T) {
 	os.WriteFile(p, []byte("old\n"), 0o644)
 
 	init := c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	if string(init["protocolVersion"]) != "1" || !strings.Contains(string(init["agentCapabilities"]), `"loadSession":false`) {
+	if string(init["protocolVersion"]) != "1" || !strings.Contains(string(init["agentCapabilities"]), `"loadSession":true`) {
 		t.Fatalf("initialize = %v", init)
 	}
 	ns := c.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})
