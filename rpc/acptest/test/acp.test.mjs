@@ -3,15 +3,20 @@
 // files and real terminal processes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { TestClient, clientCapabilities, schemaViolations, startAgent, startModel, tempDir, withTimeout } from "../lib/harness.mjs";
 
 // setup starts the model, a workspace and the agent, and initializes.
-async function setup(t, { caps = clientCapabilities, model = true } = {}) {
+async function setup(t, { caps = clientCapabilities, model = true, trusted = false } = {}) {
   const root = tempDir(t, "qwen-acp-ws-");
   const home = tempDir(t, "qwen-acp-home-");
+  if (trusted) {
+    // The user's trust list names the workspace, as `qwen-ls trust` writes it.
+    mkdirSync(join(home, ".qwen"), { recursive: true });
+    writeFileSync(join(home, ".qwen", "trustedFolders.json"), JSON.stringify({ [realpathSync(root)]: "TRUST_FOLDER" }));
+  }
   const m = model ? await startModel(t) : null;
   const client = new TestClient();
   const agent = startAgent(t, { home, modelURL: m?.url ?? null, client, cwd: root });
@@ -318,7 +323,7 @@ text: ran
 });
 
 test("an always-allow answer for the project is saved as a rule and asks no more", async (t) => {
-  const env = await setup(t);
+  const env = await setup(t, { trusted: true });
   const sid = await newSession(env);
   env.client.permission = (p) => {
     assert.ok(p.options.some((o) => o.optionId === "proceed_always_project" && o.kind === "allow_always"), JSON.stringify(p.options));
