@@ -84,6 +84,15 @@ function H.workspace()
   return ws, H.home
 end
 
+--- Names the workspace in the temporary HOME's trust list, as
+--- `qwen-ls trust` does, so the folder's settings and project rules apply.
+function H.trust()
+  vim.fn.mkdir(H.home .. '/.qwen', 'p')
+  local f = assert(io.open(H.home .. '/.qwen/trustedFolders.json', 'w'))
+  f:write(vim.json.encode({ [H.ws] = 'TRUST_FOLDER' }))
+  f:close()
+end
+
 --- Starts `qwen-ls scripted-model` with a script of testdata/scripts.
 function H.model(script)
   local m = { lines = {} }

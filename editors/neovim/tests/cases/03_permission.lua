@@ -16,6 +16,8 @@ return {
     name = 'permission: a shell command is asked through vim.ui.select',
     run = function(H)
       local ws = H.workspace()
+      -- a trusted folder, so "always allow in this project" is offered too
+      H.trust()
       H.model('shell-permission.txtar')
       H.setup()
       vim.cmd('edit main.go')

@@ -71,7 +71,37 @@ return {
     end,
   },
   {
-    name = 'commands: QwenUndoTurn reports the result, or that the server cannot undo yet',
+    name = 'commands: QwenUndoTurn puts back what the last turn changed, in one undoable step',
+    run = function(H)
+      local ws = H.workspace()
+      local original = H.read(ws .. '/calc/calc.go')
+      H.model('edit-two-hunks.txtar')
+      H.setup()
+      vim.cmd('edit calc/calc.go')
+      H.wait_client()
+      H.type_prompt('Shorten the Add comment and make Scale take a percentage')
+      local r = H.wait_review()
+      H.feed('cA')
+      H.wait_turn()
+      local util = require('qwen.util')
+      H.contains(util.buf_text(r.buf), 'out[i] = p * factor / 100', 'the edit applied')
+      local got
+      require('qwen.session').undo_turn(function(err, res)
+        got = { err = err, res = res }
+      end)
+      H.wait(5000, function()
+        return got ~= nil
+      end, 'the qwen/revertTurn answer')
+      H.eq(nil, got.err, 'revertTurn error')
+      H.eq(1, #got.res.restored, 'one file restored')
+      H.eq(0, #got.res.conflicts, 'no conflicts')
+      H.eq(original, util.buf_text(r.buf), 'the buffer holds the text from before the turn')
+      H.eq(original, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
+      H.contains(table.concat(H.chat_lines(), '\n'), 'restored calc/calc.go', 'the chat says what was restored')
+    end,
+  },
+  {
+    name = 'commands: QwenUndoTurn after a turn that changed nothing says so',
     run = function(H)
       H.workspace()
       H.model('unsaved-read.txtar')
@@ -87,14 +117,9 @@ return {
       H.wait(5000, function()
         return got ~= nil
       end, 'the qwen/revertTurn answer')
-      local text = table.concat(H.chat_lines(), '\n')
-      if got.err then
-        H.eq(-32601, got.err.code, 'the only error expected is method not found')
-        H.contains(text, 'cannot undo a turn yet', 'the message')
-      else
-        -- the turn only read a file: nothing to put back
-        H.contains(text, 'the last turn changed no files', 'the message')
-      end
+      H.ok(got.err, 'an error: nothing to undo')
+      H.eq(-32602, got.err.code, 'invalid params: no turn to revert')
+      H.contains(table.concat(H.chat_lines(), '\n'), 'could not undo the last turn', 'the message')
     end,
   },
 }
