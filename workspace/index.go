@@ -46,6 +46,9 @@ type Index struct {
 	ig    *Ignorer
 	w     *Watcher
 	ready chan struct{}
+	// since is when the index was made; a walk removes WriteFileAtomic
+	// temp files older than that (leftovers of a killed process).
+	since time.Time
 	// workers is the number of goroutines of a walk.
 	workers int
 
@@ -107,6 +110,7 @@ func NewIndex(roots *Roots, ig *Ignorer, w *Watcher) *Index {
 		ig:      ig,
 		w:       w,
 		ready:   make(chan struct{}),
+		since:   time.Now(),
 		workers: max(2, 2*runtime.GOMAXPROCS(0)),
 		wake:    make(chan struct{}, 1),
 		dirs:    map[string]map[string]fileMeta{},
