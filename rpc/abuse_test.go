@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // writeFiller writes n bytes of c in 1 MiB pieces.
@@ -148,4 +153,66 @@ func TestDeeplyNestedMessageIsRefused(t *testing.T) {
 	if _, err := e.Call("test/text", map[string]any{"path": "/x"}); err != nil {
 		t.Fatalf("request after the nested message: %v", err)
 	}
+}
+
+// An editor that never answers qwen/proposeEdit, not even after the
+// server withdraws it, does not hold the session: $/cancelRequest on the
+// prompt ends the turn as cancelled with nothing written, the session
+// takes the next prompt, and the answer that comes much later changes
+// nothing.
+func TestNeverAnsweredProposalIsReleasedByCancel(t *testing.T) {
+	a := reviewer(t, nil)
+	p := filepath.Join(a.root, "a.txt")
+	os.WriteFile(p, []byte("x\n"), 0o644)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	a.e.Handle("qwen/proposeEdit", func(json.RawMessage) (any, error) {
+		asked <- struct{}{}
+		<-release // the editor hangs until the test ends
+		return map[string]any{"outcome": "accepted"}, nil
+	})
+	a.readThenEdit(p, "x", "y")
+	id, ch := a.e.Send("qwen/prompt", map[string]any{"sessionId": a.sid, "prompt": []any{map[string]any{"type": "text", "text": "edit"}}})
+	<-asked
+	a.e.Notify("$/cancelRequest", map[string]any{"id": json.RawMessage(id)})
+	// LSP answers a cancelled request with -32800.
+	if res, err := a.e.Wait(id, ch); !isCode(err, -32800) {
+		t.Fatalf("prompt after $/cancelRequest: %s %v, want error -32800", res, err)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "x\n" {
+		t.Fatalf("disk = %q", data)
+	}
+	// The session is free again.
+	a.model.Push(modeltest.Response{Text: "still here"})
+	if res, err := a.prompt("are you there?"); err != nil || !strings.Contains(string(res), "end_turn") {
+		t.Fatalf("next prompt: %s %v", res, err)
+	}
+	// A late answer to the withdrawn proposal, sent ahead of a request
+	// on the same stream, writes nothing.
+	late, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": a.e.Requests("qwen/proposeEdit")[0].ID, "result": map[string]any{"outcome": "accepted"}})
+	a.e.SendFrame(late)
+	if _, err := a.e.Call("qwen/listSessions", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "x\n" {
+		t.Fatalf("disk after the late answer = %q", data)
+	}
+	if left := tempFiles(t, a.root); len(left) > 0 {
+		t.Fatalf("temp files left: %v", left)
+	}
+}
+
+// tempFiles lists the atomic-write temp files under root.
+func tempFiles(t *testing.T, root string) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && workspace.IsTempName(d.Name()) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }

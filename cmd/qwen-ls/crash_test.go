@@ -61,7 +61,6 @@ func TestKillDuringWriteKeepsOriginalAndNextStartCleansUp(t *testing.T) {
 	cmd := exec.Command(bin, "--stdio")
 	cmd.Env = execEnv(t, "QWEN_LS_TEST_PAUSE_BEFORE_RENAME="+marker)
 	e := rpctest.StartProcess(t, cmd)
-	e.Handle("qwen/proposeEdit", func(json.RawMessage) (any, error) { return map[string]any{"outcome": "accepted"}, nil })
 	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
 		"approvalMode": "yolo", "model": map[string]any{"name": "s", "baseUrl": m.URL}}})
 	res, err := e.Call("qwen/newSession", map[string]any{})

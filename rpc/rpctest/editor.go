@@ -210,6 +210,14 @@ func newEditor(t testing.TB, r io.Reader, w io.WriteCloser) *Editor {
 	return e
 }
 
+// CloseInput closes the server's input, as an editor that goes away
+// without shutdown and exit does.
+func (e *Editor) CloseInput() {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	_ = e.w.Close()
+}
+
 // Done is closed when the server has stopped.
 func (e *Editor) Done() <-chan struct{} { return e.done }
 
