@@ -17,6 +17,9 @@ type PromptResult struct {
 	LastText string
 }
 
+// loopStopped tells the editor why the loop guard ended the turn.
+var loopStopped = fmt.Sprintf("\n[The model made the same tool call %d times in a row, so the turn was stopped.]\n", LoopLimit)
+
 // connectionLost is shown after text that a cut stream left on screen; it
 // is not part of the history (protocol.md §10).
 const connectionLost = "\n[connection lost; retrying]\n"
@@ -70,6 +73,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	system := s.systemPrompt()
 	maxRequests := st.Int("model.maxTurnRequests", 100)
 	window := st.Int("model.contextWindow", 131072)
+	var guard loopGuard
 	for n := 0; ; n++ {
 		if maxRequests > 0 && n >= maxRequests {
 			res.StopReason = StopMaxTurnRequests
@@ -102,7 +106,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		res.Usage = res.Usage.Add(resp.Usage)
 		used := resp.Usage.InputTokens + resp.Usage.OutputTokens
 		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
-		calls := s.fixCallIDs(resp.ToolCalls)
+		calls, refused, looping := guard.screenCalls(s.fixCallIDs(resp.ToolCalls))
 		s.append(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls})
 		res.LastText = resp.Text
 		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
@@ -120,12 +124,17 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			}
 			return res, nil
 		}
-		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length")
+		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length", refused)
 		for _, m := range out.messages {
 			s.append(m)
 		}
 		if ctx.Err() != nil {
 			res.StopReason = StopCancelled
+			return res, nil
+		}
+		if looping {
+			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(loopStopped)})
+			res.StopReason = StopMaxTurnRequests
 			return res, nil
 		}
 		if out.allRejected {
