@@ -48,6 +48,12 @@ func TestIndexRemovesStaleTempFiles(t *testing.T) {
 	}
 	// Written by a process that is still writing: newer than the index.
 	young := filepath.Join(root, ".qwen-tmp-young.txt.abc")
+	// Written just before the index, within the margin for coarse file
+	// times: it may be a write of this very process.
+	recent := filepath.Join(root, ".qwen-tmp-recent.txt.abc")
+	if err := os.WriteFile(recent, []byte("r"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	w, _ := NewWatcher()
 	defer w.Close()
@@ -75,7 +81,7 @@ func TestIndexRemovesStaleTempFiles(t *testing.T) {
 			t.Errorf("stale temp file %s was not removed (err %v)", n, err)
 		}
 	}
-	for _, n := range append(kept, filepath.Base(young)) {
+	for _, n := range append(kept, filepath.Base(young), filepath.Base(recent)) {
 		if _, err := os.Lstat(filepath.Join(root, n)); err != nil {
 			t.Errorf("%s was removed: %v", n, err)
 		}
