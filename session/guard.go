@@ -61,7 +61,7 @@ func (g *loopGuard) screenCalls(calls []ToolCall) (kept []ToolCall, refused map[
 		case !validToolName(c.Name):
 			refuse(i, tools.NewError(tools.ErrorToolNotRegistered, fmt.Sprintf(
 				"The tool name %s is not valid: tool names have no control characters and are at most %d bytes. Call tools by their exact registered names.",
-				QuoteName(c.Name), MaxToolNameBytes)))
+				quoteName(c.Name), MaxToolNameBytes)))
 			continue
 		case len(c.Arguments) > MaxArgumentBytes:
 			refuse(i, tools.NewError(tools.ErrorInvalidToolParams, fmt.Sprintf(
@@ -103,10 +103,10 @@ func validToolName(name string) bool {
 	return true
 }
 
-// QuoteName is a tool name as it may be shown in a message, a log or the
+// quoteName is a tool name as it may be shown in a message, a log or the
 // editor: a valid name quoted, anything else escaped (Go syntax) and cut
 // to 64 bytes first.
-func QuoteName(name string) string {
+func quoteName(name string) string {
 	if len(name) > 64 {
 		cut := 64
 		for cut > 0 && !utf8.RuneStart(name[cut]) {

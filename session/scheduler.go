@@ -81,7 +81,7 @@ func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cu
 		runs[i] = r
 		title, kind := tc.Name, string(tools.KindOther)
 		if !validToolName(tc.Name) {
-			title = QuoteName(tc.Name)
+			title = quoteName(tc.Name)
 		}
 		var locs []Location
 		var tool tools.Tool
