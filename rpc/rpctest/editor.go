@@ -90,7 +90,8 @@ type Options struct {
 // Start runs a real server in this process, connected to a new fake
 // editor through pipes. The server is stopped when the test ends, and the
 // test fails if a goroutine started since Start, or a process the server
-// started, outlives it (leaks.go).
+// started, outlives it (leaks.go). Both checks assume the test does not run
+// in parallel with others (t.Parallel), as none here do.
 func Start(t testing.TB, opts rpc.Options) *Editor {
 	t.Helper()
 	lc := startLeakCheck(t)
