@@ -12,6 +12,7 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/wlynxg/chardet v1.0.5
 	go.lsp.dev/protocol v1.0.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.44.0

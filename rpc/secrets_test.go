@@ -3,7 +3,6 @@ package rpc_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,26 +10,6 @@ import (
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
 )
-
-// lockedLog is the server's stderr, kept for inspection.
-type lockedLog struct {
-	t  *testing.T
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.t.Logf("%s", strings.TrimRight(string(p), "\n"))
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Secrets never reach the log (stderr) or the editor's log: not the model
 // key echoed back in a provider's error, not what an MCP server prints

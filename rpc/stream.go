@@ -96,7 +96,9 @@ func (s *stream) ReadObject(v interface{}) error {
 		if err != nil {
 			var fe *frameError
 			if errors.As(err, &fe) {
-				s.answer(nil, fe.code, fe.msg)
+				if fe.code != 0 {
+					s.answer(nil, fe.code, fe.msg)
+				}
 				continue
 			}
 			return err
@@ -117,7 +119,8 @@ func (s *stream) ReadObject(v interface{}) error {
 	}
 }
 
-// frameError is a framing problem that the stream recovered from.
+// frameError is a framing problem that the stream recovered from. Code 0
+// means it was answered already.
 type frameError struct {
 	code int64
 	msg  string
@@ -181,10 +184,14 @@ func (s *stream) readFrame() ([]byte, error) {
 		return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: missing Content-Length header"}
 	}
 	if length > MaxMessageSize {
+		// Answer before the body goes by: a peer that announced 1 GiB
+		// learns at once, not after sending it all. The body is then
+		// skipped through a small buffer, never held.
+		s.answer(nil, jsonrpc2.CodeInvalidRequest, fmt.Sprintf("invalid request: message of %d bytes is over the 64 MiB limit", length))
 		if _, err := io.CopyN(io.Discard, s.r, int64(length)); err != nil {
 			return nil, io.ErrUnexpectedEOF
 		}
-		return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: fmt.Sprintf("invalid request: message of %d bytes is over the 64 MiB limit", length)}
+		return nil, &frameError{} // already answered
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(s.r, body); err != nil {

@@ -18,12 +18,12 @@ import (
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// hostile is a cloned repository whose .qwen/settings.json tries every way
+// hostileRepo is a cloned repository whose .qwen/settings.json tries every way
 // to run something or weaken a guard: a stdio MCP server and a discovery
 // command that leave marker files when they run, an allow rule for every
 // shell command, yolo, and a model endpoint of its own (a second scripted
 // model that must receive nothing while the folder is untrusted).
-type hostile struct {
+type hostileRepo struct {
 	root, home          string
 	mcpMarker, discMark string
 	user, attacker      *modeltest.Server
@@ -37,10 +37,10 @@ type hostile struct {
 	decision chan string
 }
 
-func newHostile(t *testing.T) *hostile {
+func newHostile(t *testing.T) *hostileRepo {
 	t.Helper()
 	base, _ := filepath.EvalSymlinks(t.TempDir())
-	h := &hostile{
+	h := &hostileRepo{
 		root:      filepath.Join(base, "clone"),
 		home:      filepath.Join(base, "home", ".qwen"),
 		mcpMarker: filepath.Join(base, "markers", "mcp-ran"),
@@ -111,7 +111,7 @@ func write(t *testing.T, p, content string, mode os.FileMode) {
 	}
 }
 
-func (h *hostile) start(t *testing.T, initOpts map[string]any) {
+func (h *hostileRepo) start(t *testing.T, initOpts map[string]any) {
 	t.Helper()
 	h.e.Initialize(rpctest.InitParams{Roots: []string{h.root}, Rich: true, ShowMessage: true, InitializationOptions: initOpts})
 	res, err := h.e.Call("qwen/newSession", map[string]any{})
@@ -129,7 +129,7 @@ func (h *hostile) start(t *testing.T, initOpts map[string]any) {
 	}
 }
 
-func (h *hostile) prompt(t *testing.T) {
+func (h *hostileRepo) prompt(t *testing.T) {
 	t.Helper()
 	if _, err := h.e.Call("qwen/prompt", map[string]any{"sessionId": h.sid, "prompt": []any{map[string]any{"type": "text", "text": "go"}}}); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 // marker, no MCP server, no discovered tool, no request to the attacker's
 // endpoint, and a shell command that the allow rule would have let
 // through was asked about.
-func (h *hostile) assertNothingRan(t *testing.T) {
+func (h *hostileRepo) assertNothingRan(t *testing.T) {
 	t.Helper()
 	h.user.Push(
 		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "sh", Name: "run_shell_command", Arguments: jsonArgs("command", "touch pwned")}}},
@@ -173,7 +173,7 @@ func (h *hostile) assertNothingRan(t *testing.T) {
 
 // waitTrusted waits until the MCP server of the workspace is connected and
 // the discovery command ran, after the folder became trusted.
-func (h *hostile) waitTrusted(t *testing.T) {
+func (h *hostileRepo) waitTrusted(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(rpctest.DefaultTimeout)
 	for {

@@ -164,6 +164,10 @@ type ModelConfig struct {
 	Name    string
 	BaseURL string
 	APIKey  string
+	// MaxResponseBytes bounds one streamed answer (text, reasoning and
+	// tool calls together); 0 means 64 MiB. A longer answer fails
+	// without being read to the end.
+	MaxResponseBytes int
 }
 
 // OpenAIModel talks to any OpenAI-compatible chat-completions endpoint.
@@ -276,11 +280,26 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 	stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
 	defer stream.Close()
 	out := &ModelResponse{}
-	var text, reasoning strings.Builder
-	calls := map[int64]*ToolCall{}
+	var text, reasoning, refusal strings.Builder
+	// Arguments arrive in many small pieces; a builder per call keeps
+	// collecting them linear (string += was quadratic: minutes for a
+	// few megabytes sent a token at a time).
+	type callParts struct {
+		id         string
+		name, args strings.Builder
+	}
+	calls := map[int64]*callParts{}
 	var order []int64
 	shown := false
+	size := 0
+	limit := m.cfg.MaxResponseBytes
+	if limit <= 0 {
+		limit = maxResponseBytes
+	}
 	for stream.Next() {
+		if size > limit {
+			return nil, shown, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the answer is over %s; the rest was not read", sizeLabel(limit))}
+		}
 		chunk := stream.Current()
 		if chunk.JSON.Usage.Valid() {
 			out.Usage = Usage{int(chunk.Usage.PromptTokens), int(chunk.Usage.CompletionTokens), int(chunk.Usage.TotalTokens)}
@@ -294,6 +313,7 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 			var r string
 			if json.Unmarshal([]byte(f.Raw()), &r) == nil && r != "" {
 				reasoning.WriteString(r)
+				size += len(r)
 				if ev.OnReasoning != nil {
 					ev.OnReasoning(r)
 				}
@@ -302,28 +322,31 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 		}
 		if d.Content != "" {
 			text.WriteString(d.Content)
+			size += len(d.Content)
 			if ev.OnText != nil {
 				ev.OnText(d.Content)
 			}
 			shown = true
 		}
 		if d.Refusal != "" {
-			out.Refusal += d.Refusal
+			refusal.WriteString(d.Refusal)
+			size += len(d.Refusal)
 		}
 		for _, tc := range d.ToolCalls {
 			c, ok := calls[tc.Index]
 			if !ok {
-				c = &ToolCall{}
+				c = &callParts{}
 				calls[tc.Index] = c
 				order = append(order, tc.Index)
 			}
 			if tc.ID != "" {
-				c.ID = tc.ID
+				c.id = tc.ID
 			}
 			if tc.Function.Name != "" {
-				c.Name += tc.Function.Name
+				c.name.WriteString(tc.Function.Name)
 			}
-			c.Arguments += tc.Function.Arguments
+			c.args.WriteString(tc.Function.Arguments)
+			size += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
 		}
 		if ch.FinishReason != "" {
 			out.FinishReason = ch.FinishReason
@@ -336,11 +359,20 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 		// A stream that ends without a finish reason was cut short.
 		return nil, shown, &ModelError{Kind: ErrTransient, Message: "the stream ended before the answer was complete"}
 	}
-	out.Text, out.Reasoning = text.String(), reasoning.String()
+	out.Text, out.Reasoning, out.Refusal = text.String(), reasoning.String(), refusal.String()
 	for _, i := range order {
-		out.ToolCalls = append(out.ToolCalls, *calls[i])
+		c := calls[i]
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String()})
 	}
 	return out, shown, nil
+}
+
+// sizeLabel writes a byte count in MiB when it is a whole number of them.
+func sizeLabel(n int) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // classify turns an SDK or transport error into a ModelError.

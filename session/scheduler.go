@@ -71,15 +71,24 @@ type batchResult struct {
 
 // runBatch takes the calls of one model response through validation,
 // confirmation, execution and the response to the model (tools.md §5).
-func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cutOff bool) batchResult {
+// The calls in refused (by index; see screenCalls) fail with that error
+// without being looked up.
+func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cutOff bool, refused map[int]*tools.ToolError) batchResult {
 	host := s.host()
 	runs := make([]*callRun, len(calls))
 	for i, tc := range calls {
 		r := &callRun{tc: tc}
 		runs[i] = r
 		title, kind := tc.Name, string(tools.KindOther)
+		if !validToolName(tc.Name) {
+			title = quoteName(tc.Name)
+		}
 		var locs []Location
-		tool, terr := ts.Lookup(tc.Name)
+		var tool tools.Tool
+		terr := refused[i]
+		if terr == nil {
+			tool, terr = ts.Lookup(tc.Name)
+		}
 		if terr != nil {
 			r.lookupErr = terr
 		} else {

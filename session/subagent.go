@@ -71,6 +71,7 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 	}
 
 	var res tools.SubagentResult
+	var guard loopGuard
 	for {
 		sub.syncFrom(p)
 		toolset := sub.toolset()
@@ -90,7 +91,7 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 		}
 		res.Turns++
 		h.setTurns(res.Turns)
-		calls := sub.fixCallIDs(resp.ToolCalls)
+		calls, refused, looping := guard.screenCalls(sub.fixCallIDs(resp.ToolCalls))
 		sub.append(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls})
 		res.Text = resp.Text
 		if resp.Refusal != "" && resp.Text == "" {
@@ -106,7 +107,7 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 			break
 		}
 		h.expect(calls, toolset)
-		out := sub.runBatch(ctx, toolset, calls, resp.FinishReason == "length")
+		out := sub.runBatch(ctx, toolset, calls, resp.FinishReason == "length", refused)
 		for _, m := range out.messages {
 			sub.append(m)
 		}
@@ -114,6 +115,10 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 		if ctx.Err() != nil {
 			res.ToolCalls = h.calls()
 			return res, ctx.Err()
+		}
+		if looping {
+			res.Text = strings.TrimSpace(loopStopped)
+			break
 		}
 		// A batch the user rejected entirely does not end the run as it
 		// ends a turn: nobody would answer the subagent, so it reads the

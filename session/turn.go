@@ -17,6 +17,9 @@ type PromptResult struct {
 	LastText string
 }
 
+// loopStopped tells the editor why the loop guard ended the turn.
+var loopStopped = fmt.Sprintf("\n[The model made the same tool call %d times in a row, so the turn was stopped.]\n", LoopLimit)
+
 // connectionLost is shown after text that a cut stream left on screen; it
 // is not part of the history (protocol.md §10).
 const connectionLost = "\n[connection lost; retrying]\n"
@@ -72,6 +75,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	system := s.systemPrompt()
 	maxRequests := st.Int("model.maxTurnRequests", 100)
 	window, _ := s.contextLimits()
+	var guard loopGuard
 	for n := 0; ; n++ {
 		if maxRequests > 0 && n >= maxRequests {
 			res.StopReason = StopMaxTurnRequests
@@ -115,7 +119,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		}
 		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
 		s.calibrate(sent, resp.Usage.InputTokens)
-		calls := s.fixCallIDs(resp.ToolCalls)
+		calls, refused, looping := guard.screenCalls(s.fixCallIDs(resp.ToolCalls))
 		s.appendCounted(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls}, resp.Usage.OutputTokens)
 		res.LastText = resp.Text
 		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
@@ -133,12 +137,17 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			}
 			return res, nil
 		}
-		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length")
+		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length", refused)
 		for _, m := range out.messages {
 			s.append(m)
 		}
 		if ctx.Err() != nil {
 			res.StopReason = StopCancelled
+			return res, nil
+		}
+		if looping {
+			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(loopStopped)})
+			res.StopReason = StopMaxTurnRequests
 			return res, nil
 		}
 		if out.allRejected {

@@ -135,6 +135,14 @@ func (d *lineDiff) middle(aLo, aHi, bLo, bHi int) (int, int) {
 	vf, vb := d.vf[:size], d.vb[:size]
 
 	for cost := 0; cost <= maxD; cost++ {
+		if cost > maxDiffCost {
+			// Too expensive: a shortest path would cost O((n+m)·D),
+			// which for a rewrite of a large file (or 100,000 lines
+			// replacing two) is minutes. Split at the point the
+			// forward search got furthest instead; the diff stays
+			// correct, just not always the smallest.
+			return d.furthest(vf, off, cost-1, aLo, bLo, n, m)
+		}
 		for k := -cost; k <= cost; k += 2 {
 			x := frontier(vf, off, k, cost, n, m)
 			if x < 0 {
@@ -170,6 +178,28 @@ func (d *lineDiff) middle(aLo, aHi, bLo, bHi int) (int, int) {
 	}
 	// Unreachable: the frontiers meet by cost maxD at the latest.
 	panic(fmt.Sprintf("line diff: no middle snake for %d×%d lines", n, m))
+}
+
+// maxDiffCost bounds the edit cost one middle search explores. Edits of
+// up to this many lines get a shortest diff; beyond it the diff is split
+// heuristically, so a diff of any size takes time linear in its size
+// times this bound.
+const maxDiffCost = 256
+
+// furthest returns the point of the forward frontier of the given cost
+// that lies furthest along (largest x+y).
+func (d *lineDiff) furthest(vf []int, off, cost, aLo, bLo, n, m int) (int, int) {
+	bx, by := 0, 0
+	for k := -cost; k <= cost; k += 2 {
+		x := vf[off+k]
+		if x < 0 {
+			continue
+		}
+		if y := x - k; y >= 0 && y <= m && x <= n && x+y > bx+by {
+			bx, by = x, y
+		}
+	}
+	return aLo + bx, bLo + by
 }
 
 // frontier returns where a path of the given cost first lands on diagonal k,

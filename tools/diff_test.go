@@ -209,3 +209,48 @@ func TestLineChangesLargeInput(t *testing.T) {
 		t.Errorf("got %d edits, want 1000 (500 lines replaced)", edits)
 	}
 }
+
+// Past maxDiffCost the diff is split heuristically: it must still turn a
+// into b exactly. Two lines replaced by 100,000 used to take O(n·D) steps
+// (minutes) before review; a model can send that in one write_file.
+func TestLineChangesPastTheCostBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	gen := func(n, alpha int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = strings.Repeat("l", rng.IntN(alpha)) + "\n"
+		}
+		return out
+	}
+	cases := map[string][2][]string{
+		"two lines become 100,000": {{"one\n", "two\n"}, slicesRepeat("new\n", 100000)},
+		"random 3000 vs 3000":      {gen(3000, 40), gen(3000, 40)},
+		"random 500 vs 4000":       {gen(500, 8), gen(4000, 8)},
+	}
+	for name, c := range cases {
+		a, b := c[0], c[1]
+		changes := lineChanges(a, b)
+		var rebuilt []string
+		i := 0
+		for _, ch := range changes {
+			if ch.OldStart < i || ch.OldEnd < ch.OldStart || ch.NewEnd < ch.NewStart || ch.OldStart-i != ch.NewStart-len(rebuilt) {
+				t.Fatalf("%s: malformed change %+v", name, ch)
+			}
+			rebuilt = append(rebuilt, a[i:ch.OldStart]...)
+			rebuilt = append(rebuilt, b[ch.NewStart:ch.NewEnd]...)
+			i = ch.OldEnd
+		}
+		rebuilt = append(rebuilt, a[i:]...)
+		if strings.Join(rebuilt, "") != strings.Join(b, "") {
+			t.Fatalf("%s: the changes do not rebuild the new text", name)
+		}
+	}
+}
+
+func slicesRepeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}

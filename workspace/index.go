@@ -46,6 +46,10 @@ type Index struct {
 	ig    *Ignorer
 	w     *Watcher
 	ready chan struct{}
+	// since is when the index was made; a walk removes WriteFileAtomic
+	// temp files older than that by staleTempMargin (leftovers of a
+	// killed process).
+	since time.Time
 	// workers is the number of goroutines of a walk.
 	workers int
 
@@ -93,6 +97,13 @@ type indexJob struct {
 	done chan struct{}
 }
 
+// staleTempMargin is how much older than the index a temp file must be to
+// count as a leftover. File times come from a coarser clock than
+// time.Now, so a temp file this process creates just after the index
+// may carry a time a few milliseconds before it; a live write of another
+// server is younger still.
+const staleTempMargin = time.Second
+
 var errIndexClosed = errors.New("the file index is closed")
 
 // NewIndex returns an index of the files under roots, judged by ig and kept
@@ -107,6 +118,7 @@ func NewIndex(roots *Roots, ig *Ignorer, w *Watcher) *Index {
 		ig:      ig,
 		w:       w,
 		ready:   make(chan struct{}),
+		since:   time.Now(),
 		workers: max(2, 2*runtime.GOMAXPROCS(0)),
 		wake:    make(chan struct{}, 1),
 		dirs:    map[string]map[string]fileMeta{},

@@ -232,6 +232,14 @@ func (ix *Index) visit(ctx context.Context, j walkJob, nested []string, res *wal
 		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
+		if t.IsRegular() && IsTempName(name) && info.ModTime().Before(ix.since.Add(-staleTempMargin)) {
+			// A temp file of WriteFileAtomic that was never renamed:
+			// its process died mid-write, and the target still holds
+			// what it held before. Nothing else names files this way.
+			if os.Remove(p) == nil {
+				continue
+			}
+		}
 		v := fr.verdict(p, false)
 		files[name] = fileMeta{size: info.Size(), mtime: info.ModTime().UnixNano(), git: v.Git, qwen: v.Qwen}
 	}

@@ -70,6 +70,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: close temp file: %w", path, err)
 	}
+	beforeRename(tmp, target)
 	if err := os.Rename(tmp, target); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
@@ -84,8 +85,31 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // tempPrefix marks qwen-ls's temp files, so that a file index or a person
-// can tell a leftover from a crash for what it is.
+// can tell a leftover from a crash for what it is. A temp file is named
+// tempPrefix + the target's name (cut to 100 bytes) + "." + a random
+// base-36 number.
 const tempPrefix = ".qwen-tmp-"
+
+// IsTempName reports whether a file name has the shape of WriteFileAtomic's
+// temp files. A process killed between writing the temp file and renaming
+// it leaves one behind; the file index removes those it finds that are
+// older than the server (see Index).
+func IsTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 || i == len(rest)-1 || len(rest)-i-1 > 13 {
+		return false
+	}
+	for _, c := range rest[i+1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
 
 // createTemp creates a new, empty temp file next to the target. The name
 // starts with a dot so it stays out of most listings while it exists.

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,7 @@ type Editor struct {
 	pending  map[string]chan Message
 	notes    []Message // every notification, in arrival order
 	orphans  []Message // responses whose id is null or unknown
+	answered []string  // ids of the responses to our requests, in arrival order
 	handlers map[string]Handler
 	requests []Message // every server→editor request
 	changed  chan struct{}
@@ -86,9 +88,16 @@ type Options struct {
 }
 
 // Start runs a real server in this process, connected to a new fake
-// editor through pipes. The server is stopped when the test ends.
+// editor through pipes. The server is stopped when the test ends, and the
+// test fails if a goroutine started since Start, or a process the server
+// started, outlives it (leaks.go). Both checks assume the test does not run
+// in parallel with others (t.Parallel), as none here do.
 func Start(t testing.TB, opts rpc.Options) *Editor {
 	t.Helper()
+	lc := startLeakCheck(t)
+	// Processes the in-process server starts inherit this process's
+	// environment, and so the tag.
+	t.Setenv(leakTagVar, lc.tag)
 	toServerR, toServerW := io.Pipe()
 	toEditorR, toEditorW := io.Pipe()
 	if opts.Workspace == nil {
@@ -136,9 +145,16 @@ func Start(t testing.TB, opts rpc.Options) *Editor {
 }
 
 // StartProcess runs the qwen-ls binary at bin with args and connects a new
-// fake editor to its stdio. Its stderr goes to the test log.
+// fake editor to its stdio. Its stderr goes to the test log. The test
+// fails if a process the server started outlives it, or a goroutine started
+// since StartProcess outlives the test (leaks.go).
 func StartProcess(t testing.TB, cmd *exec.Cmd) *Editor {
 	t.Helper()
+	lc := startLeakCheck(t)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, lc.env())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +209,14 @@ func newEditor(t testing.TB, r io.Reader, w io.WriteCloser) *Editor {
 	}
 	go e.readLoop(bufio.NewReader(r))
 	return e
+}
+
+// CloseInput closes the server's input, as an editor that goes away
+// without shutdown and exit does.
+func (e *Editor) CloseInput() {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	_ = e.w.Close()
 }
 
 // Done is closed when the server has stopped.
@@ -345,6 +369,22 @@ func (e *Editor) WaitNotification(method string, match func(params json.RawMessa
 	return found
 }
 
+// Orphans returns the responses received so far that matched no request
+// and that WaitOrphan has not taken.
+func (e *Editor) Orphans() []Message {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Message(nil), e.orphans...)
+}
+
+// AnsweredIDs returns the ids of the responses to the editor's requests in
+// the order they arrived.
+func (e *Editor) AnsweredIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.answered...)
+}
+
 // WaitOrphan waits for a response that matched no request (id null or
 // unknown), such as the server's answer to an unparseable frame, and
 // removes it from the list.
@@ -424,6 +464,7 @@ func (e *Editor) dispatch(m Message) {
 		key := normID(m.ID)
 		if ch, ok := e.pending[key]; ok && key != "null" {
 			delete(e.pending, key)
+			e.answered = append(e.answered, key)
 			ch <- m
 			return
 		}

@@ -50,6 +50,10 @@ type Response struct {
 	// end early when the client goes away.
 	Delay      time.Duration
 	ChunkDelay time.Duration
+	// Hold, when not nil, is waited on (until closed) before answering,
+	// so a test can keep a turn waiting on the model for as long as it
+	// needs. It ends early when the client goes away.
+	Hold <-chan struct{}
 	// ChunkSize splits Text and arguments; 0 means 8 bytes.
 	ChunkSize int
 }
@@ -317,6 +321,13 @@ func sleep(r *http.Request, d time.Duration) bool {
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, resp Response) {
 	if !sleep(r, resp.Delay) {
 		return
+	}
+	if resp.Hold != nil {
+		select {
+		case <-resp.Hold:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
 		if resp.RetryAfter != "" {
