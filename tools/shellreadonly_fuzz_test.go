@@ -98,8 +98,10 @@ func newROSandbox(t testing.TB) *roSandbox {
 		}
 	}
 	files := map[string]string{
-		"a.txt": "alpha\nbeta\ngamma\nalpha\n", "b.txt": "beta\n", "-delete": "x\n", "-i": "y\n",
-		"sub/c.go": "package c\n", "sub/deep/d.md": "# d\n", "s/a/b/w": "z\n",
+		"a.txt": "alpha\nbeta\ngamma\nalpha\n", "b.txt": "beta\n", "s/a/b/w": "z\n",
+		"sub/c.go": "package c\n", "sub/deep/d.md": "# d\n",
+		// Files named like options, where a glob picks them up.
+		"opt/-delete": "x\n", "sedd/-i": "y\n", "sedd/x.txt": "alpha\n",
 	}
 	for rel, content := range files {
 		p := filepath.Join(sb.work, rel)
@@ -107,6 +109,12 @@ func newROSandbox(t testing.TB) *roSandbox {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A workspace program named ls: running it is starting a program
+	// outside the read-only set.
+	wsLs := fmt.Sprintf("#!/bin/bash\necho \"$0 $*\" > %q\n", filepath.Join(sb.marks, "workspace-ls"))
+	if err := os.WriteFile(filepath.Join(sb.work, "ls"), []byte(wsLs), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	if git, err := exec.LookPath("git"); err == nil {
 		cmd := exec.Command(git, "-c", "init.defaultBranch=main", "init", "-q", ".")
@@ -342,7 +350,7 @@ var readOnlySeeds = []string{
 	"ls *.txt", "cat sub/*/d.md", "find sub -type f", "sort -u a.txt b.txt", "uniq a.txt",
 	// Defects found by this suite, judged read-only before the fixes.
 	"git grep --open='touch m' alpha", "PATH=.:$PATH ls", "PATH=.; ls", "printf -v PATH %s .; ls",
-	"find . {-exec,touch,m,\\;}", "git log {--output=o,}", "find *", "sed -n p *",
+	"find . {-exec,touch,m,\\;}", "git log {--output=o,}", "cd opt && find *", "cd sedd && sed s/a/b/ *",
 	"LESSOPEN='|touch m %s' less a.txt", "GIT_EXTERNAL_DIFF=touch git diff HEAD", "cat < /dev/tcp/127.0.0.1/9",
 	"tree -R -H . -L 1", "rg --hostname-bin=touch x", "rg -z x", "git remote show origin",
 	"git branch --edit", "git branch --set-u=x", "uniq *.txt", "BASH_ENV=x ls", "ls | IFS=/ cat",
