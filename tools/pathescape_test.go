@@ -97,6 +97,9 @@ func (e *escapeEnv) escapingPaths() []string {
 		W + "\\/..\\/outside/" + secretName,
 		long,
 		W + "/" + strings.Repeat("x", 5000),
+		"~/" + secretName,
+		"~",
+		"$HOME/" + secretName,
 		"/",
 		"/etc",
 	}
