@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -212,7 +213,11 @@ func (sb *roSandbox) exec(t testing.TB, command string) []string {
 	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	_ = cmd.Run()
+	runErr := cmd.Run()
+	var exitErr *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {
+		t.Fatalf("could not run %q in the sandbox: %v", command, runErr)
+	}
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
@@ -321,7 +326,9 @@ func FuzzShellReadOnly(f *testing.F) {
 	f.Add("", []byte{2, 22, 23, 24, 25})
 	f.Add("find . ", []byte{49})
 	f.Add("git ", []byte{38, 39})
-	var sb *roSandbox
+	// One sandbox for the whole target (a t.TempDir would vanish with the
+	// first input's subtest); every run compares it before and after.
+	sb := newROSandbox(f)
 	f.Fuzz(func(t *testing.T, raw string, script []byte) {
 		if len(raw) > 300 || len(script) > 24 {
 			t.Skip("keep commands short")
@@ -331,17 +338,13 @@ func FuzzShellReadOnly(f *testing.F) {
 			command += " " + tokenCommand(script)
 		}
 		a, err := tools.ParseShellCommand(command)
-		if err != nil || !a.ReadOnly() || !a.HasRoot() {
+		if err != nil || !a.ReadOnly() || !a.HasRoot() || !sb.run {
 			return
 		}
-		if sb == nil {
-			sb = newROSandbox(t)
-		}
-		if !sb.run {
-			return
+		if _, err := os.Stat(sb.work); err != nil {
+			t.Fatalf("the sandbox is gone: %v", err)
 		}
 		if broke := sb.exec(t, command); len(broke) > 0 {
-			sb = nil // rebuild a clean sandbox for the next input
 			t.Fatalf("%q was judged read-only but:\n  %s", command, strings.Join(broke, "\n  "))
 		}
 	})
