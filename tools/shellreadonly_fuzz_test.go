@@ -329,6 +329,7 @@ func FuzzShellReadOnly(f *testing.F) {
 	// One sandbox for the whole target (a t.TempDir would vanish with the
 	// first input's subtest); every run compares it before and after.
 	sb := newROSandbox(f)
+	env := newTestEnv(f, nil).Env
 	f.Fuzz(func(t *testing.T, raw string, script []byte) {
 		if len(raw) > 300 || len(script) > 24 {
 			t.Skip("keep commands short")
@@ -336,6 +337,10 @@ func FuzzShellReadOnly(f *testing.F) {
 		command := raw
 		if len(script) > 0 {
 			command += " " + tokenCommand(script)
+		}
+		// What run_shell_command refuses before judging is never run.
+		if tools.NewShell(env).Validate(map[string]any{"command": command}) != nil {
+			return
 		}
 		a, err := tools.ParseShellCommand(command)
 		if err != nil || !a.ReadOnly() || !a.HasRoot() || !sb.run {
@@ -408,5 +413,15 @@ func TestShellReadOnlyRegressions(t *testing.T) {
 		if a := mustParse(t, cmd); !a.ReadOnly() {
 			t.Errorf("%q should stay read-only: %v", cmd, a.SubCommands)
 		}
+	}
+}
+
+// A command holding a NUL byte was judged read-only and then failed to
+// start ("invalid argument"); it is refused up front.
+func TestShellRefusesNUL(t *testing.T) {
+	e := newTestEnv(t, nil)
+	terr := tools.NewShell(e.Env).Validate(map[string]any{"command": "rg\x00"})
+	if terr == nil || terr.Type != tools.ErrorInvalidToolParams || !strings.Contains(terr.Message, "NUL") {
+		t.Fatalf("got %+v", terr)
 	}
 }
