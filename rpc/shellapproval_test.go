@@ -205,7 +205,7 @@ func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
 	var calls []modeltest.ToolCall
 	var live []int
 	for i, f := range shellForms {
-		if !f.live {
+		if !f.live || !programsInstalled(f.cmd) {
 			continue
 		}
 		args, _ := json.Marshal(map[string]any{"command": expandForm(f.cmd, b.root, i), "timeout": 20000})
@@ -275,4 +275,17 @@ func prepareShellWorkspace(t *testing.T, root string) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
+}
+
+// programsInstalled reports whether the programs a form relies on are
+// installed, so that its approved run can have its effect.
+func programsInstalled(form string) bool {
+	for _, prog := range []string{"less", "git", "xargs", "timeout", "nice", "dd", "tee", "awk", "sed", "find", "sort", "uniq"} {
+		if strings.Contains(form, prog+" ") {
+			if _, err := exec.LookPath(prog); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
