@@ -425,3 +425,30 @@ func TestShellRefusesNUL(t *testing.T) {
 		t.Fatalf("got %+v", terr)
 	}
 }
+
+// An allow rule for a command matched it whatever variables were set for
+// it, so Bash(git status) let PATH=. git status run a workspace program
+// named git. Only locale and display settings stay covered, and a bare
+// Bash rule still covers everything.
+func TestAllowRuleDoesNotCoverEnvironment(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"git status":                  true,
+		"LC_ALL=C git status":         true,
+		"PATH=. git status":           false,
+		"GIT_DIR=/x git status":       false,
+		"LD_PRELOAD=./x.so git log":   false,
+		"PATH=. git status; ls":       false,
+		"env PATH=. git status":       false, // env with arguments is its own program
+		"FOO=1 git status --short":    false,
+		"TZ=UTC git log --oneline -1": true,
+	} {
+		a := mustParse(t, cmd)
+		cov := tools.CoverShellSubCommands(a.SubCommands, []string{"git *"}, nil)
+		if got := len(cov.Uncovered) == 0; got != want {
+			t.Errorf("%q with Bash(git *): covered %v, want %v (%v)", cmd, got, want, cov.Uncovered)
+		}
+		if cov := tools.CoverShellSubCommands(a.SubCommands, []string{"*"}, nil); len(cov.Uncovered) != 0 {
+			t.Errorf("%q: a bare Bash rule should cover it", cmd)
+		}
+	}
+}
