@@ -263,14 +263,18 @@ func TestReadOnlySandboxSeesWritesAndStarts(t *testing.T) {
 	if !sb.run {
 		t.Skip("running commands in the sandbox needs root and a network namespace (user nobody, no network); only the analysis is checked here")
 	}
-	for _, cmd := range []string{"echo x > new.txt", "find . -name b.txt -delete", "touch x", "sed -i s/a/b/ a.txt", "git branch --edit-description"} {
+	writers := []string{"echo x > new.txt", "find . -name b.txt -delete", "touch x", "sed -i s/a/b/ a.txt"}
+	if _, err := exec.LookPath("git"); err == nil {
+		writers = append(writers, "git branch --edit-description")
+	}
+	for _, cmd := range writers {
 		if broke := sb.exec(t, cmd); len(broke) == 0 {
 			t.Errorf("%q: the sandbox saw nothing", cmd)
 		}
 		// Put the tree back for the next command.
 		sb = newROSandbox(t)
 	}
-	if broke := sb.exec(t, "cat a.txt | sort | uniq -c; ls -la; git log --oneline; git status"); len(broke) != 0 {
+	if broke := sb.exec(t, "cat a.txt | sort | uniq -c; ls -la; git log --oneline 2>/dev/null; git status 2>/dev/null"); len(broke) != 0 {
 		t.Errorf("read-only commands reported: %v", broke)
 	}
 	// No network in the sandbox: a listener on the host's loopback gets
