@@ -147,9 +147,6 @@ func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
 	if len(shellForms) < 60 {
 		t.Fatalf("only %d forms", len(shellForms))
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	a := startAgent(t, "default")
 	prepareShellWorkspace(t, a.root)
 	var mu sync.Mutex
@@ -170,6 +167,9 @@ func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
 		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}, nil
 	})
 	for i, f := range shellForms {
+		if strings.Contains(f.cmd, "git ") && !programsInstalled("git ") {
+			continue // no repository to run it in
+		}
 		cmd := expandForm(f.cmd, a.root, i)
 		id := fmt.Sprintf("form%d", i)
 		args, _ := json.Marshal(map[string]any{"command": cmd})
@@ -266,6 +266,9 @@ func prepareShellWorkspace(t *testing.T, root string) {
 	}
 	if err := os.WriteFile(filepath.Join(root, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if !programsInstalled("git ") {
+		return
 	}
 	for _, args := range [][]string{{"init", "-q", "."}, {"add", "keep.txt"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"}} {
 		cmd := exec.Command("git", args...)
