@@ -571,7 +571,7 @@ func crlfText(s string) string {
 // writeDisk writes text to abs in format f, atomically (tools.md §2.5), and
 // records the text as the file now holds it in the ledger.
 func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *ToolError {
-	if err := workspace.WriteText(abs, text, f); err != nil {
+	if err := workspace.WriteTextIn(abs, text, f, e.openedInsideFor(abs, PathOptions{})); err != nil {
 		return notWritable(abs, err)
 	}
 	// Read back through the tools' own view, so that the entry is what a

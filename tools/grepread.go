@@ -215,6 +215,11 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 		return nil, false
 	}
 	defer syscall.Close(fd)
+	// A parent folder swapped for a symlink after the walk listed it
+	// would lead out of the workspace: judge the file that was opened.
+	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.env.openedInside(PathOptions{AllowTemp: true})(real) {
+		return nil, false
+	}
 	if t.size < 0 {
 		var st syscall.Stat_t
 		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {

@@ -137,7 +137,7 @@ func (l *ListDirectory) Execute(ctx context.Context, _ *Call, params map[string]
 		return Result{Error: NewError(ErrorPathIsNotADirectory, abs+" is not a directory."),
 			Display: Markdown("Error: Path is not a directory.")}, nil
 	}
-	dirents, err := os.ReadDir(abs)
+	dirents, err := l.env.readDirInside(abs, PathOptions{AllowTemp: true})
 	if err != nil {
 		return ErrorResult(ErrorLsExecution, fmt.Sprintf("Could not list %s: %s", abs, readErrReason(err))), nil
 	}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -75,8 +77,89 @@ func BlockedAddress(ip netip.Addr) bool {
 	if !ip.IsValid() {
 		return true
 	}
+	if v4, ok := embeddedIPv4(ip); ok && BlockedAddress(v4) {
+		return true
+	}
 	return ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
 		cgnat.Contains(ip) || thisNetwork.Contains(ip)
+}
+
+// IPv6 ranges that carry an IPv4 address: IPv4-compatible (::a.b.c.d,
+// deprecated, still routed by some stacks), NAT64 (64:ff9b::/96, which a
+// gateway connects to the IPv4 address) and 6to4 (2002:aabb:ccdd::/48).
+var (
+	v4Compatible = netip.MustParsePrefix("::/96")
+	nat64        = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour    = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address carries, so that
+// it is judged too.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case v4Compatible.Contains(ip), nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// hostIP reads host as an IP address in every form that resolvers and
+// browsers accept: the usual literals, a trailing dot, and the IPv4 forms
+// of inet_aton (127.1, 2130706433, 0177.0.0.1, 0x7f000001). isIP is true
+// when the host is numeric (its last label starts with a digit, which no
+// top-level domain does); a numeric host that is not a valid address gives
+// an error, so that it is never handed to a resolver (or to DNS).
+func hostIP(host string) (ip netip.Addr, isIP bool, err error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip, true, nil
+	}
+	h := strings.TrimSuffix(host, ".")
+	labels := strings.Split(h, ".")
+	last := labels[len(labels)-1]
+	if last == "" || last[0] < '0' || last[0] > '9' {
+		return netip.Addr{}, false, nil
+	}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip, true, nil
+	}
+	if len(labels) > 4 {
+		return netip.Addr{}, true, fmt.Errorf("%s is not a valid IP address", host)
+	}
+	var parts []uint64
+	for _, l := range labels {
+		base, digits := 10, l
+		switch {
+		case len(l) > 1 && (l[:2] == "0x" || l[:2] == "0X"):
+			base, digits = 16, l[2:]
+		case len(l) > 1 && l[0] == '0':
+			base, digits = 8, l[1:]
+		}
+		n, perr := strconv.ParseUint(digits, base, 32)
+		if perr != nil || digits == "" {
+			return netip.Addr{}, true, fmt.Errorf("%s is not a valid IP address", host)
+		}
+		parts = append(parts, n)
+	}
+	// All but the last part are single bytes; the last fills the rest.
+	var v uint64
+	for i, n := range parts[:len(parts)-1] {
+		if n > 0xff {
+			return netip.Addr{}, true, fmt.Errorf("%s is not a valid IP address", host)
+		}
+		v |= n << (24 - 8*i)
+	}
+	rest := parts[len(parts)-1]
+	if bits := 8 * (5 - len(parts)); bits < 32 && rest >= 1<<bits {
+		return netip.Addr{}, true, fmt.Errorf("%s is not a valid IP address", host)
+	}
+	v |= rest
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
 }
 
 // Resolve returns the addresses of host (an IP literal is its own only
@@ -86,8 +169,14 @@ func BlockedAddress(ip netip.Addr) bool {
 // private one.
 func (g *NetGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
+	name := strings.ToLower(strings.TrimSuffix(host, "."))
+	if ip, isIP, err := hostIP(host); err != nil {
+		return nil, err
+	} else if isIP {
 		ips = []netip.Addr{ip}
+	} else if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		// RFC 6761: always the machine itself, whatever a resolver says.
+		ips = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}
 	} else {
 		r := g.Resolver
 		if r == nil {

@@ -101,3 +101,30 @@ func (e *Env) filePathArg(params map[string]any) (string, *ToolError) {
 	}
 	return e.AbsPath(p, PathOptions{})
 }
+
+// openedInside is the check applied to a file once it is open (see
+// workspace.OpenedPath): its real path lies in a root, or in the project
+// temp dir when opts allow it.
+func (e *Env) openedInside(opts PathOptions) func(real string) bool {
+	return func(real string) bool {
+		if e.Workspace.Roots.ContainsReal(real) {
+			return true
+		}
+		if opts.AllowTemp {
+			tmp := workspace.RealPath(e.ProjectTempDir())
+			return real == tmp || strings.HasPrefix(real, tmp+string(filepath.Separator))
+		}
+		return false
+	}
+}
+
+// openedInsideFor is openedInside for a path named inside a root, and no
+// check (nil) for qwen-ls's own files elsewhere (memory, todos, the
+// project temp dir), which path arguments cannot name anyway. The test is
+// by name only, so a symlink swapped in cannot turn the check off.
+func (e *Env) openedInsideFor(abs string, opts PathOptions) func(real string) bool {
+	if !e.Workspace.Roots.LexicallyInside(abs) {
+		return nil
+	}
+	return e.openedInside(opts)
+}

@@ -163,7 +163,7 @@ func (s *rmfSearch) searchBase(b rmfBase, pats, excl []string) error {
 	m := rmfMatch{pats: lowerAll(pats), excl: lowerAll(excl),
 		inExcluded: b.filtered && underDefaultExcludedDir(b.dir, start)}
 
-	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	err := s.env.walkDirInside(start, PathOptions{AllowTemp: true}, func(p string, d fs.DirEntry, err error) error {
 		if cerr := s.ctx.Err(); cerr != nil {
 			return cerr
 		}

@@ -122,7 +122,7 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 		// Media and PDF bytes come from the disk even when the editor has
 		// the file open (§2.3).
 		var err error
-		raw, fi, err = workspace.ReadFileBounded(abs, workspace.MaxReadSize)
+		raw, fi, err = workspace.ReadFileBoundedIn(abs, workspace.MaxReadSize, e.openedInsideFor(abs, PathOptions{AllowTemp: true}))
 		if err != nil {
 			out.Err, out.ErrDisplay = readFailure(abs, err)
 			return out, nil
@@ -264,6 +264,8 @@ func readFailure(abs string, err error) (*ToolError, string) {
 	switch {
 	case pathMissing(err):
 		return NewError(ErrorFileNotFound, abs+" does not exist."), "File not found."
+	case errors.Is(err, workspace.ErrEscaped):
+		return NewError(ErrorPathNotInWorkspace, fmt.Sprintf("Path is outside the workspace: %s. It changed after it was checked (a symlink now leads out of the workspace).", abs)), "Path is outside the workspace."
 	case errors.As(err, &nr) && nr.Dir:
 		return NewError(ErrorTargetIsDirectory, abs+" is a directory, not a file."), "Path is a directory."
 	case errors.As(err, &nr):

@@ -127,7 +127,7 @@ func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := e.readDirInside(d, PathOptions{AllowTemp: true})
 		if err != nil {
 			if d == dir {
 				return err

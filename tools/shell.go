@@ -97,6 +97,9 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if strings.TrimSpace(cmd) == "" {
 		return InvalidParams(`Argument "command" must not be empty.`)
 	}
+	if strings.ContainsRune(cmd, 0) {
+		return InvalidParams(`Argument "command" contains a NUL character, which no shell command can hold. Remove it and try again.`)
+	}
 	a, err := ParseShellCommand(cmd)
 	if err != nil {
 		return InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))

@@ -42,7 +42,7 @@ func awkReadOnly(args []ShellWord) bool {
 		operands = append(operands, v)
 	}
 	if !explicit {
-		if len(operands) == 0 {
+		if len(operands) == 0 || firstOperandIsPattern(args) {
 			return false
 		}
 		programs = append(programs, operands[0])

@@ -31,6 +31,9 @@ type ShellSubCommand struct {
 	// assignments are left out. Empty for a statement that only assigns
 	// variables or only redirects.
 	Words []ShellWord
+	// Assigns are the names of the variables the statement assigns before
+	// its command word (or on their own when Words is empty).
+	Assigns []string
 	// Root is the basename of the command word ("" when there is none);
 	// for a command word with an expansion it is the word's text.
 	Root string
@@ -211,6 +214,11 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 	sub := ShellSubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
+		for _, a := range c.Assigns {
+			if a.Name != nil {
+				sub.Assigns = append(sub.Assigns, a.Name.Value)
+			}
+		}
 		for _, a := range c.Args {
 			sub.Words = append(sub.Words, w.word(a))
 		}
@@ -393,10 +401,18 @@ func unescapeDouble(s string) string {
 	return b.String()
 }
 
-// hasWriteRedirect reports a redirection that writes to a file. >&N and
+// hasWriteRedirect reports a redirection that writes to a file, or one
+// that bash turns into a network connection (/dev/tcp/…, /dev/udp/…), or
+// whose target is only known at run time (so it could be either). >&N and
 // >&- only duplicate or close descriptors.
 func hasWriteRedirect(redirs []*syntax.Redirect) bool {
 	for _, r := range redirs {
+		if r.Word != nil && r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc && r.Op != syntax.WordHdoc {
+			target, known := redirTarget(r.Word)
+			if !known || strings.HasPrefix(target, "/dev/tcp/") || strings.HasPrefix(target, "/dev/udp/") {
+				return true
+			}
+		}
 		// Discarding output (2>/dev/null) writes nothing a user would
 		// want to approve; read-only commands use it all the time.
 		if r.Word != nil && r.Word.Lit() == "/dev/null" {
@@ -413,6 +429,38 @@ func hasWriteRedirect(redirs []*syntax.Redirect) bool {
 		}
 	}
 	return false
+}
+
+// redirTarget is the file name of a redirection after quote removal;
+// known is false when it holds an expansion or a pattern.
+func redirTarget(wd *syntax.Word) (target string, known bool) {
+	var b strings.Builder
+	for _, part := range wd.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v, pattern := unescapeUnquoted(p.Value)
+			if pattern {
+				return "", false
+			}
+			b.WriteString(v)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(unescapeDouble(l.Value))
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
 }
 
 func isFDWord(wd *syntax.Word) bool {

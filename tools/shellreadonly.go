@@ -10,12 +10,30 @@ import "strings"
 // an output file, tree -o, rg --pre, git --output, git grep -O, git branch
 // creating, copying or re-pointing a branch, git remote prune/update/set-*.
 // Commands whose arguments are checked are not read-only when an argument
-// holds an expansion, since it could hide a refused option.
+// holds an expansion, since it could hide a refused option, nor when an
+// unquoted glob or brace pattern could expand to an option (one that
+// starts with "-" or with a pattern character: "{-exec,rm,x,;}" is
+// "-exec rm x ;", and "*" matches a file named "-delete").
+//
+// Also beyond §6.3: git options are matched by the unique prefixes git
+// accepts ("--open" is --open-files-in-pager, "--edit" is
+// --edit-description), git remote show asks (it contacts the remote
+// unless given -n), tree -R writes 00Tree.html files, rg --hostname-bin
+// and --search-zip start other programs, printf -v assigns a shell
+// variable (PATH among them), and a redirection to /dev/tcp or /dev/udp
+// (a network connection) or to a name only known at run time asks.
+//
+// Variables: a statement that sets environment variables for its command
+// (PATH=. ls, LESSOPEN=… less, GIT_EXTERNAL_DIFF=… git diff) is read-only
+// only when every one is a locale or display setting (safeEnvAssign); a
+// statement that only assigns is read-only unless it sets a variable whose
+// name has an upper-case letter (PATH, IFS, BASH_ENV, GIT_…), which the
+// shell or the programs it starts may read.
 var readOnlyRoots = map[string]func(args []ShellWord) bool{
 	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
 	"git": gitReadOnly, "grep": nil, "head": nil, "less": nil, "ls": nil, "more": nil,
-	"printenv": noArgs, "printf": nil, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
+	"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
 	"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
 	"wc": nil, "which": nil, "whoami": nil,
 }
@@ -29,7 +47,17 @@ func shellReadOnly(s ShellSubCommand) bool {
 		return false
 	}
 	if len(s.Words) == 0 {
+		for _, name := range s.Assigns {
+			if strings.ToLower(name) != name && !safeEnvAssign(name) {
+				return false
+			}
+		}
 		return true
+	}
+	for _, name := range s.Assigns {
+		if !safeEnvAssign(name) {
+			return false
+		}
 	}
 	cw := s.Words[0]
 	if cw.Expanded || cw.Pattern || strings.Contains(cw.Value, "/") {
@@ -43,12 +71,66 @@ func shellReadOnly(s ShellSubCommand) bool {
 		return true
 	}
 	args := s.Words[1:]
+	if cw.Value == "printf" {
+		// Its arguments may hold expansions; only the first can be -v.
+		return printfReadOnly(args)
+	}
 	for _, a := range args {
-		if a.Expanded || (a.Pattern && strings.HasPrefix(a.Value, "-")) {
+		if a.Expanded || (a.Pattern && patternMayBeOption(a.Value)) {
 			return false
 		}
 	}
 	return check(args)
+}
+
+// patternMayBeOption reports whether an unquoted glob or brace pattern
+// may expand to a word that starts with "-": it does unless it starts
+// with a literal character that is not "-".
+func patternMayBeOption(v string) bool {
+	return v == "" || strings.IndexByte("-*?[{@!+\\", v[0]) >= 0
+}
+
+// safeEnvAssign lists the variables a read-only command may be given:
+// locale and display settings, which change no program's behaviour beyond
+// its output.
+func safeEnvAssign(name string) bool {
+	switch name {
+	case "LANG", "LANGUAGE", "TZ", "NO_COLOR", "COLUMNS", "LINES":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
+}
+
+// longOpt reports whether v is a long option ("--name" or "--name=value")
+// that abbreviates, or is, one of names: git and other parse-options
+// programs accept any unique prefix of a long option.
+func longOpt(v string, names ...string) bool {
+	if !strings.HasPrefix(v, "--") {
+		return false
+	}
+	name, _, _ := strings.Cut(v[2:], "=")
+	if name == "" {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, name) || strings.HasPrefix(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// printfReadOnly refuses printf -v (it assigns a shell variable, PATH
+// included) and a first argument that could turn into -v.
+func printfReadOnly(args []ShellWord) bool {
+	if len(args) == 0 {
+		return true
+	}
+	a := args[0]
+	if a.Expanded || (a.Pattern && patternMayBeOption(a.Value)) {
+		return false
+	}
+	return !strings.HasPrefix(a.Value, "-v")
 }
 
 func noArgs(args []ShellWord) bool { return len(args) == 0 }
@@ -91,7 +173,7 @@ func gitReadOnly(args []ShellWord) bool {
 	}
 	sub, rest := args[i].Value, args[i+1:]
 	for _, a := range rest {
-		if strings.HasPrefix(a.Value, "--output") {
+		if longOpt(a.Value, "output") {
 			return false
 		}
 	}
@@ -99,17 +181,26 @@ func gitReadOnly(args []ShellWord) bool {
 	case "grep":
 		for _, a := range rest {
 			v := a.Value
-			if v == "-O" || strings.HasPrefix(v, "--open-files-in-pager") ||
+			if v == "-O" || longOpt(v, "open-files-in-pager") ||
 				(len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.Contains(v, "O")) {
 				return false
 			}
 		}
 	case "remote":
+		show, noQuery := false, false
 		for _, a := range rest {
 			switch a.Value {
 			case "add", "remove", "rm", "rename", "set-url", "set-head", "set-branches", "prune", "update":
 				return false
+			case "show":
+				show = true
+			case "-n":
+				noQuery = true
 			}
+		}
+		// git remote show asks the remote (ssh or https) unless -n.
+		if show && !noQuery {
+			return false
 		}
 	case "branch":
 		return gitBranchReadOnly(rest)
@@ -124,10 +215,11 @@ func gitBranchReadOnly(args []ShellWord) bool {
 	for _, a := range args {
 		v := a.Value
 		name, _, _ := strings.Cut(v, "=")
-		switch name {
-		case "--delete", "--move", "--copy", "--force", "--set-upstream-to", "--unset-upstream",
-			"--edit-description", "--track", "--no-track", "--set-upstream":
+		if longOpt(v, "delete", "move", "copy", "force", "set-upstream-to", "unset-upstream",
+			"edit-description", "track", "no-track", "set-upstream", "create-reflog", "recurse-submodules") {
 			return false
+		}
+		switch name {
 		case "--list", "--all", "--remotes", "--contains", "--no-contains", "--merged", "--no-merged",
 			"--points-at", "--show-current":
 			listMode = true
@@ -181,6 +273,12 @@ func sortReadOnly(args []ShellWord) bool {
 // uniqReadOnly refuses a second file operand, which uniq writes to.
 func uniqReadOnly(args []ShellWord) bool {
 	operands := 0
+	for _, a := range args {
+		if a.Pattern {
+			// One glob can name two files, and uniq writes the second.
+			return false
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		v := args[i].Value
 		switch {
@@ -197,20 +295,51 @@ func uniqReadOnly(args []ShellWord) bool {
 	return operands < 2
 }
 
+// treeReadOnly refuses -o (output file) and -R (writes 00Tree.html in
+// every directory with -H).
 func treeReadOnly(args []ShellWord) bool {
 	for _, a := range args {
-		if a.Value == "-o" || (strings.HasPrefix(a.Value, "-o") && !strings.HasPrefix(a.Value, "--")) {
+		v := a.Value
+		if strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "-R") {
 			return false
 		}
 	}
 	return true
 }
 
+// rgReadOnly refuses the options that start other programs: --pre,
+// --hostname-bin and -z/--search-zip (decompressors).
 func rgReadOnly(args []ShellWord) bool {
 	for _, a := range args {
-		if a.Value == "--pre" || strings.HasPrefix(a.Value, "--pre=") {
+		v := a.Value
+		if v == "--" {
+			break
+		}
+		switch {
+		case v == "--pre" || strings.HasPrefix(v, "--pre="),
+			v == "--hostname-bin" || strings.HasPrefix(v, "--hostname-bin="),
+			v == "--search-zip":
+			return false
+		case len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.Contains(v, "z"):
 			return false
 		}
 	}
 	return true
+}
+
+// firstOperandIsPattern reports whether the first argument that is not an
+// option is an unquoted pattern: as the script of sed or the program of
+// awk, its expansion is not the text that was checked. (Option values
+// counted as operands make this stricter, never looser.)
+func firstOperandIsPattern(args []ShellWord) bool {
+	for _, a := range args {
+		if a.Value == "--" {
+			continue
+		}
+		if len(a.Value) > 1 && a.Value[0] == '-' {
+			continue
+		}
+		return a.Pattern
+	}
+	return false
 }

@@ -153,7 +153,7 @@ func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRu
 		}
 		allowed := false
 		for _, spec := range allow {
-			if ShellRuleMatches(spec, sub) {
+			if ShellRuleMatches(spec, sub) && (allowCoversAssigns(sub) || strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == "") {
 				allowed = true
 				break
 			}
@@ -163,6 +163,20 @@ func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRu
 		}
 	}
 	return cov
+}
+
+// allowCoversAssigns: an allow rule for a command covers it only when the
+// variables set for it are locale or display settings. Matching leaves
+// VAR=value words out (tools.md §6.2), but PATH=. git status runs a
+// workspace program named git, not the git the rule allows; only a bare
+// Bash rule (every command) covers that.
+func allowCoversAssigns(sub ShellSubCommand) bool {
+	for _, name := range sub.Assigns {
+		if !safeEnvAssign(name) {
+			return false
+		}
+	}
+	return true
 }
 
 func shellDenyMatches(spec string, sub ShellSubCommand) bool {

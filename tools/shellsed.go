@@ -70,7 +70,7 @@ func sedReadOnly(args []ShellWord) bool {
 		operands = append(operands, v)
 	}
 	if !explicit {
-		if len(operands) == 0 {
+		if len(operands) == 0 || firstOperandIsPattern(args) {
 			return false
 		}
 		scripts = append(scripts, operands[0])

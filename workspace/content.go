@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -100,6 +101,13 @@ func DiskSnapshot(path string, raw []byte, fi fs.FileInfo) *Snapshot {
 // ReadFileBounded reads a regular file of at most max bytes, refusing
 // directories and special files before opening them.
 func ReadFileBounded(path string, max int64) ([]byte, fs.FileInfo, error) {
+	return ReadFileBoundedIn(path, max, nil)
+}
+
+// ReadFileBoundedIn is ReadFileBounded that, once the file is open, checks
+// its real path with allowed (see OpenedPath) and returns ErrEscaped
+// without reading when allowed refuses it.
+func ReadFileBoundedIn(path string, max int64, allowed func(real string) bool) ([]byte, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, err
@@ -113,11 +121,19 @@ func ReadFileBounded(path string, max int64) ([]byte, fs.FileInfo, error) {
 	if fi.Size() > max {
 		return nil, fi, &TooLargeError{Path: path, Size: fi.Size()}
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fi, err
 	}
 	defer f.Close()
+	if err := checkOpened(f, allowed); err != nil {
+		return nil, fi, err
+	}
+	// The file may have been swapped since the stat: it must still be a
+	// regular file (a FIFO opened non-blocking reads as empty, never hangs).
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() {
+		return nil, fi, &NotRegularError{Path: path}
+	}
 	// Sized from the stat, with room for one more byte so that a file
 	// that grew since is noticed without a second allocation.
 	data, err := readAllSized(io.LimitReader(f, max+1), fi.Size()+1)

@@ -87,8 +87,19 @@ func (w *Watcher) Remove(dir string) {
 	delete(w.watched, dir)
 	w.mu.Unlock()
 	if was && w.fs != nil {
-		_ = w.fs.Remove(dir)
+		w.removeWatch(dir)
 	}
+}
+
+// removeWatch asks fsnotify to drop dir's watch. fsnotify (v1.10.1) keeps
+// one watch per inode but a name per path: once one folder was watched
+// under two names (a folder and a symlink to it, or a folder replaced by a
+// symlink to a watched one), removing both names dereferences a watch
+// that is gone and panics. Losing that watch is harmless (it is already
+// gone); losing the server is not.
+func (w *Watcher) removeWatch(dir string) {
+	defer func() { _ = recover() }()
+	_ = w.fs.Remove(dir)
 }
 
 // Inject delivers an event that did not come from fsnotify, such as a

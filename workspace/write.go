@@ -28,6 +28,14 @@ import (
 // WriteFileAtomic does not check workspace membership; callers resolve the
 // path with Roots.Resolve first.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteFileAtomicIn(path, data, perm, nil)
+}
+
+// WriteFileAtomicIn is WriteFileAtomic that checks, once the temp file is
+// created, that its real folder (see OpenedPath) passes allowed, and
+// otherwise removes it and returns ErrEscaped: a parent folder swapped
+// for a symlink after the path was checked cannot redirect the write.
+func WriteFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(real string) bool) error {
 	target, err := writeTarget(path)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -53,6 +61,14 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		_ = f.Close()
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %s: %w", path, step, err)
+	}
+	if err := checkOpened(f, allowed); err != nil {
+		// The name may lead elsewhere by now: remove the file that was
+		// really created.
+		if real, ok := OpenedPath(f.Fd()); ok {
+			_ = os.Remove(real)
+		}
+		return fail("check the folder", err)
 	}
 	// OpenFile applied the umask; an existing file's mode is kept exactly.
 	if keepMode {
@@ -355,4 +371,9 @@ func toCRLF(s string) string {
 // before the umask; an existing one keeps its mode.
 func WriteText(path, text string, f TextFormat) error {
 	return WriteFileAtomic(path, EncodeText(text, f), 0o644)
+}
+
+// WriteTextIn is WriteText with WriteFileAtomicIn's check.
+func WriteTextIn(path, text string, f TextFormat, allowed func(real string) bool) error {
+	return WriteFileAtomicIn(path, EncodeText(text, f), 0o644, allowed)
 }

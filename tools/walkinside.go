@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/workspace"
+)
+
+// readDirInside lists a directory that must lie inside the workspace: it
+// opens the directory, checks the real path the kernel opened (a parent
+// swapped for a symlink after the path was checked is seen there), and
+// only then reads the names. The entries come sorted by name.
+func (e *Env) readDirInside(dir string, opts PathOptions) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if allowed := e.openedInsideFor(dir, opts); allowed != nil {
+		if real, ok := workspace.OpenedPath(f.Fd()); ok && !allowed(real) {
+			return nil, &fs.PathError{Op: "open", Path: dir, Err: workspace.ErrEscaped}
+		}
+	}
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// walkDirInside is filepath.WalkDir with every directory read through
+// readDirInside. Like WalkDir it does not follow symlinks, calls fn for
+// root first, honours fs.SkipDir and fs.SkipAll, and reports a directory
+// it cannot read by a second call with the error.
+func (e *Env) walkDirInside(root string, opts PathOptions, fn fs.WalkDirFunc) error {
+	info, err := os.Lstat(root)
+	if err != nil {
+		err = fn(root, nil, err)
+	} else {
+		err = e.walkInside(root, fs.FileInfoToDirEntry(info), opts, fn)
+	}
+	if err == filepath.SkipDir || err == filepath.SkipAll {
+		return nil
+	}
+	return err
+}
+
+func (e *Env) walkInside(p string, d fs.DirEntry, opts PathOptions, fn fs.WalkDirFunc) error {
+	if err := fn(p, d, nil); err != nil || !d.IsDir() {
+		if err == filepath.SkipDir && d.IsDir() {
+			err = nil
+		}
+		return err
+	}
+	ents, err := e.readDirInside(p, opts)
+	if err != nil {
+		if err = fn(p, d, err); err != nil {
+			if err == filepath.SkipDir && d.IsDir() {
+				err = nil
+			}
+			return err
+		}
+	}
+	for _, d1 := range ents {
+		if err := e.walkInside(filepath.Join(p, d1.Name()), d1, opts, fn); err != nil {
+			if err == filepath.SkipDir {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package workspace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// OpenedPath returns the path the kernel holds for an open file
+// descriptor (Linux's /proc/self/fd): the real path of the file that was
+// opened, whatever symlinks the name went through. ok is false where
+// /proc is not available.
+//
+// Checking this path after opening closes the window between checking a
+// path and using it: a symlink swapped in after the check is seen here.
+func OpenedPath(fd uintptr) (path string, ok bool) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
+	if err != nil || !filepath.IsAbs(p) {
+		return "", false
+	}
+	return strings.TrimSuffix(p, " (deleted)"), true
+}
+
+// ContainsReal reports whether real, a path without symlinks (such as
+// OpenedPath returns), is a root or lies below one. It reads nothing from
+// the file system beyond what resolving a missing root needs.
+func (r *Roots) ContainsReal(real string) bool {
+	for _, e := range r.snapshot() {
+		if within(e.real, real) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrEscaped is returned when an opened file turns out to lie outside the
+// places it was allowed to be: the path changed (a symlink was swapped
+// in) after it was checked.
+var ErrEscaped = errors.New("the path now leads outside the workspace (a symlink changed after it was checked)")
+
+// checkOpened applies allowed to the opened path of f; without /proc it
+// allows (the path check before opening is all there is then).
+func checkOpened(f *os.File, allowed func(real string) bool) error {
+	if allowed == nil {
+		return nil
+	}
+	if p, ok := OpenedPath(f.Fd()); ok && !allowed(p) {
+		return ErrEscaped
+	}
+	return nil
+}
+
+// LexicallyInside reports whether abs, cleaned, is a root or lies below
+// one by name alone (the root's given or real path), without resolving
+// symlinks: the test for "this path was meant to be in the workspace".
+func (r *Roots) LexicallyInside(abs string) bool {
+	clean := filepath.Clean(abs)
+	for _, e := range r.snapshot() {
+		if within(e.given, clean) || within(e.real, clean) {
+			return true
+		}
+	}
+	return false
+}
