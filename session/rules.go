@@ -128,12 +128,12 @@ type shellCall struct {
 	analysis *tools.ShellAnalysis
 }
 
-func shellOf(t tools.Tool, params map[string]any) *shellCall {
+func shellOf(env *tools.Env, t tools.Tool, params map[string]any) *shellCall {
 	if t.Name() != "run_shell_command" {
 		return nil
 	}
 	cmd, _ := tools.String(params, "command")
-	a, err := tools.ParseShellCommand(cmd)
+	a, err := env.AnalyzeShell(cmd)
 	if err != nil {
 		return nil
 	}
@@ -235,7 +235,7 @@ type ruleDecision struct {
 func (s *Session) decide(t tools.Tool, params map[string]any) ruleDecision {
 	rs := s.rules()
 	var d ruleDecision
-	if sh := shellOf(t, params); sh != nil {
+	if sh := shellOf(s.mgr.opts.Env, t, params); sh != nil {
 		allow, _ := specsFor(rs.allow, t)
 		deny, denyRules := specsFor(rs.deny, t)
 		ask, _ := specsFor(rs.ask, t)

@@ -266,7 +266,7 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
 	env := s.mgr.opts.Env
 	var best tools.Protection
-	if sh := shellOf(r.tool, r.params); sh != nil {
+	if sh := shellOf(env, r.tool, r.params); sh != nil {
 		for _, sub := range sh.analysis.SubCommands {
 			if sub.ReadOnly {
 				continue

@@ -176,7 +176,7 @@ func (s *Shell) Describe(params map[string]any) string {
 // sub-commands that are not read-only.
 func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
 	cmd, _ := String(params, "command")
-	a, err := ParseShellCommand(cmd)
+	a, err := s.env.AnalyzeShell(cmd)
 	if err != nil {
 		return nil, InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
@@ -186,11 +186,37 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 	return ShellConfirmation(cmd, a.NeedingApproval()), nil
 }
 
+// AnalyzeShell parses cmd as ParseShellCommand does and judges it for this
+// workspace. In a folder that is not trusted, git commands are never
+// read-only: the repository's own configuration (core.fsmonitor,
+// diff.external, textconv and clean filters, core.pager) can make even
+// `git status` or `git diff` run a program it names, and a hostile
+// repository may ship that configuration. Trusting the folder trusts its
+// configuration, and git's read-only commands run unasked again.
+func (e *Env) AnalyzeShell(cmd string) (*ShellAnalysis, error) {
+	a, err := ParseShellCommand(cmd)
+	if err != nil || e.repoConfigTrusted() {
+		return a, err
+	}
+	for i := range a.SubCommands {
+		if a.SubCommands[i].Root == "git" {
+			a.SubCommands[i].ReadOnly = false
+		}
+	}
+	return a, nil
+}
+
+// repoConfigTrusted reports whether the workspace's folder is trusted, so
+// that its repository configuration may steer git.
+func (e *Env) repoConfigTrusted() bool {
+	return e != nil && e.Workspace != nil && e.Workspace.Settings != nil && e.Workspace.Settings.Trust().Trusted
+}
+
 // AllowedInPlanMode lets plan mode run a command whose sub-commands are all
 // read-only, without command substitution (tools.md §6.4).
 func (s *Shell) AllowedInPlanMode(params map[string]any) bool {
 	cmd, _ := String(params, "command")
-	a, err := ParseShellCommand(cmd)
+	a, err := s.env.AnalyzeShell(cmd)
 	return err == nil && a.ReadOnly()
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -226,7 +227,11 @@ func TestShellDescribe(t *testing.T) {
 // TestShellConfirmation covers compound commands that a check of the
 // command's first words would get wrong.
 func TestShellConfirmation(t *testing.T) {
-	_, sh := shellTestEnv(t, nil)
+	e, sh := shellTestEnv(t, nil)
+	// A trusted folder: git's read-only commands run unasked
+	// (TestUntrustedRepositoryGitAsks covers the other case).
+	trusted := true
+	e.Env.Settings().SetEditorTrust(&trusted)
 	for _, c := range []struct {
 		cmd      string
 		commands []string
@@ -618,3 +623,51 @@ func TestShellBackgroundThatExits(t *testing.T) {
 var _ interface {
 	AllowedInPlanMode(params map[string]any) bool
 } = (*tools.Shell)(nil)
+
+// In a folder that is not trusted, git's read-only commands ask, because
+// the repository's own configuration can make them run programs: here
+// core.fsmonitor makes `git status` run a script of the repository's
+// choosing. Trusting the folder lets them run unasked again.
+func TestUntrustedRepositoryGitAsks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	e, sh := shellTestEnv(t, nil)
+	root := e.Root
+	marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+	hook := filepath.Join(root, "monitor.sh")
+	os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.fsmonitor", hook}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	// The premise: git status really runs the repository's program.
+	cmd := exec.Command("git", "status", "--short")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git status: %v %s", err, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("git status did not run core.fsmonitor (%v); the threat this guards against is not what it seems", err)
+	}
+
+	for _, c := range []string{"git status", "git diff | head", "ls && git log -1"} {
+		conf, terr := tools.GuardConfirm(context.Background(), sh, &tools.Call{}, map[string]any{"command": c})
+		if terr != nil || conf == nil {
+			t.Errorf("untrusted: %q does not ask (%v, %v)", c, conf, terr)
+		}
+		if sh.AllowedInPlanMode(map[string]any{"command": c}) {
+			t.Errorf("untrusted: %q is allowed in plan mode", c)
+		}
+	}
+	if conf, _ := tools.GuardConfirm(context.Background(), sh, &tools.Call{}, map[string]any{"command": "ls -la"}); conf != nil {
+		t.Errorf("untrusted: ls asks")
+	}
+	trusted := true
+	e.Env.Settings().SetEditorTrust(&trusted)
+	if conf, terr := tools.GuardConfirm(context.Background(), sh, &tools.Call{}, map[string]any{"command": "git status"}); conf != nil || terr != nil {
+		t.Errorf("trusted: git status asks: %+v %v", conf, terr)
+	}
+}
