@@ -210,15 +210,21 @@ func (m *Manager) Cancel(id string) error {
 
 // CancelAll cancels every running prompt (shutdown).
 func (m *Manager) CancelAll() {
+	for _, s := range m.all() {
+		s.Cancel()
+	}
+}
+
+// all returns the sessions open now, so callers can act on each without
+// holding the manager's lock.
+func (m *Manager) all() []*Session {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	ss := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		ss = append(ss, s)
 	}
-	m.mu.Unlock()
-	for _, s := range ss {
-		s.Cancel()
-	}
+	return ss
 }
 
 func newID() string {

@@ -145,13 +145,7 @@ func (s *Session) Close() {
 
 // Close releases every session file this manager holds open.
 func (m *Manager) Close() {
-	m.mu.Lock()
-	ss := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		ss = append(ss, s)
-	}
-	m.mu.Unlock()
-	for _, s := range ss {
+	for _, s := range m.all() {
 		s.Close()
 	}
 }
