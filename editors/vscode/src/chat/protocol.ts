@@ -109,3 +109,54 @@ export function findMentions(text: string): string[] {
   }
   return out;
 }
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+
+function isToolCard(v: unknown): v is ToolCard {
+  if (!isPlainObject(v)) return false;
+  if (!isStr(v.id) || !isStr(v.title) || !isStr(v.kind) || !isStr(v.status)) return false;
+  if (v.output !== undefined && !isStr(v.output)) return false;
+  if (v.diffs !== undefined) {
+    if (!Array.isArray(v.diffs)) return false;
+    for (const d of v.diffs) {
+      if (!isPlainObject(d) || !isStr(d.path) || !isStr(d.newText) || !(d.oldText === null || isStr(d.oldText))) return false;
+    }
+  }
+  return true;
+}
+
+/** Checks a message the webview receives from the extension. */
+export function isHostMessage(v: unknown): v is HostMessage {
+  if (!isPlainObject(v) || !isStr(v.type)) return false;
+  switch (v.type) {
+    case 'state':
+      return (
+        typeof v.busy === 'boolean' &&
+        isStr(v.mode) &&
+        (v.sessionId === null || isStr(v.sessionId)) &&
+        (v.model === null || isStr(v.model)) &&
+        isStr(v.status)
+      );
+    case 'user':
+    case 'notice':
+      return isStr(v.text);
+    case 'agent':
+      return isStr(v.id) && isStr(v.html);
+    case 'thought':
+      return isStr(v.id) && isStr(v.text);
+    case 'tool':
+      return isToolCard(v.card);
+    case 'plan':
+      return Array.isArray(v.entries) && v.entries.every((e) => isPlainObject(e) && isStr(e.content) && isStr(e.status) && isStr(e.priority));
+    case 'turnEnd':
+      return isStr(v.stopReason);
+    case 'error':
+      return isStr(v.message);
+    case 'clear':
+      return true;
+    case 'insertMention':
+      return isStr(v.path);
+    default:
+      return false;
+  }
+}

@@ -73,3 +73,27 @@ test('resolveServerPath: the setting, then PATH, then the bundled binary', () =>
   const none = resolveServerPath('', '', ext, 'linux', exists([]));
   assert.ok('error' in none && /not found/.test(none.error));
 });
+
+test('isHostMessage accepts what the extension sends and nothing else', async () => {
+  const { isHostMessage } = await import('../chat/protocol');
+  const ok: unknown[] = [
+    { type: 'state', busy: false, mode: 'default', sessionId: null, model: null, status: 'idle' },
+    { type: 'agent', id: 'a1', html: '<p>hi</p>' },
+    { type: 'tool', card: { id: 'c', title: 'ReadFile', kind: 'read', status: 'completed', output: 'x' } },
+    { type: 'tool', card: { id: 'c', title: 'Edit', kind: 'edit', status: 'pending', diffs: [{ path: '/a', oldText: null, newText: 'n' }] } },
+    { type: 'plan', entries: [{ content: 'Read', status: 'pending', priority: 'medium' }] },
+    { type: 'turnEnd', stopReason: 'end_turn' },
+    { type: 'clear' },
+  ];
+  for (const m of ok) assert.equal(isHostMessage(m), true, JSON.stringify(m));
+  const bad: unknown[] = [
+    { type: 'state', busy: 'no', mode: 'default', sessionId: null, model: null, status: 'idle' },
+    { type: 'agent', id: 'a1' },
+    { type: 'tool', card: { id: 'c', title: 'x', kind: 'read' } },
+    { type: 'tool', card: { id: 'c', title: 'x', kind: 'read', status: 'ok', diffs: [{ path: '/a', newText: 1 }] } },
+    { type: 'plan', entries: [{ content: 1 }] },
+    { type: 'eval', code: 'alert(1)' },
+    null,
+  ];
+  for (const m of bad) assert.equal(isHostMessage(m), false, JSON.stringify(m));
+});
