@@ -149,6 +149,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       vscode.commands.registerCommand('qwen.review.rejectDiff', (uri?: vscode.Uri | string) => this.finishDiff(false, uri)),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
       vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
+      vscode.window.tabGroups.onDidChangeTabGroups(() => this.redrawAll()),
       vscode.workspace.onDidChangeTextDocument((e) => this.documentChanged(e)),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.tabsChanged(e)),
     );
@@ -321,6 +322,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   }
 
   private tabsChanged(e: vscode.TabChangeEvent): void {
+    this.redrawAll();
     if (e.closed.length === 0) return;
     const open = new Set<string>();
     for (const t of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
@@ -363,10 +365,22 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.undoneDeco]) editor.setDecorations(d, []);
   }
 
+  /** The editors on the left of a diff: they show the file as it is, without the review's marks. */
+  private diffOriginals(): Set<string> {
+    const out = new Set<string>();
+    for (const g of vscode.window.tabGroups.all) {
+      const input = g.activeTab?.input;
+      if (input instanceof vscode.TabInputTextDiff && g.viewColumn !== undefined) out.add(`${g.viewColumn}:${input.original.toString()}`);
+    }
+    return out;
+  }
+
   private redrawAll(): void {
+    const originals = this.diffOriginals();
     for (const editor of vscode.window.visibleTextEditors) {
-      const review = this.reviews.get(editor.document.uri.toString());
-      if (!review || review.finished) {
+      const key = editor.document.uri.toString();
+      const review = this.reviews.get(key);
+      if (!review || review.finished || originals.has(`${editor.viewColumn}:${key}`)) {
         this.clearDecorations(editor);
         continue;
       }
