@@ -152,7 +152,8 @@ async function command(title) {
 async function chatFrame() {
   return until('the chat view', async () => {
     for (const f of page.frames()) {
-      if (await f.$('#prompt').catch(() => null)) return f;
+      if (f.isDetached()) continue;
+      if (await f.locator('#prompt').isVisible().catch(() => false)) return f;
     }
     return undefined;
   });
@@ -263,6 +264,20 @@ test('read_file sees unsaved typing (files.autoSave off)', async () => {
   if (fs.readFileSync(path.join(ws, 'main.go'), 'utf8').includes('unsaved-marker')) throw new Error('main.go was saved to disk');
 });
 
+test('an @-mention sends the buffer as it is; the model knows the focused file', async () => {
+  await useScript('unsaved-read.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'What does @main.go print?');
+  await turnEnd(frame);
+  const reqs = await modelRequests();
+  const user = reqs[0].messages.filter((m) => m.role === 'user').at(-1);
+  const content = String(user?.content ?? '');
+  if (!content.includes('Content of ' + path.join(ws, 'main.go'))) throw new Error(`no resource block for main.go: ${content.slice(0, 400)}`);
+  if (!content.includes('unsaved-marker-7f3a')) throw new Error('the mention did not carry the unsaved buffer text');
+  if (!content.includes('The user is looking at ' + path.join(ws, 'main.go'))) throw new Error(`qwen/didFocus did not reach the model: ${content.slice(-300)}`);
+});
+
 test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other', async () => {
   await useScript('edit-two-hunks.txtar');
   const disk = fs.readFileSync(path.join(ws, 'calc/calc.go'), 'utf8');
@@ -352,6 +367,21 @@ test('Undo all asks for feedback, and the model gets it', async () => {
   await until('the review lenses to go', async () => (await page.locator('.codelens-decoration a', { hasText: /^(Keep|Undo|Keep all)$/ }).count()) === 0, 10000);
 });
 
+test('a new file is reviewed in the diff editor and written when kept', async () => {
+  await useScript('new-file.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Add a test for Add');
+  const modified = page.locator('.monaco-diff-editor .editor.modified .view-lines').first();
+  await until('the new file on the right', async () => (await modified.innerText().catch(() => '')).replace(/\u00a0/g, ' ').includes('func TestAdd'), 60000);
+  // The diff editor's title bar carries Keep and Undo.
+  await page.locator('.editor-actions a[aria-label^="Keep This Proposal"]').first().click();
+  await turnEnd(frame);
+  const created = path.join(ws, 'calc/calc_test.go');
+  if (!fs.existsSync(created) || !fs.readFileSync(created, 'utf8').includes('func TestAdd')) throw new Error('calc_test.go was not written');
+  if ((await page.locator('.monaco-diff-editor').count()) !== 0) throw new Error('the diff editor stayed open');
+});
+
 test('a permission QuickPick is answered', async () => {
   await useScript('shell-permission.txtar');
   const frame = await openChat();
@@ -379,7 +409,7 @@ test('Stop cancels a running shell command', async () => {
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Wait a minute');
-  (await quickPickRow('proceed_once')).click();
+  await (await quickPickRow('proceed_once')).click();
   const pid = await until('shell.pid', () => {
     const s = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
     return /^\d+$/.test(s) ? Number(s) : undefined;

@@ -91,6 +91,8 @@ class Review {
   finished = false;
   /** True while the review waits for the feedback input after a rejection. */
   askingFeedback = false;
+  /** True once the file or the diff is open: closing tabs before that means nothing. */
+  shown = false;
 
   constructor(readonly p: ProposeEditParams) {
     this.uri = vscode.Uri.parse(p.uri);
@@ -189,6 +191,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       this.log.error(`proposeEdit: cannot open ${key}: ${err instanceof Error ? err.message : String(err)}`);
       review.finish({ outcome: 'rejected', feedback: `The editor could not open ${review.uri.fsPath}.` });
     }
+    review.shown = true;
     this.redrawAll();
     this.updateContext();
     const result = await review.done;
@@ -333,7 +336,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       }
     }
     for (const review of [...this.reviews.values()]) {
-      if (review.finished || review.askingFeedback) continue;
+      if (review.finished || review.askingFeedback || !review.shown) continue;
       const fileOpen = !review.p.isNewFile && open.has(review.uri.toString());
       const diffOpen = review.diffUri !== undefined && open.has(review.diffUri.toString());
       if (!fileOpen && !diffOpen) {
