@@ -153,7 +153,8 @@ async function chatFrame() {
   return until('the chat view', async () => {
     for (const f of page.frames()) {
       if (f.isDetached()) continue;
-      if (await f.locator('#prompt').isVisible().catch(() => false)) return f;
+      // data-ready: the view's script has run and listens for Enter.
+      if (await f.locator('body[data-ready="true"] #prompt').isVisible().catch(() => false)) return f;
     }
     return undefined;
   });

@@ -203,4 +203,5 @@ window.addEventListener('message', (e: MessageEvent) => {
 });
 
 send({ type: 'ready' });
+document.body.dataset.ready = 'true';
 prompt.focus();
