@@ -328,8 +328,8 @@ test('Review in diff editor: the text typed on the right is what gets applied', 
   await modified.waitFor();
   await until('the proposal on the right', async () => (await modified.innerText()).replace(/\u00a0/g, ' ').includes('factor / 100'));
   await modified.click();
-  await page.keyboard.press('Control+Home');
-  await page.keyboard.type('// typed-in-review\n');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('// typed-in-review');
   await shot('review-diff');
   await command('Qwen: Keep This Proposal');
   const end = await turnEnd(frame);

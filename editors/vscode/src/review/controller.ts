@@ -368,22 +368,22 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.undoneDeco]) editor.setDecorations(d, []);
   }
 
-  /** The editors on the left of a diff: they show the file as it is, without the review's marks. */
-  private diffOriginals(): Set<string> {
+  /** The files shown as plain text tabs: the left side of a diff shows the file without the review's marks. */
+  private plainTabs(): Set<string> {
     const out = new Set<string>();
     for (const g of vscode.window.tabGroups.all) {
       const input = g.activeTab?.input;
-      if (input instanceof vscode.TabInputTextDiff && g.viewColumn !== undefined) out.add(`${g.viewColumn}:${input.original.toString()}`);
+      if (input instanceof vscode.TabInputText) out.add(input.uri.toString());
     }
     return out;
   }
 
   private redrawAll(): void {
-    const originals = this.diffOriginals();
+    const plain = this.plainTabs();
     for (const editor of vscode.window.visibleTextEditors) {
       const key = editor.document.uri.toString();
       const review = this.reviews.get(key);
-      if (!review || review.finished || originals.has(`${editor.viewColumn}:${key}`)) {
+      if (!review || review.finished || !plain.has(key)) {
         this.clearDecorations(editor);
         continue;
       }
