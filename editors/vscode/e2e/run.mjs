@@ -89,6 +89,25 @@ function startModel() {
 let baseUrl;
 let control;
 
+function baseSettings() {
+  return {
+    'files.autoSave': 'off',
+    'qwen.model.name': 'scripted',
+    'qwen.model.baseUrl': baseUrl,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'chat.disableAIFeatures': true,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'security.workspace.trust.enabled': false,
+    'editor.codeLens': true,
+    'window.commandCenter': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  };
+}
+
 async function useScript(name) {
   const body = fs.readFileSync(path.join(scripts, name));
   const res = await fetch(`${control}/_control/script?reset=1&ROOT=${encodeURIComponent(ws)}`, { method: 'POST', body });
@@ -116,21 +135,21 @@ function env() {
   };
 }
 
-async function startCodeServer(port) {
+async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log' } = {}) {
   const args = [
     '--bind-addr', `127.0.0.1:${port}`,
     '--auth', 'none',
-    '--user-data-dir', userData,
+    '--user-data-dir', dataDir,
     '--extensions-dir', extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(trust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
-    ws,
+    folder,
   ];
   const p = spawn(codeServer, args, { env: env(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(p);
-  const out = fs.createWriteStream(path.join(artifacts, 'code-server.log'));
+  const out = fs.createWriteStream(path.join(artifacts, logName));
   p.stdout.pipe(out);
   p.stderr.pipe(out);
   await until('code-server to answer', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60000);
@@ -424,6 +443,52 @@ test('Stop cancels a running shell command', async () => {
   if (!(await frame.locator('#stop').isDisabled())) throw new Error('Stop still enabled after the turn');
 });
 
+test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, and the status bar says so', async () => {
+  // A second VS Code with workspace trust on, opening a folder nobody trusted yet.
+  const folder = path.join(tmp, 'untrusted');
+  fs.cpSync(path.join(repo, 'testdata/workspace'), folder, { recursive: true });
+  const dataDir = path.join(tmp, 'user-data-trust');
+  fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dataDir, 'User/settings.json'),
+    JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose' }),
+  );
+  const port = await freePort();
+  await startCodeServer(port, { dataDir, folder, trust: true, logName: 'code-server-trust.log' });
+  const p2 = await page.context().newPage();
+  try {
+    await p2.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`);
+    await p2.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    // code-server opens a folder nobody trusted in Restricted Mode.
+    await p2.locator('.statusbar-item', { hasText: 'Restricted Mode' }).waitFor({ timeout: 60000 });
+    const item = p2.locator('.statusbar-item', { hasText: 'Qwen:' });
+    await until('the Qwen status bar item with a shield', async () => (await item.locator('.codicon-shield').count()) > 0, 60000);
+    // The LSP trace (qwen.trace.server) shows what initialize carried.
+    const initParams = await until('initialize in the trace', () => {
+      const logs = [];
+      const walk = (d) => {
+        for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+          const f = path.join(d, e.name);
+          if (e.isDirectory()) walk(f);
+          else if (e.name.endsWith('.log')) logs.push(fs.readFileSync(f, 'utf8'));
+        }
+      };
+      walk(path.join(dataDir, 'logs'));
+      const all = logs.join('\n');
+      return all.includes("Sending request 'initialize") ? all : undefined;
+    });
+    if (!/"workspaceTrusted":\s*false/.test(initParams)) {
+      const at = initParams.indexOf('initializationOptions');
+      throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
+    }
+    // The key (OPENAI_API_KEY in VS Code's environment) reaches qwen-ls only through its environment.
+    if (initParams.includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
+    await p2.screenshot({ path: path.join(artifacts, 'restricted.png') });
+  } finally {
+    await p2.close();
+  }
+});
+
 // ---- main ----
 
 let passed = 0;
@@ -437,29 +502,7 @@ try {
   baseUrl = await startModel();
   control = baseUrl.replace(/\/v1\/?$/, '');
   log(`scripted model at ${baseUrl}`);
-  fs.writeFileSync(
-    path.join(userData, 'User/settings.json'),
-    JSON.stringify(
-      {
-        'files.autoSave': 'off',
-        'qwen.model.name': 'scripted',
-        'qwen.model.baseUrl': baseUrl,
-        'workbench.startupEditor': 'none',
-        'workbench.tips.enabled': false,
-        'workbench.welcomePage.walkthroughs.openOnInstall': false,
-        'chat.disableAIFeatures': true,
-        'telemetry.telemetryLevel': 'off',
-        'extensions.autoCheckUpdates': false,
-        'extensions.autoUpdate': false,
-        'security.workspace.trust.enabled': false,
-        'editor.codeLens': true,
-        'window.commandCenter': false,
-        'workbench.secondarySideBar.defaultVisibility': 'hidden',
-      },
-      null,
-      2,
-    ),
-  );
+  fs.writeFileSync(path.join(userData, 'User/settings.json'), JSON.stringify(baseSettings(), null, 2));
   const vsix = findVsix();
   log(`installing ${path.basename(vsix)}`);
   execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensionsDir, '--install-extension', vsix], {
@@ -514,7 +557,8 @@ try {
       if (c.exitCode === null) process.kill(c.spawnargs.includes('scripted-model') ? c.pid : -c.pid, 'SIGKILL');
     } catch {}
   }
-  if (!process.env.KEEP_TMP) fs.rmSync(tmp, { recursive: true, force: true });
+  if (process.env.KEEP_TMP) log(`kept ${tmp}`);
+  else fs.rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 && passed > 0 ? 0 : 1);
