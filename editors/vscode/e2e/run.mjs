@@ -443,7 +443,7 @@ test('Stop cancels a running shell command', async () => {
   if (!(await frame.locator('#stop').isDisabled())) throw new Error('Stop still enabled after the turn');
 });
 
-test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, and the status bar says so', async () => {
+test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the status bar says so, settings changes follow', async () => {
   // A second VS Code with workspace trust on, opening a folder nobody trusted yet.
   const folder = path.join(tmp, 'untrusted');
   fs.cpSync(path.join(repo, 'testdata/workspace'), folder, { recursive: true });
@@ -464,7 +464,7 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, and
     const item = p2.locator('.statusbar-item', { hasText: 'Qwen:' });
     await until('the Qwen status bar item with a shield', async () => (await item.locator('.codicon-shield').count()) > 0, 60000);
     // The LSP trace (qwen.trace.server) shows what initialize carried.
-    const initParams = await until('initialize in the trace', () => {
+    const trace = () => {
       const logs = [];
       const walk = (d) => {
         for (const e of fs.readdirSync(d, { withFileTypes: true })) {
@@ -474,15 +474,28 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, and
         }
       };
       walk(path.join(dataDir, 'logs'));
-      const all = logs.join('\n');
+      return logs.join('\n');
+    };
+    const initParams = await until('initialize in the trace', () => {
+      const all = trace();
       return all.includes("Sending request 'initialize") ? all : undefined;
     });
     if (!/"workspaceTrusted":\s*false/.test(initParams)) {
       const at = initParams.indexOf('initializationOptions');
       throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
     }
+    // A settings change reaches the server as workspace/didChangeConfiguration.
+    fs.writeFileSync(
+      path.join(dataDir, 'User/settings.json'),
+      JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' }),
+    );
+    await until('didChangeConfiguration with the new model name', () => {
+      const all = trace();
+      const at = all.lastIndexOf("Sending notification 'workspace/didChangeConfiguration'");
+      return at >= 0 && all.slice(at, at + 600).includes('"name": "scripted-renamed"');
+    });
     // The key (OPENAI_API_KEY in VS Code's environment) reaches qwen-ls only through its environment.
-    if (initParams.includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
+    if (trace().includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
     await p2.screenshot({ path: path.join(artifacts, 'restricted.png') });
   } finally {
     await p2.close();

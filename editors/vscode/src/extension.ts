@@ -48,6 +48,14 @@ function modelSettings(): { name?: string; baseUrl?: string } | undefined {
 }
 
 
+/** The qwen settings.json keys the editor's own settings stand for. */
+function editorSettings(): Record<string, unknown> {
+  const settings: Record<string, unknown> = { tools: { approvalMode: approvalModeSetting() } };
+  const model = modelSettings();
+  if (model) settings.model = model;
+  return settings;
+}
+
 export class Extension implements vscode.Disposable {
   client: LanguageClient | undefined;
   readonly output = vscode.window.createOutputChannel('Qwen', { log: true });
@@ -198,10 +206,10 @@ export class Extension implements vscode.Disposable {
       void this.restart();
       return;
     }
-    if (e.affectsConfiguration('qwen.model') && this.client?.state === State.Running) {
-      // Replaces what initializationOptions.model gave (protocol.md §10).
-      const model = modelSettings();
-      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: model ? { model } : {} });
+    if ((e.affectsConfiguration('qwen.model') || e.affectsConfiguration('qwen.approvalMode')) && this.client?.state === State.Running) {
+      // Replaces what initializationOptions gave (protocol.md §10); the
+      // approval mode is the one new sessions start in.
+      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: editorSettings() });
     }
     if (e.affectsConfiguration('qwen.approvalMode')) this.status.setMode(this.agent.mode ?? approvalModeSetting());
   }
