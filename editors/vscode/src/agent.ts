@@ -1,0 +1,428 @@
+// The chat side of the agent protocol: sessions, prompts, the stream of
+// qwen/sessionUpdate, turned into messages for the chat view and the state
+// of the status bar.
+import * as vscode from 'vscode';
+import * as path from 'path';
+import MarkdownIt from 'markdown-it';
+import { State } from 'vscode-languageclient/node';
+import type { Extension } from './extension';
+import { approvalModeSetting } from './settings';
+import { ChatViewProvider } from './chat/view';
+import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage } from './chat/protocol';
+import { StatusBar } from './status';
+
+// html: false escapes any HTML the model writes; the webview's CSP blocks
+// scripts in any case.
+const md = new MarkdownIt({ html: false, linkify: false, breaks: false });
+
+type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'resource'; resource: { uri: string; text: string; mimeType?: string } };
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export class Agent {
+  sessionId: string | undefined;
+  mode: string | undefined;
+  private model: string | null = null;
+  private busy = false;
+  private messageSeq = 0;
+  private currentAgentId: string | undefined;
+  private currentThoughtId: string | undefined;
+  private agentText = new Map<string, string>();
+  private thoughtText = new Map<string, string>();
+  private cards = new Map<string, ToolCard>();
+
+  constructor(
+    private readonly ext: Extension,
+    private readonly chat: ChatViewProvider,
+    private readonly status: StatusBar,
+  ) {
+    this.status.setMode(approvalModeSetting());
+  }
+
+  private post(m: HostMessage): void {
+    this.chat.post(m);
+  }
+
+  private postState(): void {
+    this.post({
+      type: 'state',
+      busy: this.busy,
+      mode: this.mode ?? approvalModeSetting(),
+      sessionId: this.sessionId ?? null,
+      model: this.model,
+      status: this.status.state,
+    });
+  }
+
+  async fromWebview(m: WebviewMessage): Promise<void> {
+    switch (m.type) {
+      case 'ready':
+        this.postState();
+        return;
+      case 'prompt':
+        return this.prompt(m.text);
+      case 'cancel':
+        return this.cancel();
+      case 'newSession':
+        return this.newSession();
+      case 'listSessions':
+        return this.pickSession();
+      case 'setMode':
+        return this.setMode(m.mode);
+      case 'pickMention':
+        return this.pickMention();
+      case 'openLocation': {
+        const uri = vscode.Uri.file(m.path);
+        if (!vscode.workspace.getWorkspaceFolder(uri)) return;
+        const line = Math.max(0, (m.line ?? 1) - 1);
+        await vscode.window.showTextDocument(uri, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+        return;
+      }
+    }
+  }
+
+  private async requireClient() {
+    const client = await this.ext.ensureClient();
+    if (!client) throw new Error('qwen-ls is not running; see the Qwen output channel.');
+    return client;
+  }
+
+  private async ensureSession(): Promise<string> {
+    if (this.sessionId) return this.sessionId;
+    const client = await this.requireClient();
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const res = await client.sendRequest<{ sessionId: string; approvalMode: string; model: string | null }>('qwen/newSession', {
+      ...(cwd ? { cwd } : {}),
+      approvalMode: this.mode ?? approvalModeSetting(),
+    });
+    this.sessionId = res.sessionId;
+    this.mode = res.approvalMode;
+    this.model = res.model;
+    this.status.setMode(res.approvalMode);
+    this.postState();
+    return res.sessionId;
+  }
+
+  /** The prompt blocks: the text, then one resource block per @-mentioned file with its buffer's text. */
+  private async promptBlocks(text: string): Promise<ContentBlock[]> {
+    const blocks: ContentBlock[] = [{ type: 'text', text }];
+    for (const mention of findMentions(text)) {
+      const uri = this.resolveMention(mention);
+      if (!uri) continue;
+      try {
+        const doc = await vscode.workspace.openTextDocument(uri);
+        blocks.push({ type: 'resource', resource: { uri: uri.toString(), text: doc.getText() } });
+      } catch {
+        // Not a text file or not there: the model still sees the @path in the text.
+      }
+    }
+    return blocks;
+  }
+
+  private resolveMention(p: string): vscode.Uri | undefined {
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      const abs = path.isAbsolute(p) ? p : path.join(folder.uri.fsPath, p);
+      const rel = path.relative(folder.uri.fsPath, abs);
+      if (rel.startsWith('..') || path.isAbsolute(rel)) continue;
+      return vscode.Uri.file(abs);
+    }
+    return undefined;
+  }
+
+  async prompt(text: string): Promise<void> {
+    if (this.busy) {
+      this.post({ type: 'error', message: 'The agent is still working: stop it first, or wait.' });
+      return;
+    }
+    this.busy = true;
+    this.status.setBusy(true);
+    this.post({ type: 'user', text });
+    this.currentAgentId = undefined;
+    this.currentThoughtId = undefined;
+    this.postState();
+    try {
+      const sessionId = await this.ensureSession();
+      const client = await this.requireClient();
+      const blocks = await this.promptBlocks(text);
+      const res = await client.sendRequest<{ stopReason: string }>('qwen/prompt', { sessionId, prompt: blocks });
+      this.post({ type: 'turnEnd', stopReason: res.stopReason });
+    } catch (err) {
+      const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      if (code === -32800) {
+        this.post({ type: 'turnEnd', stopReason: 'cancelled' });
+      } else {
+        this.post({ type: 'error', message: errorText(err) });
+        if (code === -32000) {
+          void vscode.window
+            .showErrorMessage(`Qwen: ${errorText(err)}`, 'Set API Key', 'Open Settings')
+            .then((a) =>
+              a === 'Set API Key'
+                ? vscode.commands.executeCommand('qwen.setApiKey')
+                : a === 'Open Settings'
+                  ? vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.model')
+                  : undefined,
+            );
+        }
+      }
+    } finally {
+      this.busy = false;
+      this.status.setBusy(false);
+      this.postState();
+    }
+  }
+
+  async cancel(): Promise<void> {
+    const client = this.ext.client;
+    if (!this.sessionId || !client || client.state !== State.Running) return;
+    await client.sendNotification('qwen/cancel', { sessionId: this.sessionId });
+  }
+
+  async newSession(): Promise<void> {
+    if (this.busy) await this.cancel();
+    this.sessionId = undefined;
+    this.resetTranscript();
+    try {
+      await this.ensureSession();
+    } catch (err) {
+      this.post({ type: 'error', message: errorText(err) });
+    }
+  }
+
+  private resetTranscript(): void {
+    this.agentText.clear();
+    this.thoughtText.clear();
+    this.cards.clear();
+    this.currentAgentId = undefined;
+    this.currentThoughtId = undefined;
+    this.post({ type: 'clear' });
+    this.postState();
+  }
+
+  async pickSession(): Promise<void> {
+    try {
+      const client = await this.requireClient();
+      const res = await client.sendRequest<{ sessions: { sessionId: string; cwd: string; title: string; updatedAt: string }[] }>(
+        'qwen/listSessions',
+        {},
+      );
+      if (res.sessions.length === 0) {
+        void vscode.window.showInformationMessage('Qwen: no sessions yet.');
+        return;
+      }
+      const pick = await vscode.window.showQuickPick(
+        res.sessions.map((s) => ({
+          label: s.title || '(untitled)',
+          description: s.sessionId === this.sessionId ? 'current' : new Date(s.updatedAt).toLocaleString(),
+          detail: s.cwd,
+          sessionId: s.sessionId,
+        })),
+        { title: 'Qwen: open a session' },
+      );
+      if (!pick || pick.sessionId === this.sessionId) return;
+      if (this.busy) await this.cancel();
+      this.sessionId = pick.sessionId;
+      this.resetTranscript();
+      await client.sendRequest('qwen/loadSession', { sessionId: pick.sessionId });
+      this.currentAgentId = undefined;
+      this.postState();
+    } catch (err) {
+      this.post({ type: 'error', message: errorText(err) });
+    }
+  }
+
+  async pickMode(): Promise<void> {
+    const current = this.mode ?? approvalModeSetting();
+    const descriptions: Record<string, string> = {
+      default: 'Ask before edits and commands',
+      plan: 'Read only: plan, change nothing',
+      'auto-edit': 'Apply edits without asking; ask before commands',
+      yolo: 'Run everything without asking',
+    };
+    const pick = await vscode.window.showQuickPick(
+      approvalModes.map((m) => ({ label: m, description: (m === current ? '(current) ' : '') + descriptions[m] })),
+      { title: 'Qwen: approval mode' },
+    );
+    if (pick) await this.setMode(pick.label);
+  }
+
+  async setMode(mode: string): Promise<void> {
+    if (!this.sessionId) {
+      this.mode = mode;
+      this.status.setMode(mode);
+      this.postState();
+      return;
+    }
+    try {
+      const client = await this.requireClient();
+      await client.sendRequest('qwen/setApprovalMode', { sessionId: this.sessionId, mode });
+      this.mode = mode;
+      this.status.setMode(mode);
+      this.postState();
+    } catch (err) {
+      this.post({ type: 'error', message: errorText(err) });
+    }
+  }
+
+  private async pickMention(): Promise<void> {
+    const files = await vscode.workspace.findFiles('**/*', '**/{node_modules,.git}/**', 2000);
+    const items = files
+      .map((u) => vscode.workspace.asRelativePath(u, false))
+      .sort()
+      .map((label) => ({ label }));
+    const pick = await vscode.window.showQuickPick(items, { title: 'Qwen: mention a file', matchOnDescription: true });
+    if (pick) this.post({ type: 'insertMention', path: pick.label });
+  }
+
+  async undoTurn(): Promise<void> {
+    if (!this.sessionId) {
+      void vscode.window.showInformationMessage('Qwen: no session yet, nothing to undo.');
+      return;
+    }
+    try {
+      const client = await this.requireClient();
+      const res = await client.sendRequest<{ restored?: string[]; removed?: string[]; conflicts?: { uri: string; diff: string }[] }>(
+        'qwen/revertTurn',
+        { sessionId: this.sessionId },
+      );
+      const name = (u: string) => vscode.workspace.asRelativePath(vscode.Uri.parse(u), false);
+      const restored = (res.restored ?? []).map(name);
+      const removed = (res.removed ?? []).map(name);
+      const conflicts = res.conflicts ?? [];
+      const parts: string[] = [];
+      if (restored.length) parts.push(`restored ${restored.join(', ')}`);
+      if (removed.length) parts.push(`removed ${removed.join(', ')}`);
+      if (parts.length === 0 && conflicts.length === 0) parts.push('the last turn changed no file');
+      const msg = `Qwen: undo last turn: ${parts.join('; ')}.`;
+      this.post({ type: 'notice', text: msg });
+      if (conflicts.length) {
+        const a = await vscode.window.showWarningMessage(
+          `${msg} ${conflicts.length} file(s) changed since and were left alone: ${conflicts.map((c) => name(c.uri)).join(', ')}.`,
+          'Show Diffs',
+        );
+        if (a === 'Show Diffs') {
+          const doc = await vscode.workspace.openTextDocument({
+            language: 'diff',
+            content: conflicts.map((c) => c.diff).join('\n'),
+          });
+          await vscode.window.showTextDocument(doc, { preview: true });
+        }
+      } else {
+        void vscode.window.showInformationMessage(msg);
+      }
+    } catch (err) {
+      const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      if (code === -32601) {
+        void vscode.window.showWarningMessage('Qwen: this qwen-ls cannot undo a turn yet (qwen/revertTurn is missing); update qwen-ls.');
+        return;
+      }
+      void vscode.window.showErrorMessage(`Qwen: undo last turn failed: ${errorText(err)}`);
+    }
+  }
+
+  awaitingUser(what: string): void {
+    this.status.setTool(what);
+    this.postState();
+  }
+
+  serverStopped(): void {
+    this.sessionId = undefined;
+    if (this.busy) {
+      this.busy = false;
+      this.status.setBusy(false);
+    }
+    this.postState();
+  }
+
+  /** One qwen/sessionUpdate notification (protocol.md §5). */
+  sessionUpdate(p: unknown): void {
+    if (!isObj(p) || typeof p.sessionId !== 'string' || !isObj(p.update)) return;
+    if (p.sessionId !== this.sessionId) return;
+    const u = p.update;
+    switch (u.sessionUpdate) {
+      case 'agent_message_chunk': {
+        const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
+        if (!this.currentAgentId) this.currentAgentId = `a${++this.messageSeq}`;
+        const id = this.currentAgentId;
+        const all = (this.agentText.get(id) ?? '') + text;
+        this.agentText.set(id, all);
+        this.currentThoughtId = undefined;
+        this.post({ type: 'agent', id, html: md.render(all) });
+        return;
+      }
+      case 'agent_thought_chunk': {
+        const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
+        if (!this.currentThoughtId) this.currentThoughtId = `t${++this.messageSeq}`;
+        const id = this.currentThoughtId;
+        const all = (this.thoughtText.get(id) ?? '') + text;
+        this.thoughtText.set(id, all);
+        this.post({ type: 'thought', id, text: all });
+        return;
+      }
+      case 'user_message_chunk': {
+        const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
+        this.currentAgentId = undefined;
+        this.post({ type: 'user', text });
+        return;
+      }
+      case 'tool_call':
+      case 'tool_call_update': {
+        if (typeof u.toolCallId !== 'string') return;
+        const prev = this.cards.get(u.toolCallId);
+        const card: ToolCard = prev ?? { id: u.toolCallId, title: '', kind: 'other', status: 'pending' };
+        if (typeof u.title === 'string') card.title = u.title;
+        if (typeof u.kind === 'string') card.kind = u.kind;
+        if (typeof u.status === 'string') card.status = u.status;
+        if (Array.isArray(u.content)) {
+          const texts: string[] = [];
+          const diffs: NonNullable<ToolCard['diffs']> = [];
+          for (const c of u.content) {
+            if (!isObj(c)) continue;
+            if (c.type === 'content' && isObj(c.content) && typeof c.content.text === 'string') texts.push(c.content.text);
+            if (c.type === 'diff' && typeof c.path === 'string' && typeof c.newText === 'string') {
+              diffs.push({ path: c.path, oldText: typeof c.oldText === 'string' ? c.oldText : null, newText: c.newText });
+            }
+          }
+          card.output = texts.length ? texts.join('\n') : undefined;
+          card.diffs = diffs.length ? diffs : undefined;
+        }
+        this.cards.set(card.id, card);
+        // Text after a tool call starts a new message below its card.
+        this.currentAgentId = undefined;
+        this.currentThoughtId = undefined;
+        if (this.busy) this.status.setTool(card.status === 'completed' || card.status === 'failed' ? undefined : card.title || card.kind);
+        this.post({ type: 'tool', card: { ...card } });
+        this.postState();
+        return;
+      }
+      case 'plan': {
+        if (!Array.isArray(u.entries)) return;
+        const entries: PlanEntry[] = u.entries.filter(isObj).map((e) => ({
+          content: typeof e.content === 'string' ? e.content : '',
+          status: typeof e.status === 'string' ? e.status : 'pending',
+          priority: typeof e.priority === 'string' ? e.priority : 'medium',
+        }));
+        this.post({ type: 'plan', entries });
+        return;
+      }
+      case 'current_mode_update': {
+        if (typeof u.currentModeId === 'string') {
+          this.mode = u.currentModeId;
+          this.status.setMode(u.currentModeId);
+          this.postState();
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+}

@@ -1,0 +1,162 @@
+// Messages between the chat webview and the extension. The webview is
+// untrusted input (it renders model output), so every message it posts is
+// checked here before the extension acts on it: an unknown type, a missing
+// or mistyped field, an extra field or an oversized value drops the message.
+// The webview checks what it receives with the same rules (isHostMessage).
+
+export const approvalModes = ['default', 'plan', 'auto-edit', 'yolo'] as const;
+export type ApprovalMode = (typeof approvalModes)[number];
+
+/** Longest prompt accepted from the webview, in UTF-16 code units. */
+export const maxPromptLength = 1 << 20;
+
+export type WebviewMessage =
+  | { type: 'ready' }
+  | { type: 'prompt'; text: string }
+  | { type: 'cancel' }
+  | { type: 'newSession' }
+  | { type: 'listSessions' }
+  | { type: 'setMode'; mode: ApprovalMode }
+  | { type: 'pickMention' }
+  | { type: 'openLocation'; path: string; line?: number };
+
+export interface ToolCard {
+  id: string;
+  title: string;
+  kind: string;
+  status: string;
+  output?: string;
+  diffs?: { path: string; oldText: string | null; newText: string }[];
+}
+
+export interface PlanEntry {
+  content: string;
+  status: string;
+  priority: string;
+}
+
+export type HostMessage =
+  | { type: 'state'; busy: boolean; mode: string; sessionId: string | null; model: string | null; status: string }
+  | { type: 'user'; text: string }
+  | { type: 'agent'; id: string; html: string }
+  | { type: 'thought'; id: string; text: string }
+  | { type: 'tool'; card: ToolCard }
+  | { type: 'plan'; entries: PlanEntry[] }
+  | { type: 'turnEnd'; stopReason: string }
+  | { type: 'error'; message: string }
+  | { type: 'notice'; text: string }
+  | { type: 'clear' }
+  | { type: 'insertMention'; path: string };
+
+type FieldCheck = (v: unknown) => boolean;
+
+const nonEmptyStr = (max: number): FieldCheck => (v) => typeof v === 'string' && v.length > 0 && v.length <= max;
+const oneOf = (values: readonly string[]): FieldCheck => (v) => typeof v === 'string' && values.includes(v);
+const posInt: FieldCheck = (v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 1e9;
+
+interface Shape {
+  required: Record<string, FieldCheck>;
+  optional?: Record<string, FieldCheck>;
+}
+
+const webviewShapes: Record<WebviewMessage['type'], Shape> = {
+  ready: { required: {} },
+  prompt: { required: { text: nonEmptyStr(maxPromptLength) } },
+  cancel: { required: {} },
+  newSession: { required: {} },
+  listSessions: { required: {} },
+  setMode: { required: { mode: oneOf(approvalModes) } },
+  pickMention: { required: {} },
+  openLocation: { required: { path: nonEmptyStr(4096) }, optional: { line: posInt } },
+};
+
+function matches(msg: Record<string, unknown>, shape: Shape): boolean {
+  for (const [k, check] of Object.entries(shape.required)) {
+    if (!(k in msg) || !check(msg[k])) return false;
+  }
+  for (const k of Object.keys(msg)) {
+    if (k === 'type' || k in shape.required) continue;
+    const check = shape.optional?.[k];
+    if (!check || !check(msg[k])) return false;
+  }
+  return true;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+}
+
+/** The message the webview posted, or undefined when it is not a valid one. */
+export function parseWebviewMessage(v: unknown): WebviewMessage | undefined {
+  if (!isPlainObject(v) || typeof v.type !== 'string') return undefined;
+  if (!Object.prototype.hasOwnProperty.call(webviewShapes, v.type)) return undefined;
+  const shape = webviewShapes[v.type as WebviewMessage['type']];
+  return matches(v, shape) ? (v as unknown as WebviewMessage) : undefined;
+}
+
+/**
+ * @-mentions in a prompt: `@path` tokens (a path has no spaces), at the
+ * start or after whitespace. The extension resolves each against the
+ * workspace and sends the buffer's text as a resource block.
+ */
+export function findMentions(text: string): string[] {
+  const out: string[] = [];
+  const re = /(^|\s)@([^\s@]+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    const p = m[2].replace(/[.,;:!?)\]]+$/, '');
+    if (p !== '' && !out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+
+function isToolCard(v: unknown): v is ToolCard {
+  if (!isPlainObject(v)) return false;
+  if (!isStr(v.id) || !isStr(v.title) || !isStr(v.kind) || !isStr(v.status)) return false;
+  if (v.output !== undefined && !isStr(v.output)) return false;
+  if (v.diffs !== undefined) {
+    if (!Array.isArray(v.diffs)) return false;
+    for (const d of v.diffs) {
+      if (!isPlainObject(d) || !isStr(d.path) || !isStr(d.newText) || !(d.oldText === null || isStr(d.oldText))) return false;
+    }
+  }
+  return true;
+}
+
+/** Checks a message the webview receives from the extension. */
+export function isHostMessage(v: unknown): v is HostMessage {
+  if (!isPlainObject(v) || !isStr(v.type)) return false;
+  switch (v.type) {
+    case 'state':
+      return (
+        typeof v.busy === 'boolean' &&
+        isStr(v.mode) &&
+        (v.sessionId === null || isStr(v.sessionId)) &&
+        (v.model === null || isStr(v.model)) &&
+        isStr(v.status)
+      );
+    case 'user':
+    case 'notice':
+      return isStr(v.text);
+    case 'agent':
+      return isStr(v.id) && isStr(v.html);
+    case 'thought':
+      return isStr(v.id) && isStr(v.text);
+    case 'tool':
+      return isToolCard(v.card);
+    case 'plan':
+      return Array.isArray(v.entries) && v.entries.every((e) => isPlainObject(e) && isStr(e.content) && isStr(e.status) && isStr(e.priority));
+    case 'turnEnd':
+      return isStr(v.stopReason);
+    case 'error':
+      return isStr(v.message);
+    case 'clear':
+      return true;
+    case 'insertMention':
+      return isStr(v.path);
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,136 @@
+// The chat webview view. Its HTML loads one script, with a nonce, under a
+// Content Security Policy that allows nothing else (no inline script, no
+// inline style, no network). Messages from it are checked by
+// parseWebviewMessage before the extension acts on them.
+import * as vscode from 'vscode';
+import * as crypto from 'crypto';
+import { HostMessage, parseWebviewMessage, WebviewMessage } from './protocol';
+
+export class ChatViewProvider implements vscode.WebviewViewProvider {
+  static readonly viewId = 'qwen.chat';
+  private view: vscode.WebviewView | undefined;
+  private ready = false;
+  /** What the view shows, replayed when it is (re)created. */
+  private transcript: HostMessage[] = [];
+  private readonly listeners: ((m: WebviewMessage) => void)[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  onMessage(fn: (m: WebviewMessage) => void): void {
+    this.listeners.push(fn);
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    this.ready = false;
+    const media = vscode.Uri.joinPath(this.extensionUri, 'media');
+    const dist = vscode.Uri.joinPath(this.extensionUri, 'dist');
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+    view.webview.html = this.html(view.webview);
+    view.webview.onDidReceiveMessage((raw: unknown) => {
+      const m = parseWebviewMessage(raw);
+      if (!m) {
+        this.log.warn(`dropped an invalid message from the chat view: ${JSON.stringify(raw)?.slice(0, 200)}`);
+        return;
+      }
+      if (m.type === 'ready') {
+        this.ready = true;
+        for (const t of this.transcript) void view.webview.postMessage(t);
+      }
+      for (const l of this.listeners) l(m);
+    });
+    view.onDidDispose(() => {
+      if (this.view === view) {
+        this.view = undefined;
+        this.ready = false;
+      }
+    });
+  }
+
+  post(m: HostMessage): void {
+    this.remember(m);
+    if (this.view && this.ready) void this.view.webview.postMessage(m);
+  }
+
+  private remember(m: HostMessage): void {
+    switch (m.type) {
+      case 'clear':
+        this.transcript = [];
+        return;
+      case 'state':
+      case 'plan':
+        this.transcript = this.transcript.filter((t) => t.type !== m.type);
+        break;
+      case 'agent':
+      case 'thought': {
+        const i = this.transcript.findIndex((t) => t.type === m.type && t.id === m.id);
+        if (i >= 0) {
+          this.transcript[i] = m;
+          return;
+        }
+        break;
+      }
+      case 'tool': {
+        const i = this.transcript.findIndex((t) => t.type === 'tool' && t.card.id === m.card.id);
+        if (i >= 0) {
+          this.transcript[i] = m;
+          return;
+        }
+        break;
+      }
+      case 'insertMention':
+        return;
+    }
+    this.transcript.push(m);
+  }
+
+  private html(webview: vscode.Webview): string {
+    const nonce = crypto.randomBytes(18).toString('base64');
+    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview.js'));
+    const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, 'media', 'chat.css'));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource} data:`,
+      `script-src 'nonce-${nonce}'`,
+    ].join('; ');
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${style}">
+<title>Qwen</title>
+</head>
+<body>
+<header id="toolbar">
+  <select id="mode" title="Approval mode" aria-label="Approval mode">
+    <option value="default">default</option>
+    <option value="plan">plan</option>
+    <option value="auto-edit">auto-edit</option>
+    <option value="yolo">yolo</option>
+  </select>
+  <button id="new" title="New session">New</button>
+  <button id="sessions" title="Open a session">Sessions</button>
+  <span id="status" aria-live="polite">idle</span>
+  <button id="stop" title="Stop (cancel the running turn)" disabled>Stop</button>
+</header>
+<section id="plan" hidden><h4>Plan</h4><ol id="plan-list"></ol></section>
+<main id="log" aria-live="polite"></main>
+<form id="form">
+  <textarea id="prompt" rows="3" placeholder="Ask Qwen… (@ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt"></textarea>
+  <div id="actions">
+    <button id="mention" type="button" title="Mention a file">@</button>
+    <button id="send" type="submit">Send</button>
+  </div>
+</form>
+<script nonce="${nonce}" src="${script}"></script>
+</body>
+</html>`;
+  }
+}

@@ -1,0 +1,273 @@
+// The Qwen extension: starts qwen-ls through vscode-languageclient and
+// wires its agent protocol (protocol.md §4–6) to the chat view, the inline
+// review of proposed edits, permission prompts and the status bar.
+import * as vscode from 'vscode';
+import {
+  ClientCapabilities,
+  LanguageClient,
+  LanguageClientOptions,
+  ResponseError,
+  ServerOptions,
+  State,
+  StaticFeature,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { resolveServerPath } from './serverPath';
+import { ChatViewProvider } from './chat/view';
+import { Agent } from './agent';
+import { ReviewController, ProposeEditParams } from './review/controller';
+import { askPermission, PermissionParams } from './permission';
+import { StatusBar } from './status';
+import { approvalModeSetting } from './settings';
+
+const secretKey = 'qwen.apiKey';
+
+/** Advertises the rich-client capabilities of protocol.md §2: direct review, no deferral. */
+class QwenCapabilities implements StaticFeature {
+  fillClientCapabilities(caps: ClientCapabilities): void {
+    caps.experimental = {
+      ...(caps.experimental as object | undefined),
+      qwen: { sessionUpdates: true, requestPermission: true, proposeEdit: true },
+    };
+  }
+  initialize(): void {}
+  getState(): { kind: 'static' } {
+    return { kind: 'static' };
+  }
+  clear(): void {}
+}
+
+function modelSettings(): { name?: string; baseUrl?: string } | undefined {
+  const cfg = vscode.workspace.getConfiguration('qwen');
+  const name = cfg.get<string>('model.name', '').trim();
+  const baseUrl = cfg.get<string>('model.baseUrl', '').trim();
+  const m: { name?: string; baseUrl?: string } = {};
+  if (name !== '') m.name = name;
+  if (baseUrl !== '') m.baseUrl = baseUrl;
+  return Object.keys(m).length > 0 ? m : undefined;
+}
+
+
+/** The qwen settings.json keys the editor's own settings stand for. */
+function editorSettings(): Record<string, unknown> {
+  const settings: Record<string, unknown> = { tools: { approvalMode: approvalModeSetting() } };
+  const model = modelSettings();
+  if (model) settings.model = model;
+  return settings;
+}
+
+export class Extension implements vscode.Disposable {
+  client: LanguageClient | undefined;
+  readonly output = vscode.window.createOutputChannel('Qwen', { log: true });
+  readonly status: StatusBar;
+  readonly agent: Agent;
+  readonly review: ReviewController;
+  readonly chat: ChatViewProvider;
+  private readonly disposables: vscode.Disposable[] = [];
+  private focusTimer: NodeJS.Timeout | undefined;
+  private starting: Promise<LanguageClient | undefined> | undefined;
+
+  constructor(private readonly context: vscode.ExtensionContext) {
+    this.status = new StatusBar();
+    this.chat = new ChatViewProvider(context.extensionUri, this.output);
+    this.agent = new Agent(this, this.chat, this.status);
+    this.review = new ReviewController(this.output);
+    this.disposables.push(this.output, this.status, this.review);
+  }
+
+  async activate(): Promise<void> {
+    const c = this.context;
+    c.subscriptions.push(
+      this,
+      vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, this.chat, {
+        webviewOptions: { retainContextWhenHidden: true },
+      }),
+      vscode.commands.registerCommand('qwen.openChat', () => vscode.commands.executeCommand('qwen.chat.focus')),
+      vscode.commands.registerCommand('qwen.newSession', () => this.agent.newSession()),
+      vscode.commands.registerCommand('qwen.listSessions', () => this.agent.pickSession()),
+      vscode.commands.registerCommand('qwen.cancel', () => this.agent.cancel()),
+      vscode.commands.registerCommand('qwen.setApprovalMode', () => this.agent.pickMode()),
+      vscode.commands.registerCommand('qwen.setApiKey', () => this.setApiKey()),
+      vscode.commands.registerCommand('qwen.clearApiKey', () => this.clearApiKey()),
+      vscode.commands.registerCommand('qwen.undoTurn', () => this.agent.undoTurn()),
+      vscode.commands.registerCommand('qwen.restartServer', () => this.restart()),
+      vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        this.status.setTrusted(true);
+        void vscode.window
+          .showInformationMessage('Qwen: the workspace is now trusted. Restart qwen-ls to use its workspace settings?', 'Restart')
+          .then((a) => (a === 'Restart' ? this.restart() : undefined));
+      }),
+      vscode.window.onDidChangeActiveTextEditor(() => this.scheduleFocus()),
+      vscode.window.onDidChangeTextEditorSelection(() => this.scheduleFocus()),
+    );
+    this.review.register(c);
+    this.chat.onMessage((m) => this.agent.fromWebview(m));
+    this.status.setTrusted(vscode.workspace.isTrusted);
+    await this.ensureClient();
+  }
+
+  /** Starts qwen-ls if it is not running; resolves to undefined when it cannot start. */
+  ensureClient(): Promise<LanguageClient | undefined> {
+    if (this.client && this.client.state === State.Running) return Promise.resolve(this.client);
+    if (!this.starting) {
+      this.starting = this.start().finally(() => (this.starting = undefined));
+    }
+    return this.starting;
+  }
+
+  private async start(): Promise<LanguageClient | undefined> {
+    const cfg = vscode.workspace.getConfiguration('qwen');
+    // In a restricted workspace the setting comes only from the user
+    // (restrictedConfigurations in package.json), never from the folder.
+    const found = resolveServerPath(cfg.get<string>('serverPath', ''), process.env.PATH, this.context.extensionPath);
+    if ('error' in found) {
+      this.status.setError(found.error);
+      void vscode.window.showErrorMessage(`Qwen: ${found.error}`);
+      return undefined;
+    }
+    this.output.info(`starting ${found.path} (from ${found.from})`);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    const secret = await this.context.secrets.get(secretKey);
+    if (secret) env.OPENAI_API_KEY = secret; // reaches the server only through its environment
+    const serverOptions: ServerOptions = {
+      command: found.path,
+      transport: TransportKind.stdio,
+      options: { env },
+    };
+    const trusted = vscode.workspace.isTrusted;
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }],
+      outputChannel: this.output,
+      initializationOptions: () => {
+        const opts: Record<string, unknown> = { approvalMode: approvalModeSetting(), workspaceTrusted: trusted };
+        const model = modelSettings();
+        if (model) opts.model = model;
+        return opts;
+      },
+      initializationFailedHandler: (err) => {
+        void vscode.window.showErrorMessage(`Qwen: qwen-ls failed to start: ${err instanceof Error ? err.message : String(err)}`);
+        return false;
+      },
+    };
+    const client = new LanguageClient('qwen', 'Qwen (qwen-ls)', serverOptions, clientOptions);
+    client.registerFeature(new QwenCapabilities());
+    client.onNotification('qwen/sessionUpdate', (p: unknown) => this.agent.sessionUpdate(p));
+    client.onNotification('qwen/reviewCancelled', () => {
+      /* only sent to deferredReview clients; this one answers directly */
+    });
+    client.onRequest('qwen/requestPermission', async (p: PermissionParams, token) => {
+      this.status.waiting(true);
+      this.agent.awaitingUser(p.toolCall?.title ?? 'permission');
+      try {
+        const res = await askPermission(p, token);
+        if (token.isCancellationRequested) return new ResponseError(-32800, 'the turn was cancelled');
+        return res;
+      } finally {
+        this.status.waiting(false);
+      }
+    });
+    client.onRequest('qwen/proposeEdit', async (p: ProposeEditParams, token) => {
+      this.status.waiting(true);
+      this.agent.awaitingUser(p.title ?? 'edit');
+      try {
+        const res = await this.review.propose(p, token);
+        if (token.isCancellationRequested) return new ResponseError(-32800, 'the turn was cancelled');
+        return res;
+      } finally {
+        this.status.waiting(false);
+      }
+    });
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Stopped) this.agent.serverStopped();
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (err) {
+      this.status.setError(`qwen-ls did not start: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+    this.status.setError(undefined);
+    this.scheduleFocus();
+    return client;
+  }
+
+  async restart(): Promise<void> {
+    const old = this.client;
+    this.client = undefined;
+    this.agent.serverStopped();
+    if (old) await old.stop().catch(() => undefined);
+    await this.ensureClient();
+  }
+
+  private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
+    if (e.affectsConfiguration('qwen.serverPath')) {
+      void this.restart();
+      return;
+    }
+    if ((e.affectsConfiguration('qwen.model') || e.affectsConfiguration('qwen.approvalMode')) && this.client?.state === State.Running) {
+      // Replaces what initializationOptions gave (protocol.md §10); the
+      // approval mode is the one new sessions start in.
+      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: editorSettings() });
+    }
+    if (e.affectsConfiguration('qwen.approvalMode')) this.status.setMode(this.agent.mode ?? approvalModeSetting());
+  }
+
+  private scheduleFocus(): void {
+    if (this.focusTimer) clearTimeout(this.focusTimer);
+    this.focusTimer = setTimeout(() => this.sendFocus(), 150);
+  }
+
+  private sendFocus(): void {
+    const client = this.client;
+    const editor = vscode.window.activeTextEditor;
+    if (!client || client.state !== State.Running || !editor || editor.document.uri.scheme !== 'file') return;
+    const sel = editor.selection;
+    void client
+      .sendNotification('qwen/didFocus', {
+        uri: client.code2ProtocolConverter.asUri(editor.document.uri),
+        selection: {
+          start: { line: sel.start.line, character: sel.start.character },
+          end: { line: sel.end.line, character: sel.end.character },
+        },
+      })
+      .catch(() => undefined);
+  }
+
+  private async setApiKey(): Promise<void> {
+    const key = await vscode.window.showInputBox({
+      title: 'Qwen: API key',
+      prompt: 'Stored in VS Code\'s secret storage and passed to qwen-ls as OPENAI_API_KEY when it starts.',
+      password: true,
+      ignoreFocusOut: true,
+    });
+    if (key === undefined || key.trim() === '') return;
+    await this.context.secrets.store(secretKey, key.trim());
+    await this.restart();
+    void vscode.window.showInformationMessage('Qwen: API key saved; qwen-ls restarted with it.');
+  }
+
+  private async clearApiKey(): Promise<void> {
+    await this.context.secrets.delete(secretKey);
+    await this.restart();
+  }
+
+  dispose(): void {
+    if (this.focusTimer) clearTimeout(this.focusTimer);
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+let ext: Extension | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  ext = new Extension(context);
+  await ext.activate();
+}
+
+export async function deactivate(): Promise<void> {
+  const client = ext?.client;
+  ext = undefined;
+  if (client) await client.stop().catch(() => undefined);
+}

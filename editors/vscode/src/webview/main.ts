@@ -1,0 +1,207 @@
+// The chat view's script (runs in the webview, bundled to dist/webview.js).
+// It builds the DOM with textContent everywhere except the agent's
+// markdown, which the extension renders with raw HTML disabled.
+import { HostMessage, isHostMessage, PlanEntry, ToolCard, WebviewMessage } from '../chat/protocol';
+
+declare function acquireVsCodeApi(): { postMessage(m: WebviewMessage): void };
+
+const vscode = acquireVsCodeApi();
+const send = (m: WebviewMessage) => vscode.postMessage(m);
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function byId<T extends HTMLElement>(id: string): T {
+  const e = document.getElementById(id);
+  if (!e) throw new Error(`#${id} missing`);
+  return e as T;
+}
+
+const log = byId<HTMLElement>('log');
+const form = byId<HTMLFormElement>('form');
+const prompt = byId<HTMLTextAreaElement>('prompt');
+const stop = byId<HTMLButtonElement>('stop');
+const send_ = byId<HTMLButtonElement>('send');
+const mode = byId<HTMLSelectElement>('mode');
+const statusEl = byId<HTMLElement>('status');
+const plan = byId<HTMLElement>('plan');
+const planList = byId<HTMLOListElement>('plan-list');
+
+function scrollDown(): void {
+  log.scrollTop = log.scrollHeight;
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = prompt.value.trim();
+  if (text === '') return;
+  send({ type: 'prompt', text });
+  prompt.value = '';
+});
+
+prompt.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    form.requestSubmit();
+  }
+});
+
+prompt.addEventListener('input', (e) => {
+  const ie = e as InputEvent;
+  if (ie.data === '@') {
+    const before = prompt.value.slice(0, prompt.selectionStart - 1);
+    if (before === '' || /\s$/.test(before)) send({ type: 'pickMention' });
+  }
+});
+
+byId<HTMLButtonElement>('mention').addEventListener('click', () => {
+  const pos = prompt.selectionStart;
+  const before = prompt.value.slice(0, pos);
+  const sep = before === '' || /\s$/.test(before) ? '' : ' ';
+  prompt.setRangeText(sep + '@', pos, prompt.selectionEnd, 'end');
+  send({ type: 'pickMention' });
+});
+
+stop.addEventListener('click', () => send({ type: 'cancel' }));
+byId<HTMLButtonElement>('new').addEventListener('click', () => send({ type: 'newSession' }));
+byId<HTMLButtonElement>('sessions').addEventListener('click', () => send({ type: 'listSessions' }));
+mode.addEventListener('change', () => {
+  const m = mode.value;
+  if (m === 'default' || m === 'plan' || m === 'auto-edit' || m === 'yolo') send({ type: 'setMode', mode: m });
+});
+
+const agentEls = new Map<string, HTMLElement>();
+const thoughtEls = new Map<string, HTMLElement>();
+const toolEls = new Map<string, HTMLDetailsElement>();
+
+/** A small line diff for display: the changed middle, with common lines trimmed. */
+function diffLines(oldText: string | null, newText: string): { sign: string; line: string }[] {
+  const a = oldText === null ? [] : oldText.split('\n');
+  const b = newText.split('\n');
+  let pre = 0;
+  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+  let suf = 0;
+  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+  const out: { sign: string; line: string }[] = [];
+  for (let i = Math.max(0, pre - 2); i < pre; i++) out.push({ sign: ' ', line: a[i] });
+  for (let i = pre; i < a.length - suf; i++) out.push({ sign: '-', line: a[i] });
+  for (let i = pre; i < b.length - suf; i++) out.push({ sign: '+', line: b[i] });
+  for (let i = a.length - suf; i < Math.min(a.length, a.length - suf + 2); i++) out.push({ sign: ' ', line: a[i] });
+  return out;
+}
+
+const statusIcon: Record<string, string> = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+
+function renderTool(card: ToolCard): void {
+  let d = toolEls.get(card.id);
+  if (!d) {
+    d = el('details', 'tool');
+    d.dataset.id = card.id;
+    toolEls.set(card.id, d);
+    log.appendChild(d);
+  }
+  d.dataset.status = card.status;
+  d.dataset.kind = card.kind;
+  d.replaceChildren();
+  const summary = el('summary');
+  summary.append(el('span', 'tool-icon', statusIcon[card.status] ?? '•'), el('span', 'tool-title', card.title || card.kind), el('span', 'tool-status', card.status));
+  d.appendChild(summary);
+  if (card.output !== undefined) d.appendChild(el('pre', 'tool-output', card.output));
+  for (const diff of card.diffs ?? []) {
+    const box = el('div', 'diff');
+    box.appendChild(el('div', 'diff-path', diff.path + (diff.oldText === null ? ' (new file)' : '')));
+    const pre = el('pre', 'diff-body');
+    for (const l of diffLines(diff.oldText, diff.newText)) {
+      pre.appendChild(el('span', l.sign === '+' ? 'add' : l.sign === '-' ? 'del' : 'ctx', `${l.sign} ${l.line}\n`));
+    }
+    box.appendChild(pre);
+    d.appendChild(box);
+  }
+}
+
+function renderPlan(entries: PlanEntry[]): void {
+  planList.replaceChildren();
+  for (const e of entries) {
+    const li = el('li', `plan-${e.status}`);
+    li.append(el('span', 'plan-icon', statusIcon[e.status] ?? '•'), el('span', 'plan-text', e.content));
+    planList.appendChild(li);
+  }
+  plan.hidden = entries.length === 0;
+}
+
+function handle(m: HostMessage): void {
+  switch (m.type) {
+    case 'state':
+      stop.disabled = !m.busy;
+      send_.disabled = m.busy;
+      mode.value = m.mode;
+      statusEl.textContent = m.status;
+      document.body.dataset.busy = String(m.busy);
+      return;
+    case 'user':
+      log.appendChild(el('div', 'msg user', m.text));
+      break;
+    case 'agent': {
+      let e = agentEls.get(m.id);
+      if (!e) {
+        e = el('div', 'msg agent');
+        agentEls.set(m.id, e);
+        log.appendChild(e);
+      }
+      e.innerHTML = m.html; // rendered by markdown-it with html disabled
+      break;
+    }
+    case 'thought': {
+      let e = thoughtEls.get(m.id);
+      if (!e) {
+        e = el('div', 'msg thought');
+        thoughtEls.set(m.id, e);
+        log.appendChild(e);
+      }
+      e.textContent = m.text;
+      break;
+    }
+    case 'tool':
+      renderTool(m.card);
+      break;
+    case 'plan':
+      renderPlan(m.entries);
+      return;
+    case 'turnEnd':
+      log.appendChild(el('div', `turn-end stop-${m.stopReason}`, m.stopReason === 'end_turn' ? '' : `Stopped: ${m.stopReason}`));
+      break;
+    case 'error':
+      log.appendChild(el('div', 'msg error', m.message));
+      break;
+    case 'notice':
+      log.appendChild(el('div', 'msg notice', m.text));
+      break;
+    case 'clear':
+      log.replaceChildren();
+      agentEls.clear();
+      thoughtEls.clear();
+      toolEls.clear();
+      renderPlan([]);
+      return;
+    case 'insertMention': {
+      const pos = prompt.selectionStart;
+      prompt.setRangeText(m.path + ' ', pos, prompt.selectionEnd, 'end');
+      prompt.focus();
+      return;
+    }
+  }
+  scrollDown();
+}
+
+window.addEventListener('message', (e: MessageEvent) => {
+  if (!isHostMessage(e.data)) return;
+  handle(e.data);
+});
+
+send({ type: 'ready' });
+document.body.dataset.ready = 'true';
+prompt.focus();
