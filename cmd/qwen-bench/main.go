@@ -36,6 +36,7 @@ type bench struct {
 	runs     int
 	count    int
 	peerRuns int
+	profile  bool // CPU profiles of our searches
 	peers    struct{ rg, fd, qwen string }
 	rows     []row
 	failed   []string
@@ -81,6 +82,7 @@ func main() {
 	flag.IntVar(&b.count, "count", 5, "-count of the Go benchmarks")
 	flag.IntVar(&b.peerRuns, "peer-runs", 3, "runs of each side of the Qwen Code CLI comparison")
 	only := flag.String("only", strings.Join(sections, ","), "comma-separated sections to run: "+strings.Join(sections, ","))
+	flag.BoolVar(&b.profile, "profile", false, "print CPU profiles of grep_search and glob on each corpus")
 	keep := flag.Bool("keep", false, "keep the temporary folder (the generated tree, logs)")
 	flag.Parse()
 	want := map[string]bool{}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -148,6 +149,14 @@ func searchComparison(b *bench, label, root string) error {
 		}
 		return -1
 	}
+	if b.profile {
+		if err := profileTool(b, label, "grep_search", grep); err != nil {
+			return err
+		}
+		if err := profileTool(b, label, "glob", glob); err != nil {
+			return err
+		}
+	}
 	b.add(row{
 		section: label, what: "grep_search `" + grepPattern + "`", ours: ms("grep"), unit: "ms",
 		peer: "rg -n", peerValue: ms("rg"), peerMissing: b.peers.rg == "", peerHint: "apt-get install -y ripgrep",
@@ -161,9 +170,9 @@ func searchComparison(b *bench, label, root string) error {
 	return nil
 }
 
-// generateTree writes n files below dir: nested directories of about 100
-// files each, mostly Go sources (a few of their lines match grepPattern)
-// with some Markdown, JSON and text, deterministic for a given n.
+// generateTree writes n files below dir: 100 files per directory, ten
+// directories per parent, 70% Go sources and the rest Markdown, JSON and
+// text, 20 to 80 lines each (about 3 KB); deterministic for a given n.
 func generateTree(dir string, n int) error {
 	rng := rand.New(rand.NewPCG(uint64(n), 12))
 	words := strings.Fields("alpha beta gamma delta request response context buffer index server client session tool prompt model cache value error result")
@@ -185,13 +194,20 @@ func generateTree(dir string, n int) error {
 		}
 		w.Reset(f)
 		lines := 20 + rng.IntN(60)
+		// One Go file in 50 has one line that grepPattern matches, about
+		// the density of GOROOT (105 lines in 15,000 files), so the search
+		// times the scan rather than printing tens of thousands of lines.
+		matchLine := -1
+		if ext == ".go" && rng.IntN(50) == 0 {
+			matchLine = rng.IntN(lines)
+		}
 		if ext == ".go" {
 			fmt.Fprintf(w, "package mod%02d\n\nimport \"context\"\n\n", d%perParent)
 		}
 		for l := 0; l < lines; l++ {
 			a, c := words[rng.IntN(len(words))], words[rng.IntN(len(words))]
 			switch {
-			case ext == ".go" && rng.IntN(40) == 0:
+			case l == matchLine:
 				fmt.Fprintf(w, "func %s%dContext(ctx context.Context, %s int) error { return nil }\n", strings.ToUpper(a[:1])+a[1:], l, c)
 			case ext == ".go":
 				fmt.Fprintf(w, "\t// %s %s %d: the %s keeps its %s for the next call.\n", a, c, l, a, c)
@@ -301,4 +317,36 @@ func errorsAs(err error, target **exec.ExitError) bool {
 		*target = e
 	}
 	return ok
+}
+
+// profileTool runs a tool call b.runs times under the CPU profiler and
+// prints the profile's top functions.
+func profileTool(b *bench, label, name string, run func() (time.Duration, error)) error {
+	path := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", "/", "-").Replace(label)+"-"+name+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	for r := 0; r < b.runs; r++ {
+		if _, err := run(); err != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+			return err
+		}
+	}
+	pprof.StopCPUProfile()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	self, _ := os.Executable()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=20", self, path).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %v\n%s", err, out)
+	}
+	b.logf("%s: CPU profile of %s, %d calls (go tool pprof -top):\n%s", label, name, b.runs, indent(string(out)))
+	return nil
 }
