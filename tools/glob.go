@@ -342,13 +342,17 @@ func firstGlobHits(hits []globHit, start time.Time, k int) []globHit {
 			i = last
 		}
 	}
-	for i := range heap {
-		heap[i] = int32(i)
+	// From the end: the index lists files by path, and a checkout writes
+	// them in that order, so the newest come last; taking them first lets
+	// one comparison with the root turn away most of the others.
+	n := len(hits)
+	for j := range heap {
+		heap[j] = int32(n - 1 - j)
 	}
-	for i := k/2 - 1; i >= 0; i-- {
-		siftDown(i)
+	for j := k/2 - 1; j >= 0; j-- {
+		siftDown(j)
 	}
-	for i := k; i < len(hits); i++ {
+	for i := n - 1 - k; i >= 0; i-- {
 		if before(int32(i), heap[0]) {
 			heap[0] = int32(i)
 			siftDown(0)
