@@ -205,6 +205,9 @@ func (b *bench) printTable(w *os.File) {
 			if r.peerValue > 0 {
 				q := r.ours / r.peerValue
 				ratio = fmt.Sprintf("%.2f×", q)
+				if q < 0.095 {
+					ratio = fmt.Sprintf("%.3f×", q)
+				}
 				if r.ratioLimit > 0 && verdict == "" {
 					verdict = metOrMissed(q <= r.ratioLimit)
 				}
