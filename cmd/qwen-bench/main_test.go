@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
 )
 
 func TestParseBenchOutput(t *testing.T) {
@@ -85,5 +88,30 @@ func TestGenerateTree(t *testing.T) {
 	}
 	if files != 250 || goFiles != 175 || matches == 0 {
 		t.Errorf("%d files, %d Go files, %d grep matches; want 250, 175, some", files, goFiles, matches)
+	}
+}
+
+func TestCheckSoakResults(t *testing.T) {
+	toolMsg := func(id, text string) modeltest.Message {
+		raw, _ := json.Marshal(text)
+		return modeltest.Message{Role: "tool", ToolCallID: id, Content: raw}
+	}
+	good := []modeltest.Request{
+		{}, {Messages: []modeltest.Message{{Role: "user"}, toolMsg("call_0", "1\ta line of notes for the soak")}},
+		{}, {Messages: []modeltest.Message{toolMsg("call_1", "func AlphaContext(ctx context.Context, beta int)")}},
+	}
+	if err := checkSoakResults(good, 2); err != nil {
+		t.Errorf("good results: %v", err)
+	}
+	noted := []modeltest.Request{{}, {Messages: []modeltest.Message{toolMsg("call_0", "notes.txt has not changed since you read it")}}}
+	if err := checkSoakResults(noted, 1); err == nil {
+		t.Error("a result without the file's text passed")
+	}
+	missing := []modeltest.Request{{}, {Messages: []modeltest.Message{{Role: "user"}}}}
+	if err := checkSoakResults(missing, 1); err == nil {
+		t.Error("a request without the tool result passed")
+	}
+	if err := checkSoakResults(good[:2], 2); err == nil {
+		t.Error("a missing second request passed")
 	}
 }

@@ -92,15 +92,52 @@ func conversationBytes(reqs []modeltest.Request, from, to int) int {
 	return n
 }
 
+// soakMarkers are what each kind of soak call's result must hold, so that
+// the soak counts only calls that did their work.
+var soakMarkers = [5]func(i int) string{
+	func(int) string { return "a line of notes for the soak" },
+	func(int) string { return "Context(ctx context.Context" },
+	func(int) string { return ".md" },
+	func(int) string { return "notes.txt" },
+	func(i int) string { return "soak " + strconv.Itoa(i) },
+}
+
+// checkSoakResults checks that the answer request of every prompt carried
+// its tool call's result, and that the result holds the call's marker.
+func checkSoakResults(reqs []modeltest.Request, prompts int) error {
+	for i := 0; i < prompts; i++ {
+		if 2*i+1 >= len(reqs) {
+			return fmt.Errorf("prompt %d: no second model request", i)
+		}
+		id, found := "call_"+strconv.Itoa(i), false
+		for _, m := range reqs[2*i+1].Messages {
+			if m.Role != "tool" || m.ToolCallID != id {
+				continue
+			}
+			found = true
+			if want := soakMarkers[i%5](i); !strings.Contains(m.Text(), want) {
+				return fmt.Errorf("prompt %d: the %s result lacks %q: %.300s", i, soakCall(i, "").Name, want, m.Text())
+			}
+		}
+		if !found {
+			return fmt.Errorf("prompt %d: the model never got the result of %s", i, id)
+		}
+	}
+	return nil
+}
+
 // soakTools are the tool calls the soak's prompts make, in turn: reads,
 // searches, a listing and a shell command (a child process each time).
 func soakCall(i int, root string) modeltest.ToolCall {
 	id := "call_" + strconv.Itoa(i)
 	switch i % 5 {
 	case 0:
-		return modeltest.ToolCall{ID: id, Name: "read_file", Arguments: `{"absolute_path":` + strconv.Quote(filepath.Join(root, "notes.txt")) + `}`}
+		// A window that moves, since a whole file read twice unchanged is
+		// answered with a note instead of its text.
+		return modeltest.ToolCall{ID: id, Name: "read_file", Arguments: `{"absolute_path":` + strconv.Quote(filepath.Join(root, "notes.txt")) +
+			`,"offset":` + strconv.Itoa(i%30) + `,"limit":10}`}
 	case 1:
-		return modeltest.ToolCall{ID: id, Name: "grep_search", Arguments: `{"pattern":"Context\\("}`}
+		return modeltest.ToolCall{ID: id, Name: "grep_search", Arguments: `{"pattern":"Context\\(ctx"}`}
 	case 2:
 		return modeltest.ToolCall{ID: id, Name: "glob", Arguments: `{"pattern":"**/*.md"}`}
 	case 3:
@@ -227,6 +264,9 @@ func soakBench(b *bench) error {
 	reqs := len(all)
 	if left := model.Remaining(); left != 0 || reqs != 2*b.prompts {
 		return fmt.Errorf("soak: %d model requests for %d prompts, %d responses unused", reqs, b.prompts, left)
+	}
+	if err := checkSoakResults(all, b.prompts); err != nil {
+		return err
 	}
 	label := fmt.Sprintf("soak %d prompts / %d sessions", b.prompts, b.sessions)
 	b.logf("%s: %s, %.1f ms per prompt (two model requests and one tool call each); %d notifications", label,
