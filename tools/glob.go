@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,7 +165,6 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 		}
 		return ErrorResult(ErrorGlobExecution, "The file search failed: "+err.Error()), nil
 	}
-	sortGlobHits(hits, start)
 
 	loc := searchLocation(req.dirs, req.explicit)
 	if len(hits) == 0 {
@@ -174,10 +174,7 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 	if l := g.env.LineLimit(); l > 0 && l < limit {
 		limit = l
 	}
-	shown := hits
-	if len(shown) > limit {
-		shown = shown[:limit]
-	}
+	shown := firstGlobHits(hits, start, limit)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s matching \"%s\" %s (changed in the last 24 hours first, newest first; then by path):\n---\n",
 		len(hits), searchPlural(len(hits), "file", "files"), pattern, loc)
@@ -279,11 +276,12 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// sortGlobHits puts the files changed within globRecent of start first,
-// newest first (ties by path), then the others by path.
-func sortGlobHits(hits []globHit, start time.Time) {
+// globOrder orders hits as they are listed: the files changed within
+// globRecent of start first, newest first (ties by path), then the others
+// by path.
+func globOrder(start time.Time) func(a, b globHit) int {
 	cutoff := start.Add(-globRecent)
-	slices.SortFunc(hits, func(a, b globHit) int {
+	return func(a, b globHit) int {
 		ra, rb := a.mtime.After(cutoff), b.mtime.After(cutoff)
 		switch {
 		case ra && !rb:
@@ -296,5 +294,74 @@ func sortGlobHits(hits []globHit, start time.Time) {
 			}
 		}
 		return strings.Compare(a.path, b.path)
-	})
+	}
+}
+
+// firstGlobHits returns the first k of hits in globOrder, in that order.
+// Only those are shown, so rather than sorting every hit it keeps the k
+// best in a heap, comparing precomputed keys: a glob of a large tree that
+// was just cloned (every file recent) matches tens of thousands.
+func firstGlobHits(hits []globHit, start time.Time, k int) []globHit {
+	cmp := globOrder(start)
+	if len(hits) <= k {
+		slices.SortFunc(hits, cmp)
+		return hits
+	}
+	// key orders as globOrder does before it looks at paths: recent files
+	// first, newest first; all older files alike.
+	cutoff := start.Add(-globRecent)
+	key := make([]int64, len(hits))
+	for i, h := range hits {
+		key[i] = math.MaxInt64
+		if h.mtime.After(cutoff) {
+			key[i] = -h.mtime.UnixNano()
+		}
+	}
+	before := func(a, b int32) bool {
+		if key[a] != key[b] {
+			return key[a] < key[b]
+		}
+		return hits[a].path < hits[b].path
+	}
+	// heap holds the indexes of the k best so far; its root is the last
+	// of them (every parent comes after its children).
+	heap := make([]int32, k)
+	siftDown := func(i int) {
+		for {
+			last, l, r := i, 2*i+1, 2*i+2
+			if l < k && before(heap[last], heap[l]) {
+				last = l
+			}
+			if r < k && before(heap[last], heap[r]) {
+				last = r
+			}
+			if last == i {
+				return
+			}
+			heap[i], heap[last] = heap[last], heap[i]
+			i = last
+		}
+	}
+	// From the end: the index lists files by path, and a checkout writes
+	// them in that order, so the newest come last; taking them first lets
+	// one comparison with the root turn away most of the others.
+	n := len(hits)
+	for j := range heap {
+		heap[j] = int32(n - 1 - j)
+	}
+	for j := k/2 - 1; j >= 0; j-- {
+		siftDown(j)
+	}
+	for i := n - 1 - k; i >= 0; i-- {
+		if before(int32(i), heap[0]) {
+			heap[0] = int32(i)
+			siftDown(0)
+		}
+	}
+	out := make([]globHit, k)
+	for j, i := range heap {
+		out[j] = hits[i]
+	}
+	slices.SortFunc(out, cmp)
+	return out
 }

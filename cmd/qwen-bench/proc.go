@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// procStats is what /proc says about one process.
+type procStats struct {
+	RSSKB    int // VmRSS
+	Threads  int
+	FDs      int
+	Children int // live processes whose parent it is
+}
+
+func readProc(pid int) (procStats, error) {
+	var st procStats
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return st, err
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		n, _ := strconv.Atoi(fields[0])
+		switch name {
+		case "VmRSS":
+			st.RSSKB = n
+		case "Threads":
+			st.Threads = n
+		}
+	}
+	f.Close()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return st, err
+	}
+	st.FDs = len(fds)
+	st.Children = len(childrenOf(pid))
+	return st, nil
+}
+
+// childrenOf lists the live processes whose parent is pid.
+func childrenOf(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name in parentheses may hold spaces; fields after
+		// the last ')' are: state ppid ...
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 { // zombies count: an unreaped child is a leak too
+			if pp, _ := strconv.Atoi(f[1]); pp == pid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// selfRSSKB is this process's VmRSS.
+func selfRSSKB() int {
+	st, _ := readProc(os.Getpid())
+	return st.RSSKB
+}
