@@ -43,9 +43,10 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 	}
 	s.mu.Lock()
 	// Every ACP client takes session updates and answers permission
-	// requests; edits are asked as permission requests with a diff, and
-	// buffers the client sent are written through it (or to the disk).
-	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true, ApplyEdit: true}
+	// requests; edits are asked as permission requests with a diff. ACP
+	// has no workspace/applyEdit: the buffers a client sent are written
+	// through fs/write_text_file or to the disk (host.CanApplyToBuffers).
+	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
 	s.state = stateInitialized
 	s.mu.Unlock()
 	s.host.setACPCaps(parseACPClientCaps(p.ClientCapabilities))
