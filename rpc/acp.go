@@ -41,14 +41,16 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 	if p.ProtocolVersion == nil {
 		return nil, Error(CodeInvalidParams, "initialize needs protocolVersion (this agent speaks ACP version %d)", acpVersion)
 	}
-	s.mu.Lock()
 	// Every ACP client takes session updates and answers permission
-	// requests; edits are asked as permission requests with a diff, and
-	// buffers the client sent are written through it (or to the disk).
-	s.caps = ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true, ApplyEdit: true}
+	// requests; edits are asked as permission requests with a diff. ACP
+	// has no workspace/applyEdit: the buffers a client sent are written
+	// through fs/write_text_file or to the disk (host.CanApplyToBuffers).
+	caps := ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
+	readACPClientCaps(&caps, p.ClientCapabilities)
+	s.mu.Lock()
+	s.caps = caps
 	s.state = stateInitialized
 	s.mu.Unlock()
-	s.host.setACPCaps(parseACPClientCaps(p.ClientCapabilities))
 	s.log.setEditor(nil)
 	// Version negotiation: the client's version when this agent speaks
 	// it, else the latest this agent speaks (the client then decides).

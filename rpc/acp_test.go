@@ -2,7 +2,6 @@ package rpc_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
-	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // acpClient is a minimal ACP client: one JSON message per line.
@@ -35,37 +32,17 @@ type acpClient struct {
 	done   chan int
 }
 
+// startACP starts an ACP server with a qwen home of its own, holding
+// userSettings[0] as its settings.json when given.
 func startACP(t *testing.T, modelURL string, userSettings ...string) *acpClient {
 	t.Helper()
 	base := t.TempDir()
-	home := filepath.Join(base, "home", ".qwen")
 	if len(userSettings) > 0 {
+		home := filepath.Join(base, "home", ".qwen")
 		os.MkdirAll(home, 0o755)
 		os.WriteFile(filepath.Join(home, "settings.json"), []byte(userSettings[0]), 0o644)
 	}
-	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
-		UserDir: home, SystemPath: filepath.Join(base, "none.json"),
-		Getenv: func(k string) (string, bool) {
-			switch k {
-			case "OPENAI_BASE_URL":
-				return modelURL, true
-			case "OPENAI_MODEL":
-				return "scripted", true
-			}
-			return "", false
-		}}})
-	t.Cleanup(func() { ws.Close() })
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	srv := rpc.NewServer(rpc.Options{Version: "test", ACP: true, Workspace: ws, QwenHome: home, Stderr: testLog{t}})
-	c := &acpClient{t: t, w: inW, responses: map[string]chan json.RawMessage{}, done: make(chan int, 1)}
-	go func() {
-		code := srv.Serve(context.Background(), inR, outW)
-		outW.Close()
-		c.done <- code
-	}()
-	go c.read(outR)
-	t.Cleanup(func() { inW.Close(); <-c.done })
+	c, _ := startACPHome(t, modelURL, base)
 	return c
 }
 

@@ -35,16 +35,9 @@ const acpNotFound = -32002
 // terminalCreateWait bounds the wait for a terminal/create answer.
 const terminalCreateWait = 30 * time.Second
 
-// acpClientCaps are the client capabilities an ACP client advertised.
-type acpClientCaps struct {
-	ReadTextFile  bool
-	WriteTextFile bool
-	Terminal      bool
-}
-
-// parseACPClientCaps reads initialize's clientCapabilities.
-func parseACPClientCaps(raw json.RawMessage) acpClientCaps {
-	var c struct {
+// readACPClientCaps reads initialize's clientCapabilities into c.
+func readACPClientCaps(c *ClientCaps, raw json.RawMessage) {
+	var a struct {
 		FS struct {
 			ReadTextFile  bool `json:"readTextFile"`
 			WriteTextFile bool `json:"writeTextFile"`
@@ -52,21 +45,9 @@ func parseACPClientCaps(raw json.RawMessage) acpClientCaps {
 		Terminal bool `json:"terminal"`
 	}
 	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &c) // a malformed object advertises nothing
+		_ = json.Unmarshal(raw, &a) // a malformed object advertises nothing
 	}
-	return acpClientCaps{ReadTextFile: c.FS.ReadTextFile, WriteTextFile: c.FS.WriteTextFile, Terminal: c.Terminal}
-}
-
-func (h *host) acpCaps() acpClientCaps {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.acp
-}
-
-func (h *host) setACPCaps(c acpClientCaps) {
-	h.mu.Lock()
-	h.acp = c
-	h.mu.Unlock()
+	c.ReadTextFile, c.WriteTextFile, c.Terminal = a.FS.ReadTextFile, a.FS.WriteTextFile, a.Terminal
 }
 
 // clientServes reports whether path is the client's to read and write: a
@@ -79,7 +60,7 @@ func (h *host) clientServes(path string) bool {
 
 // SyncFile implements tools.ClientFiles with fs/read_text_file.
 func (h *host) SyncFile(ctx context.Context, sessionID, path string) error {
-	if !h.s.opts.ACP || !h.acpCaps().ReadTextFile || !h.clientServes(path) {
+	if !h.s.opts.ACP || !h.s.Caps().ReadTextFile || !h.clientServes(path) {
 		return nil
 	}
 	var res struct {
@@ -105,7 +86,7 @@ func (h *host) SyncFile(ctx context.Context, sessionID, path string) error {
 
 // WriteFile implements tools.ClientFiles with fs/write_text_file.
 func (h *host) WriteFile(ctx context.Context, sessionID, path, text string) (bool, error) {
-	if !h.s.opts.ACP || !h.acpCaps().WriteTextFile || !h.clientServes(path) {
+	if !h.s.opts.ACP || !h.s.Caps().WriteTextFile || !h.clientServes(path) {
 		return false, nil
 	}
 	var res json.RawMessage
@@ -155,7 +136,7 @@ func (h *host) acpWriteDisk(path, text string) error {
 
 // StartTerminal implements tools.ClientTerminals with terminal/create.
 func (h *host) StartTerminal(ctx context.Context, sessionID string, spec tools.TerminalSpec) (tools.Terminal, bool, error) {
-	if !h.s.opts.ACP || !h.acpCaps().Terminal {
+	if !h.s.opts.ACP || !h.s.Caps().Terminal {
 		return nil, false, nil
 	}
 	params := map[string]any{"sessionId": sessionID, "command": spec.Command, "args": spec.Args, "env": []any{}}

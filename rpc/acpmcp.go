@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 )
 
@@ -76,7 +75,8 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 // addClientMCPServers merges the client's MCP servers into the settings,
 // as the editor's layer of them: a server the client names replaces a
 // settings server of the same name, the others stay. The tool sources
-// pick the change up like any settings change.
+// pick the change up like any settings change; a session/new that names
+// the same servers again changes nothing, as SetEditorLayer compares.
 func (s *Server) addClientMCPServers(servers map[string]any) {
 	if len(servers) == 0 {
 		return
@@ -86,14 +86,6 @@ func (s *Server) addClientMCPServers(servers map[string]any) {
 	if s.acpMCP == nil {
 		s.acpMCP = map[string]any{}
 	}
-	changed := false
-	for name, entry := range servers {
-		if old, ok := s.acpMCP[name]; !ok || fmt.Sprint(old) != fmt.Sprint(entry) {
-			changed = true
-		}
-		s.acpMCP[name] = entry
-	}
-	if changed {
-		s.ws.Settings.SetEditorLayer(map[string]any{"mcpServers": maps.Clone(s.acpMCP)})
-	}
+	maps.Copy(s.acpMCP, servers)
+	s.ws.Settings.SetEditorLayer(map[string]any{"mcpServers": s.acpMCP})
 }

@@ -142,7 +142,7 @@ func sessionError(err error) error {
 		return nil
 	case errors.As(err, &nm):
 		return Error(CodeNoModel, "%s", nm.Error())
-	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode):
+	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert):
 		return Error(CodeInvalidParams, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionInUse):
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())

@@ -33,8 +33,6 @@ type host struct {
 	// "deferred", waiting for qwen/resolveReview.
 	mu       sync.Mutex
 	deferred map[deferredKey]chan json.RawMessage
-	// acp is what an ACP client advertised at initialize (guarded by mu).
-	acp acpClientCaps
 }
 
 type deferredKey struct{ session, call string }

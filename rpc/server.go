@@ -150,6 +150,11 @@ type ClientCaps struct {
 	RequestPermission bool
 	ProposeEdit       bool
 	DeferredReview    bool
+	// ReadTextFile, WriteTextFile and Terminal are an ACP client's fs
+	// and terminal capabilities (protocol.md §9).
+	ReadTextFile  bool
+	WriteTextFile bool
+	Terminal      bool
 	// InitOptions is the raw initializationOptions object, or nil.
 	InitOptions json.RawMessage
 }

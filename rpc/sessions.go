@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"sync"
 	"time"
@@ -106,10 +105,8 @@ func (s *Server) revertTurn(ctx context.Context, req *Request) (any, error) {
 		return nil, sessionError(err)
 	}
 	res, err := lr.Session.RevertTurn(ctx, p.Turn)
-	if errors.Is(err, session.ErrNothingToRevert) {
-		return nil, Error(CodeInvalidParams, "%s", err.Error())
-	}
 	if err != nil && res.Turn == 0 {
+		// Nothing was tried: nothing to undo, or a busy session.
 		return nil, sessionError(err)
 	}
 	restored, removed := []string{}, []string{}
