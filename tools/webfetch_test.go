@@ -631,13 +631,11 @@ func TestWebFetchReadsAtMostTenMiB(t *testing.T) {
 	})
 	e := newTestEnv(t, allowPrivate)
 	m := &fakeModel{answer: "ok"}
-	start := time.Now()
+	// The body never ends, so a fetch that waited for it would never
+	// return; returning at all shows it stopped at the size cap.
 	res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL, "p"))
 	if res.Error != nil {
 		t.Fatal(res.Error)
-	}
-	if d := time.Since(start); d > 8*time.Second {
-		t.Errorf("the fetch took %v: it waited for the endless body", d)
 	}
 }
 
