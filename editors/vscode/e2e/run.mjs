@@ -114,6 +114,12 @@ async function useScript(name) {
   if (!res.ok) throw new Error(`loading ${name}: ${res.status} ${await res.text()}`);
 }
 
+/** Loads a script given inline (for a turn no shared script has). */
+async function useInlineScript(text) {
+  const res = await fetch(`${control}/_control/script?reset=1&ROOT=${encodeURIComponent(ws)}`, { method: 'POST', body: text });
+  if (!res.ok) throw new Error(`loading the inline script: ${res.status} ${await res.text()}`);
+}
+
 async function modelRequests() {
   const res = await fetch(`${control}/_control/requests`);
   return res.json();
@@ -149,10 +155,42 @@ async function startCodeServer(port, { dataDir = userData, folder = ws, trust = 
   ];
   const p = spawn(codeServer, args, { env: env(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(p);
+  if (dataDir === userData) mainCodeServer = p.pid;
   const out = fs.createWriteStream(path.join(artifacts, logName));
   p.stdout.pipe(out);
   p.stderr.pipe(out);
   await until('code-server to answer', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 60000);
+}
+
+let mainCodeServer;
+
+/** The qwen-ls language servers running below the main code-server (not the scripted model). */
+function serverPids() {
+  const kids = new Map();
+  const argv = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state === 'Z') continue;
+      if (!kids.has(Number(ppid))) kids.set(Number(ppid), []);
+      kids.get(Number(ppid)).push(Number(d));
+      argv.set(Number(d), fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0'));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out = [];
+  const walk = (pid) => {
+    for (const k of kids.get(pid) ?? []) {
+      const a = argv.get(k) ?? [];
+      if (path.basename(a[0] ?? '') === 'qwen-ls' && !a.includes('scripted-model')) out.push(k);
+      walk(k);
+    }
+  };
+  walk(mainCodeServer);
+  return out;
 }
 
 // ---- workbench helpers ----
@@ -201,10 +239,19 @@ async function turnEnd(frame, n = 1, timeout = 60000) {
 }
 
 async function openFile(rel) {
-  await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(rel);
+  // Quick Open pressed while the workbench still moves focus (a panel
+  // toggled just before) can open inert and close again: try again, a few times.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('Control+P');
+    try {
+      await input.fill(rel, { timeout: 5000 });
+      break;
+    } catch (e) {
+      if (attempt === 4) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
   await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(rel) }).first().waitFor();
   await page.keyboard.press('Enter');
   await page.locator('.tab.active', { hasText: path.basename(rel) }).waitFor();
@@ -441,6 +488,96 @@ test('Stop cancels a running shell command', async () => {
   if (!/cancelled/.test(end)) throw new Error(`turn ended with "${end}"`);
   await until(`the shell (pid ${pid}) to be gone`, () => !alive(pid), 10000);
   if (!(await frame.locator('#stop').isDisabled())) throw new Error('Stop still enabled after the turn');
+});
+
+test('Undo Last Agent Turn puts the buffer back after Keep all, unsaved, and the model is told', async () => {
+  await useScript('edit-two-hunks.txtar');
+  const file = path.join(ws, 'calc/calc.go');
+  const disk = fs.readFileSync(file, 'utf8');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  await page.locator('.codelens-decoration a', { hasText: 'Keep all' }).first().click({ timeout: 60000 });
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  await page.locator('.tab.active', { hasText: 'calc.go' }).waitFor();
+  await until('both changes in the buffer', async () => {
+    const t = await editorText();
+    return t.includes('// Add returns a + b.') && t.includes('out[i] = p * factor / 100');
+  });
+  if (fs.readFileSync(file, 'utf8') !== disk) throw new Error('Keep all saved calc.go');
+  await command('Qwen: Undo Last Agent Turn');
+  await until('the original text in the buffer', async () => {
+    const t = await editorText();
+    return t.includes('// Add returns the sum of a and b.') && !t.includes('/ 100');
+  });
+  if (fs.readFileSync(file, 'utf8') !== disk) throw new Error('the undo wrote calc.go on disk: it must only change the buffer');
+  // Reported in the chat and as a notification.
+  await frame.locator('.msg.notice', { hasText: 'restored calc/calc.go' }).waitFor({ timeout: 10000 });
+  await page.locator('.notification-toast', { hasText: 'undo last turn: restored calc/calc.go' }).first().waitFor({ timeout: 10000 });
+  await shot('undo-turn');
+  // The next prompt tells the model what was undone.
+  await useInlineScript('-- 01.response --\ntext: Understood, the calc changes are gone.\nusage: 900 10\n');
+  await prompt(frame, 'What changed?');
+  await turnEnd(frame, 2);
+  const reqs = await modelRequests();
+  const user = String(reqs[0]?.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+  if (!user.includes('The user undid the file changes of turn 1') || !user.includes('calc.go')) {
+    throw new Error(`the model was not told of the undo: ${user.slice(-400)}`);
+  }
+  // Nothing is left to undo: said so, not reported as a failure.
+  await command('Qwen: Undo Last Agent Turn');
+  await frame.locator('.msg.notice', { hasText: 'nothing to undo' }).waitFor({ timeout: 10000 });
+  // The undo was one step in the editor: Ctrl+Z brings the kept edit back, a second one the file as saved.
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Z');
+  await until('the kept edit after one Ctrl+Z', async () => (await editorText()).includes('out[i] = p * factor / 100'));
+  await page.keyboard.press('Control+Z');
+  await until('the saved text after a second Ctrl+Z', async () => (await editorText()).includes('the sum of a and b'));
+  await page.locator('.tab.active:not(.dirty)', { hasText: 'calc.go' }).waitFor({ timeout: 5000 });
+});
+
+test('a session resumes after Restart Server: the chat replays it and the model gets its history', async () => {
+  await useInlineScript('-- 01.response --\ntext: Noted: the codeword is heron-4417.\nusage: 500 10\n');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Remember the codeword heron-4417');
+  await turnEnd(frame);
+  const before = serverPids();
+  if (before.length !== 1) throw new Error(`expected one qwen-ls below code-server, found ${JSON.stringify(before)}`);
+  await command('Qwen: Restart Server');
+  await until('a new qwen-ls in place of the old one', () => {
+    const now = serverPids();
+    return now.length === 1 && now[0] !== before[0];
+  });
+  await until('the status bar after the restart', async () => (await page.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0);
+  // An empty chat, then the earlier session from the list.
+  await newSession(frame);
+  if ((await frame.locator('#log > *').count()) !== 0) throw new Error('the chat did not clear');
+  await frame.locator('#sessions').click();
+  await page.locator('.quick-input-widget input').fill('heron-4417');
+  await (await quickPickRow('Remember the codeword heron-4417')).click();
+  await until('the replayed conversation', async () =>
+    (await frame.locator('.msg.user', { hasText: 'Remember the codeword heron-4417' }).count()) === 1 &&
+    (await frame.locator('.msg.agent', { hasText: 'Noted: the codeword is heron-4417.' }).count()) === 1,
+  );
+  const replayed = await frame.locator('.msg.user').first().textContent();
+  if (replayed.includes('system-reminder')) throw new Error(`the replayed prompt shows the notes for the model: ${replayed}`);
+  await shot('resumed-session');
+  await useInlineScript('-- 01.response --\ntext: It was heron-4417.\nusage: 600 10\n');
+  await prompt(frame, 'What was the codeword?');
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  await frame.locator('.msg.agent', { hasText: 'It was heron-4417.' }).waitFor();
+  const reqs = await modelRequests();
+  if (reqs.length !== 1) throw new Error(`expected one model request, got ${reqs.length}`);
+  const msgs = reqs[0].messages;
+  const i = msgs.findIndex((m) => m.role === 'user' && String(m.content).includes('Remember the codeword heron-4417'));
+  const j = msgs.findIndex((m) => m.role === 'assistant' && String(m.content).includes('Noted: the codeword is heron-4417.'));
+  const k = msgs.findIndex((m) => m.role === 'user' && String(m.content).includes('What was the codeword?'));
+  if (i < 0 || j < i || k < j) {
+    throw new Error(`the request did not carry the earlier history in order: ${JSON.stringify(msgs.map((m) => [m.role, String(m.content).slice(0, 60)]))}`);
+  }
 });
 
 test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the status bar says so, settings changes follow', async () => {

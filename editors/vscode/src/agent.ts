@@ -8,7 +8,7 @@ import { State } from 'vscode-languageclient/node';
 import type { Extension } from './extension';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
-import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage } from './chat/protocol';
+import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage, withoutReminders } from './chat/protocol';
 import { StatusBar } from './status';
 
 // html: false escapes any HTML the model writes; the webview's CSP blocks
@@ -231,8 +231,13 @@ export class Agent {
       if (this.busy) await this.cancel();
       this.sessionId = pick.sessionId;
       this.resetTranscript();
-      await client.sendRequest('qwen/loadSession', { sessionId: pick.sessionId });
+      const loaded = await client.sendRequest<{ approvalMode?: string; warnings?: string[] }>('qwen/loadSession', { sessionId: pick.sessionId });
       this.currentAgentId = undefined;
+      if (typeof loaded?.approvalMode === 'string') {
+        this.mode = loaded.approvalMode;
+        this.status.setMode(loaded.approvalMode);
+      }
+      for (const w of loaded?.warnings ?? []) this.post({ type: 'notice', text: `Qwen: ${w}` });
       this.postState();
     } catch (err) {
       this.post({ type: 'error', message: errorText(err) });
@@ -324,6 +329,13 @@ export class Agent {
         void vscode.window.showWarningMessage('Qwen: this qwen-ls cannot undo a turn yet (qwen/revertTurn is missing); update qwen-ls.');
         return;
       }
+      if (code === -32602) {
+        // Nothing (left) to undo: an answer, not a failure.
+        const msg = `Qwen: ${errorText(err)}.`;
+        this.post({ type: 'notice', text: msg });
+        void vscode.window.showInformationMessage(msg);
+        return;
+      }
       void vscode.window.showErrorMessage(`Qwen: undo last turn failed: ${errorText(err)}`);
     }
   }
@@ -370,7 +382,7 @@ export class Agent {
       case 'user_message_chunk': {
         const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
         this.currentAgentId = undefined;
-        this.post({ type: 'user', text });
+        this.post({ type: 'user', text: withoutReminders(text) });
         return;
       }
       case 'tool_call':

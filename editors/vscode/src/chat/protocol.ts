@@ -99,6 +99,14 @@ export function parseWebviewMessage(v: unknown): WebviewMessage | undefined {
  * start or after whitespace. The extension resolves each against the
  * workspace and sends the buffer's text as a resource block.
  */
+/**
+ * A replayed prompt as the user typed it: the server stores the notes it
+ * added for the model (<system-reminder> blocks) in the same message.
+ */
+export function withoutReminders(text: string): string {
+  return text.replace(/\s*<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trimEnd();
+}
+
 export function findMentions(text: string): string[] {
   const out: string[] = [];
   const re = /(^|\s)@([^\s@]+)/g;
