@@ -423,8 +423,16 @@ func TestListAndLoadSessions(t *testing.T) {
 	a := startAgent(t, "default",
 		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "td", Name: "todo_write", Arguments: `{"todos":[{"id":"1","content":"Look around","status":"in_progress"}]}`}}},
 		modeltest.Response{Text: "Planned."})
+	// The editor's focus reaches the model as a note appended to the
+	// prompt; the replay below must show only what the user wrote.
+	focused := filepath.Join(a.root, "parser.go")
+	a.e.Open(focused, "package parser\n")
+	a.e.Notify("qwen/didFocus", map[string]any{"uri": rpctest.URI(focused)})
 	if _, err := a.prompt("Plan the refactor of the parser\nwith details"); err != nil {
 		t.Fatal(err)
+	}
+	if sent := a.model.Requests()[0].Messages; !strings.Contains(sent[len(sent)-1].Text(), "The user is looking at "+focused) {
+		t.Fatalf("the model was not told the focus: %q", sent[len(sent)-1].Text())
 	}
 	res, err := a.e.Call("qwen/listSessions", map[string]any{})
 	if err != nil {
@@ -454,6 +462,13 @@ func TestListAndLoadSessions(t *testing.T) {
 	want := "user_message_chunk,tool_call,tool_call_update,agent_message_chunk,plan"
 	if strings.Join(kinds, ",") != want {
 		t.Fatalf("replayed %v, want %s", kinds, want)
+	}
+	var first struct{ Update update }
+	json.Unmarshal(replayed[0].Params, &first)
+	var prompt struct{ Text string }
+	json.Unmarshal(first.Update.Content, &prompt)
+	if prompt.Text != "Plan the refactor of the parser\nwith details" {
+		t.Fatalf("the replayed prompt is %q, want the user's own words without the notes for the model", prompt.Text)
 	}
 	if _, err := a.e.Call("qwen/loadSession", map[string]any{"sessionId": "gone"}); !isCode(err, rpc.CodeInvalidParams) {
 		t.Fatalf("unknown session: %v", err)

@@ -50,6 +50,24 @@ func (m *Manager) List() []ListedSession {
 	return out
 }
 
+// reminderOpen starts a note that renderPrompt appends to a prompt for the
+// model only (the editor's focus, notices such as an undone turn).
+const reminderOpen = "\n\n<system-reminder>\n"
+
+// withoutReminders is a user message as the user wrote it: the notes that
+// renderPrompt appended for the model are cut from its end, so a replayed
+// session shows the user's own words.
+func withoutReminders(text string) string {
+	for strings.HasSuffix(text, "\n</system-reminder>") {
+		i := strings.LastIndex(text, reminderOpen)
+		if i < 0 {
+			break
+		}
+		text = text[:i]
+	}
+	return text
+}
+
 // title is the first line of a prompt, cut to titleLen characters.
 func title(text string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
@@ -73,8 +91,8 @@ func (s *Session) Replay() {
 	for _, msg := range history {
 		switch msg.Role {
 		case "user":
-			if msg.Text != "" {
-				host.Update(s.id, Update{Kind: "user_message_chunk", Content: textBlock(msg.Text)})
+			if text := withoutReminders(msg.Text); text != "" {
+				host.Update(s.id, Update{Kind: "user_message_chunk", Content: textBlock(text)})
 			}
 		case "assistant":
 			if msg.Text != "" {

@@ -291,7 +291,7 @@ func (s *Session) renderPrompt(blocks []ContentBlock) string {
 		}
 	}
 	if f := s.mgr.currentFocus(); f != nil && f.Path != "" {
-		fmt.Fprintf(&b, "\n\n<system-reminder>\nThe user is looking at %s", f.Path)
+		fmt.Fprintf(&b, "%sThe user is looking at %s", reminderOpen, f.Path)
 		if f.StartLine > 0 {
 			fmt.Fprintf(&b, ", with lines %d-%d selected", f.StartLine, f.EndLine)
 			if f.Selected != "" {
@@ -301,7 +301,7 @@ func (s *Session) renderPrompt(blocks []ContentBlock) string {
 		b.WriteString("\n</system-reminder>")
 	}
 	for _, n := range s.takeNotes() {
-		fmt.Fprintf(&b, "\n\n<system-reminder>\n%s\n</system-reminder>", n)
+		fmt.Fprintf(&b, "%s%s\n</system-reminder>", reminderOpen, n)
 	}
 	return b.String()
 }
