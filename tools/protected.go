@@ -46,10 +46,10 @@ func (e *Env) protection(p string) Protection {
 			continue
 		}
 		if samePath(p, filepath.Join(dir, workspace.TrustFileName)) {
-			return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+			return Protection{Forbidden: true, Reason: trustListReason}
 		}
 		if samePath(p, filepath.Join(dir, "settings.json")) {
-			return Protection{Reason: "your user settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+			return Protection{Reason: userSettingsReason}
 		}
 	}
 	parts := strings.Split(filepath.ToSlash(p), "/")
@@ -57,26 +57,38 @@ func (e *Env) protection(p string) Protection {
 	for i := 0; i < n-1; i++ {
 		switch {
 		case strings.EqualFold(parts[i], ".qwen") && i == n-2 && strings.EqualFold(parts[i+1], "settings.json"):
-			return Protection{Reason: "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+			return Protection{Reason: workspaceSettingsReason}
 		case strings.EqualFold(parts[i], ".qwen") && strings.EqualFold(parts[i+1], "agents"):
-			return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+			return Protection{Reason: agentsReason}
 		case strings.EqualFold(parts[i], ".git") && strings.EqualFold(parts[i+1], "hooks"):
-			return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+			return Protection{Reason: gitHooksReason}
 		case strings.EqualFold(parts[i], ".git") && i == n-2 && strings.EqualFold(parts[i+1], "config"):
-			return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+			return Protection{Reason: gitConfigReason}
 		}
 	}
 	base := parts[n-1]
 	for _, name := range e.memoryFileNames() {
 		if strings.EqualFold(base, name) {
-			return Protection{Reason: "memory files are read into the instructions of every future session"}
+			return Protection{Reason: memoryReason}
 		}
 	}
 	return Protection{}
 }
 
-// trustOffReason is why no tool may turn folder trust off.
-const trustOffReason = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+// Why each protected path is protected, as the user is told. A path
+// named in a shell command gets the same reason as the path itself.
+const (
+	// trustOffReason is why no tool may turn folder trust off.
+	trustOffReason          = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+	trustListReason         = "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""
+	userSettingsReason      = "your user settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	workspaceSettingsReason = "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	settingsFileReason      = "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	agentsReason            = "subagent definitions in .qwen/agents give instructions and tools to future subagents"
+	gitHooksReason          = "files in .git/hooks run as programs on your next git command"
+	gitConfigReason         = "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"
+	memoryReason            = "memory files are read into the instructions of every future session"
+)
 
 // EditProtection is ProtectedWrite for a proposed change of abs from
 // oldText to newText: a change of a settings file that turns folder trust
@@ -133,19 +145,19 @@ func (e *Env) ShellProtection(text string) Protection {
 	case strings.Contains(low, "foldertrust"):
 		return Protection{Forbidden: true, Reason: trustOffReason}
 	case strings.Contains(low, strings.ToLower(workspace.TrustFileName)):
-		return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+		return Protection{Forbidden: true, Reason: trustListReason}
 	case strings.Contains(low, ".qwen/settings.json"):
-		return Protection{Reason: "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+		return Protection{Reason: settingsFileReason}
 	case strings.Contains(low, ".qwen/agents"):
-		return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+		return Protection{Reason: agentsReason}
 	case strings.Contains(low, ".git/hooks"):
-		return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+		return Protection{Reason: gitHooksReason}
 	case strings.Contains(low, ".git/config"):
-		return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+		return Protection{Reason: gitConfigReason}
 	}
 	for _, name := range e.memoryFileNames() {
 		if strings.Contains(low, strings.ToLower(name)) {
-			return Protection{Reason: "memory files are read into the instructions of every future session"}
+			return Protection{Reason: memoryReason}
 		}
 	}
 	return Protection{}
