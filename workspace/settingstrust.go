@@ -90,18 +90,6 @@ func sameTrust(a, b Trust) bool {
 	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
 }
 
-func sameRules(a, b TrustRules) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // Trust returns the folder-trust decision for the primary root and the
 // workspace settings it left out.
 func (s *Settings) Trust() Trust {
