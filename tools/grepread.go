@@ -48,6 +48,9 @@ type grepScan struct {
 	targets   []grepTarget
 	lineCap   int // <= 0: no line cap
 	threshold int // <= 0: no character cap
+	// inside judges the real path of each opened file (see
+	// Env.openedInside); made once per scan, shared by the workers.
+	inside func(real string) bool
 
 	next atomic.Int64
 	// countOnly is the index from which files are only counted.
@@ -63,6 +66,7 @@ type grepScan struct {
 
 func (s *grepScan) run(ctx context.Context) error {
 	n := len(s.targets)
+	s.inside = s.env.openedInside(PathOptions{AllowTemp: true})
 	s.hits = make([]*grepHits, n)
 	s.countOnly.Store(int64(n))
 	workers := min(runtime.GOMAXPROCS(0), n)
@@ -217,7 +221,7 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	defer syscall.Close(fd)
 	// A parent folder swapped for a symlink after the walk listed it
 	// would lead out of the workspace: judge the file that was opened.
-	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.env.openedInside(PathOptions{AllowTemp: true})(real) {
+	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.inside(real) {
 		return nil, false
 	}
 	if t.size < 0 {
