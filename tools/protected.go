@@ -27,31 +27,38 @@ func (e *Env) ProtectedWrite(abs string) Protection {
 	if abs == "" {
 		return Protection{}
 	}
-	var best Protection
-	for _, p := range []string{filepath.Clean(abs), workspace.RealPath(abs)} {
-		pr := e.protection(p)
-		if pr.Forbidden {
-			return pr
-		}
-		if best.Reason == "" {
-			best = pr
-		}
+	clean, real := filepath.Clean(abs), workspace.RealPath(abs)
+	if pr := e.userFileProtection(clean, real); pr.Reason != "" {
+		return pr
 	}
-	return best
+	if pr := e.protection(clean); pr.Reason != "" {
+		return pr
+	}
+	return e.protection(real)
 }
 
-func (e *Env) protection(p string) Protection {
+// userFileProtection protects the user's own settings and trust list,
+// named by clean or by its real path real. Each file's real path is
+// resolved once.
+func (e *Env) userFileProtection(clean, real string) Protection {
+	same := func(file string) bool { return clean == file || real == workspace.RealPath(file) }
 	for _, dir := range e.userDirs() {
 		if dir == "" {
 			continue
 		}
-		if samePath(p, filepath.Join(dir, workspace.TrustFileName)) {
+		if same(filepath.Join(dir, workspace.TrustFileName)) {
 			return Protection{Forbidden: true, Reason: trustListReason}
 		}
-		if samePath(p, filepath.Join(dir, "settings.json")) {
+		if same(filepath.Join(dir, "settings.json")) {
 			return Protection{Reason: userSettingsReason}
 		}
 	}
+	return Protection{}
+}
+
+// protection protects p by its folder names (.qwen/settings.json,
+// .qwen/agents, .git/hooks, .git/config) and memory file names.
+func (e *Env) protection(p string) Protection {
 	parts := strings.Split(filepath.ToSlash(p), "/")
 	n := len(parts)
 	for i := 0; i < n-1; i++ {
@@ -125,13 +132,6 @@ func (e *Env) memoryFileNames() []string {
 		names = []string{defaultMemoryFileName, "AGENTS.md"}
 	}
 	return names
-}
-
-func samePath(a, b string) bool {
-	if a == b {
-		return true
-	}
-	return workspace.RealPath(a) == workspace.RealPath(b)
 }
 
 // ShellProtection looks for protected files named in a shell sub-command
