@@ -211,8 +211,9 @@ func TestLineChangesLargeInput(t *testing.T) {
 }
 
 // Past maxDiffCost the diff is split heuristically: it must still turn a
-// into b exactly. Two lines replaced by 100,000 used to take O(n·D) steps
-// (minutes) before review; a model can send that in one write_file.
+// into b exactly. Without the bound, two lines replaced by 100,000 take
+// O(n·D) steps (minutes) before review; a model can send that in one
+// write_file.
 func TestLineChangesPastTheCostBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	gen := func(n, alpha int) []string {

@@ -641,3 +641,51 @@ func TestGrepCompileMatchesParse(t *testing.T) {
 		}
 	}
 }
+
+// A folder that the walk listed inside the workspace and that was then
+// swapped for a symlink leading out of it is not read through: the scan
+// judges the real path of the folder it opens, once for all its files.
+// Files of a folder still inside are read, and a folder the scan cannot
+// open (no read permission) falls back to checking each file.
+func TestGrepScanRefusesAFolderSwappedForAnOutsideLink(t *testing.T) {
+	env, root := grepTestEnv(t, map[string]string{"in/a.txt": "inside\n", "in/b.txt": "inside too\n"}, nil, false)
+	outside := filepath.Join(filepath.Dir(root), "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "a.txt"), []byte("SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "swapped")); err != nil {
+		t.Fatal(err)
+	}
+	s := &grepScan{env: env, inside: env.openedInside(PathOptions{AllowTemp: true})}
+	w := newGrepWorker(s)
+	defer w.close()
+	for _, c := range []struct {
+		path string
+		want string // "" when the file must be skipped
+	}{
+		{filepath.Join(root, "in", "a.txt"), "inside\n"},
+		{filepath.Join(root, "swapped", "a.txt"), ""},
+		{filepath.Join(root, "in", "b.txt"), "inside too\n"},
+		{filepath.Join(root, "swapped", "a.txt"), ""},
+	} {
+		data, ok := w.load(grepTarget{path: c.path, size: -1})
+		if got := string(data); ok != (c.want != "") || (ok && got != c.want) {
+			t.Errorf("load(%s) = %q, %v; want %q", c.path, got, ok, c.want)
+		}
+	}
+	if os.Geteuid() != 0 {
+		noRead := filepath.Join(root, "in")
+		if err := os.Chmod(noRead, 0o311); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Chmod(noRead, 0o755)
+		w2 := newGrepWorker(s)
+		defer w2.close()
+		if data, ok := w2.load(grepTarget{path: filepath.Join(noRead, "a.txt"), size: -1}); !ok || string(data) != "inside\n" {
+			t.Errorf("a file in a folder without read permission = %q, %v; want it read", data, ok)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // The scan of grep_search: the targets are read (open buffer or disk,
@@ -48,6 +49,9 @@ type grepScan struct {
 	targets   []grepTarget
 	lineCap   int // <= 0: no line cap
 	threshold int // <= 0: no character cap
+	// inside judges the real path of each opened file (see
+	// Env.openedInside); made once per scan, shared by the workers.
+	inside func(real string) bool
 
 	next atomic.Int64
 	// countOnly is the index from which files are only counted.
@@ -63,6 +67,7 @@ type grepScan struct {
 
 func (s *grepScan) run(ctx context.Context) error {
 	n := len(s.targets)
+	s.inside = s.env.openedInside(PathOptions{AllowTemp: true})
 	s.hits = make([]*grepHits, n)
 	s.countOnly.Store(int64(n))
 	workers := min(runtime.GOMAXPROCS(0), n)
@@ -71,7 +76,8 @@ func (s *grepScan) run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := grepWorker{s: s}
+			w := newGrepWorker(s)
+			defer w.close()
 			for ctx.Err() == nil {
 				i := int(s.next.Add(1) - 1)
 				if i >= n {
@@ -112,11 +118,82 @@ func (s *grepScan) done(i int, h *grepHits) {
 	}
 }
 
-// grepWorker holds one goroutine's reusable buffers.
+// grepWorker holds one goroutine's reusable buffers, and the folder of
+// the last file it read, held open.
 type grepWorker struct {
 	s       *grepScan
 	buf     []byte
 	decoded []byte
+	// dir is that folder ("" before the first file); dirFD is its
+	// descriptor (-1 when it could not be opened), and dirInside says
+	// whether its real path passed s.inside.
+	dir       string
+	dirFD     int
+	dirInside bool
+}
+
+func newGrepWorker(s *grepScan) *grepWorker { return &grepWorker{s: s, dirFD: -1} }
+
+// close releases the folder descriptor.
+func (w *grepWorker) close() {
+	if w.dirFD >= 0 {
+		_ = syscall.Close(w.dirFD)
+		w.dirFD = -1
+	}
+}
+
+// open opens a file of the walk without following a symlink in its last
+// component. A parent folder swapped for a symlink after the walk listed
+// it would lead out of the workspace, so the folder's real path is what
+// is judged: the folder is opened and checked once for all its files (the
+// targets come in path order), and each file is opened by its name in
+// that folder, which cannot lead anywhere else. A folder that cannot be
+// opened (no read permission) falls back to opening the file by its path
+// and checking the file's own real path.
+func (w *grepWorker) open(path string) (int, error) {
+	i := strings.LastIndexByte(path, filepath.Separator)
+	if i < 0 {
+		return w.openChecked(path, syscall.O_NOFOLLOW)
+	}
+	dir, name := path[:i], path[i+1:]
+	if dir == "" {
+		dir = string(filepath.Separator)
+	}
+	if dir != w.dir {
+		w.close()
+		w.dir = dir
+		fd, err := grepOpen(dir, syscall.O_DIRECTORY)
+		if err == nil {
+			w.dirFD = fd
+			real, ok := workspace.OpenedPath(uintptr(fd))
+			w.dirInside = !ok || w.s.inside(real)
+		}
+	}
+	if w.dirFD < 0 {
+		return w.openChecked(path, syscall.O_NOFOLLOW)
+	}
+	if !w.dirInside {
+		return -1, workspace.ErrEscaped
+	}
+	for {
+		fd, err := unix.Openat(w.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openChecked opens path and checks the real path of the file opened.
+func (w *grepWorker) openChecked(path string, flags int) (int, error) {
+	fd, err := grepOpen(path, flags)
+	if err != nil {
+		return fd, err
+	}
+	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.inside(real) {
+		_ = syscall.Close(fd)
+		return -1, workspace.ErrEscaped
+	}
+	return fd, nil
 }
 
 func (w *grepWorker) scan(i int) *grepHits {
@@ -202,24 +279,20 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	// os.File cost as much as the read itself. O_NOFOLLOW makes a symlink
 	// fail to open, so only symlinks pay for the check that their target
 	// lies inside the workspace; O_NONBLOCK keeps a FIFO from blocking.
-	fd, err := grepOpen(t.path, syscall.O_NOFOLLOW)
+	fd, err := w.open(t.path)
 	if err == syscall.ELOOP {
 		real, rerr := filepath.EvalSymlinks(t.path)
 		if rerr != nil || w.s.env.CheckInside(real, PathOptions{AllowTemp: true}) != nil {
 			return nil, false
 		}
-		fd, err = grepOpen(real, 0)
+		// The check above came before the open: judge the file opened.
+		fd, err = w.openChecked(real, 0)
 		t.size = -1
 	}
 	if err != nil {
 		return nil, false
 	}
 	defer syscall.Close(fd)
-	// A parent folder swapped for a symlink after the walk listed it
-	// would lead out of the workspace: judge the file that was opened.
-	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.env.openedInside(PathOptions{AllowTemp: true})(real) {
-		return nil, false
-	}
 	if t.size < 0 {
 		var st syscall.Stat_t
 		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {

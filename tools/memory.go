@@ -196,7 +196,7 @@ func (e *Env) MemoryFileName() string {
 // into .git/hooks, the settings or the trusted folders list.
 func (e *Env) memoryPath(scope string) (string, error) {
 	name := e.MemoryFileName()
-	if !filepath.IsLocal(name) || filepath.Base(name) != name || strings.ContainsAny(name, `/\`) {
+	if !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
 		return "", fmt.Errorf("the memory file name %q from context.fileName is not a plain file name", name)
 	}
 	if strings.EqualFold(name, "settings.json") || strings.EqualFold(name, workspace.TrustFileName) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
@@ -105,14 +106,22 @@ func (e *Env) filePathArg(params map[string]any) (string, *ToolError) {
 // openedInside is the check applied to a file once it is open (see
 // workspace.OpenedPath): its real path lies in a root, or in the project
 // temp dir when opts allow it.
+//
+// The check is made once and applied to many files (grep, a directory
+// walk), so the temp dir's real path is resolved at the first file that
+// needs it and kept; the check may be called from several goroutines.
 func (e *Env) openedInside(opts PathOptions) func(real string) bool {
+	var tmp func() string
+	if opts.AllowTemp {
+		tmp = sync.OnceValue(func() string { return workspace.RealPath(e.ProjectTempDir()) })
+	}
 	return func(real string) bool {
 		if e.Workspace.Roots.ContainsReal(real) {
 			return true
 		}
-		if opts.AllowTemp {
-			tmp := workspace.RealPath(e.ProjectTempDir())
-			return real == tmp || strings.HasPrefix(real, tmp+string(filepath.Separator))
+		if tmp != nil {
+			t := tmp()
+			return real == t || strings.HasPrefix(real, t+string(filepath.Separator))
 		}
 		return false
 	}

@@ -27,56 +27,75 @@ func (e *Env) ProtectedWrite(abs string) Protection {
 	if abs == "" {
 		return Protection{}
 	}
-	var best Protection
-	for _, p := range []string{filepath.Clean(abs), workspace.RealPath(abs)} {
-		pr := e.protection(p)
-		if pr.Forbidden {
-			return pr
-		}
-		if best.Reason == "" {
-			best = pr
-		}
+	clean, real := filepath.Clean(abs), workspace.RealPath(abs)
+	if pr := e.userFileProtection(clean, real); pr.Reason != "" {
+		return pr
 	}
-	return best
+	if pr := e.protection(clean); pr.Reason != "" {
+		return pr
+	}
+	return e.protection(real)
 }
 
-func (e *Env) protection(p string) Protection {
+// userFileProtection protects the user's own settings and trust list,
+// named by clean or by its real path real. Each file's real path is
+// resolved once.
+func (e *Env) userFileProtection(clean, real string) Protection {
+	same := func(file string) bool { return clean == file || real == workspace.RealPath(file) }
 	for _, dir := range e.userDirs() {
 		if dir == "" {
 			continue
 		}
-		if samePath(p, filepath.Join(dir, workspace.TrustFileName)) {
-			return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+		if same(filepath.Join(dir, workspace.TrustFileName)) {
+			return Protection{Forbidden: true, Reason: trustListReason}
 		}
-		if samePath(p, filepath.Join(dir, "settings.json")) {
-			return Protection{Reason: "your user settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
-		}
-	}
-	parts := strings.Split(filepath.ToSlash(p), "/")
-	n := len(parts)
-	for i := 0; i < n-1; i++ {
-		switch {
-		case strings.EqualFold(parts[i], ".qwen") && i == n-2 && strings.EqualFold(parts[i+1], "settings.json"):
-			return Protection{Reason: "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
-		case strings.EqualFold(parts[i], ".qwen") && strings.EqualFold(parts[i+1], "agents"):
-			return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
-		case strings.EqualFold(parts[i], ".git") && strings.EqualFold(parts[i+1], "hooks"):
-			return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
-		case strings.EqualFold(parts[i], ".git") && i == n-2 && strings.EqualFold(parts[i+1], "config"):
-			return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
-		}
-	}
-	base := parts[n-1]
-	for _, name := range e.memoryFileNames() {
-		if strings.EqualFold(base, name) {
-			return Protection{Reason: "memory files are read into the instructions of every future session"}
+		if same(filepath.Join(dir, "settings.json")) {
+			return Protection{Reason: userSettingsReason}
 		}
 	}
 	return Protection{}
 }
 
-// trustOffReason is why no tool may turn folder trust off.
-const trustOffReason = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+// protection protects p by its folder names (.qwen/settings.json,
+// .qwen/agents, .git/hooks, .git/config) and memory file names.
+func (e *Env) protection(p string) Protection {
+	parts := strings.Split(filepath.ToSlash(p), "/")
+	n := len(parts)
+	for i := 0; i < n-1; i++ {
+		switch {
+		case strings.EqualFold(parts[i], ".qwen") && i == n-2 && strings.EqualFold(parts[i+1], "settings.json"):
+			return Protection{Reason: workspaceSettingsReason}
+		case strings.EqualFold(parts[i], ".qwen") && strings.EqualFold(parts[i+1], "agents"):
+			return Protection{Reason: agentsReason}
+		case strings.EqualFold(parts[i], ".git") && strings.EqualFold(parts[i+1], "hooks"):
+			return Protection{Reason: gitHooksReason}
+		case strings.EqualFold(parts[i], ".git") && i == n-2 && strings.EqualFold(parts[i+1], "config"):
+			return Protection{Reason: gitConfigReason}
+		}
+	}
+	base := parts[n-1]
+	for _, name := range e.memoryFileNames() {
+		if strings.EqualFold(base, name) {
+			return Protection{Reason: memoryReason}
+		}
+	}
+	return Protection{}
+}
+
+// Why each protected path is protected, as the user is told. A path
+// named in a shell command gets the same reason as the path itself.
+const (
+	// trustOffReason is why no tool may turn folder trust off.
+	trustOffReason          = "turning folder trust off (security.folderTrust.enabled) is the user's own decision, made by hand"
+	trustListReason         = "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""
+	userSettingsReason      = "your user settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	workspaceSettingsReason = "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	settingsFileReason      = "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
+	agentsReason            = "subagent definitions in .qwen/agents give instructions and tools to future subagents"
+	gitHooksReason          = "files in .git/hooks run as programs on your next git command"
+	gitConfigReason         = "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"
+	memoryReason            = "memory files are read into the instructions of every future session"
+)
 
 // EditProtection is ProtectedWrite for a proposed change of abs from
 // oldText to newText: a change of a settings file that turns folder trust
@@ -115,13 +134,6 @@ func (e *Env) memoryFileNames() []string {
 	return names
 }
 
-func samePath(a, b string) bool {
-	if a == b {
-		return true
-	}
-	return workspace.RealPath(a) == workspace.RealPath(b)
-}
-
 // ShellProtection looks for protected files named in a shell sub-command
 // that is not read-only (tools.md §6.3). A shell command is not confined
 // by path, so this is a best effort that catches the plain cases
@@ -133,19 +145,19 @@ func (e *Env) ShellProtection(text string) Protection {
 	case strings.Contains(low, "foldertrust"):
 		return Protection{Forbidden: true, Reason: trustOffReason}
 	case strings.Contains(low, strings.ToLower(workspace.TrustFileName)):
-		return Protection{Forbidden: true, Reason: "the trusted folders list is changed only by the user, with `qwen-ls trust` or the editor's \"Trust this folder\""}
+		return Protection{Forbidden: true, Reason: trustListReason}
 	case strings.Contains(low, ".qwen/settings.json"):
-		return Protection{Reason: "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"}
+		return Protection{Reason: settingsFileReason}
 	case strings.Contains(low, ".qwen/agents"):
-		return Protection{Reason: "subagent definitions in .qwen/agents give instructions and tools to future subagents"}
+		return Protection{Reason: agentsReason}
 	case strings.Contains(low, ".git/hooks"):
-		return Protection{Reason: "files in .git/hooks run as programs on your next git command"}
+		return Protection{Reason: gitHooksReason}
 	case strings.Contains(low, ".git/config"):
-		return Protection{Reason: "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"}
+		return Protection{Reason: gitConfigReason}
 	}
 	for _, name := range e.memoryFileNames() {
 		if strings.Contains(low, strings.ToLower(name)) {
-			return Protection{Reason: "memory files are read into the instructions of every future session"}
+			return Protection{Reason: memoryReason}
 		}
 	}
 	return Protection{}

@@ -51,6 +51,23 @@ func TestProtectedWrite(t *testing.T) {
 	if pr := e.ProtectedWrite(filepath.Join(e.Root, "innocent.sh")); !strings.Contains(pr.Reason, ".git/hooks") {
 		t.Errorf("a link to a hook: %+v", pr)
 	}
+	// So is a link to the user's own files, the trust list above all.
+	os.MkdirAll(e.Home, 0o755)
+	for _, c := range []struct {
+		target, link, want string
+		forbidden          bool
+	}{
+		{filepath.Join(e.Home, workspace.TrustFileName), "trust.json", "trusted folders list", true},
+		{filepath.Join(e.Home, "settings.json"), "cfg.json", "user settings", false},
+	} {
+		os.WriteFile(c.target, []byte("{}\n"), 0o644)
+		if err := os.Symlink(c.target, filepath.Join(e.Root, c.link)); err != nil {
+			t.Fatal(err)
+		}
+		if pr := e.ProtectedWrite(filepath.Join(e.Root, c.link)); pr.Forbidden != c.forbidden || !strings.Contains(pr.Reason, c.want) {
+			t.Errorf("a link to %s: %+v", c.target, pr)
+		}
+	}
 }
 
 // save_memory refuses memory file names that would leave the folder or

@@ -122,12 +122,13 @@ func (e *Env) searchFiles(ctx context.Context, dir string, f searchFilter, fn fu
 // walkSearchDir is searchFiles' disk walk.
 func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
 	ig := e.Workspace.Ignore
+	allowed := e.openedInsideFor(dir, PathOptions{AllowTemp: true})
 	var walk func(d string) error
 	walk = func(d string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := e.readDirInside(d, PathOptions{AllowTemp: true})
+		ents, err := readDirChecked(d, allowed)
 		if err != nil {
 			if d == dir {
 				return err

@@ -30,13 +30,12 @@ func (s *Shell) runInTerminal(ctx context.Context, call *Call, ct ClientTerminal
 		}
 		return ErrorResult(ErrorShellExecute, "The editor could not run the command in its terminal: "+err.Error()), true, nil
 	}
-	cleanup := func(kill bool) {
+	// The requests after the command are bounded by terminalCleanup,
+	// not by ctx, which may be over by then.
+	bounded := func(req func(context.Context) error) {
 		c, cancel := context.WithTimeout(context.Background(), terminalCleanup)
 		defer cancel()
-		if kill {
-			_ = term.Kill(c)
-		}
-		_ = term.Release(c)
+		_ = req(c)
 	}
 	display := &TerminalDisplay{TerminalID: term.ID()}
 	if onOutput != nil {
@@ -62,23 +61,27 @@ func (s *Shell) runInTerminal(ctx context.Context, call *Call, ct ClientTerminal
 	select {
 	case w = <-done:
 	case <-ctx.Done():
-		cleanup(true)
+		bounded(func(c context.Context) error {
+			_ = term.Kill(c)
+			return term.Release(c)
+		})
 		return Result{}, true, ctx.Err()
 	case <-limit.C:
 		timedOut = true
-		c, cancel := context.WithTimeout(context.Background(), terminalCleanup)
-		_ = term.Kill(c)
-		cancel()
+		bounded(term.Kill)
 		select {
 		case w = <-done:
 		case <-time.After(terminalCleanup):
 		}
 	}
 
-	outCtx, cancel := context.WithTimeout(context.Background(), terminalCleanup)
-	out, outErr := term.Output(outCtx)
-	cancel()
-	cleanup(false)
+	var out TerminalOutput
+	var outErr error
+	bounded(func(c context.Context) error {
+		out, outErr = term.Output(c)
+		return outErr
+	})
+	bounded(term.Release)
 
 	var errs []string
 	if timedOut {

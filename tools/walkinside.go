@@ -15,12 +15,18 @@ import (
 // swapped for a symlink after the path was checked is seen there), and
 // only then reads the names. The entries come sorted by name.
 func (e *Env) readDirInside(dir string, opts PathOptions) ([]fs.DirEntry, error) {
+	return readDirChecked(dir, e.openedInsideFor(dir, opts))
+}
+
+// readDirChecked is readDirInside with the check made by the caller, once
+// for a whole walk (nil: no check).
+func readDirChecked(dir string, allowed func(real string) bool) ([]fs.DirEntry, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if allowed := e.openedInsideFor(dir, opts); allowed != nil {
+	if allowed != nil {
 		if real, ok := workspace.OpenedPath(f.Fd()); ok && !allowed(real) {
 			return nil, &fs.PathError{Op: "open", Path: dir, Err: workspace.ErrEscaped}
 		}
@@ -39,7 +45,7 @@ func (e *Env) walkDirInside(root string, opts PathOptions, fn fs.WalkDirFunc) er
 	if err != nil {
 		err = fn(root, nil, err)
 	} else {
-		err = e.walkInside(root, fs.FileInfoToDirEntry(info), opts, fn)
+		err = walkInside(root, fs.FileInfoToDirEntry(info), e.openedInsideFor(root, opts), fn)
 	}
 	if err == filepath.SkipDir || err == filepath.SkipAll {
 		return nil
@@ -47,14 +53,14 @@ func (e *Env) walkDirInside(root string, opts PathOptions, fn fs.WalkDirFunc) er
 	return err
 }
 
-func (e *Env) walkInside(p string, d fs.DirEntry, opts PathOptions, fn fs.WalkDirFunc) error {
+func walkInside(p string, d fs.DirEntry, allowed func(real string) bool, fn fs.WalkDirFunc) error {
 	if err := fn(p, d, nil); err != nil || !d.IsDir() {
 		if err == filepath.SkipDir && d.IsDir() {
 			err = nil
 		}
 		return err
 	}
-	ents, err := e.readDirInside(p, opts)
+	ents, err := readDirChecked(p, allowed)
 	if err != nil {
 		if err = fn(p, d, err); err != nil {
 			if err == filepath.SkipDir && d.IsDir() {
@@ -64,7 +70,7 @@ func (e *Env) walkInside(p string, d fs.DirEntry, opts PathOptions, fn fs.WalkDi
 		}
 	}
 	for _, d1 := range ents {
-		if err := e.walkInside(filepath.Join(p, d1.Name()), d1, opts, fn); err != nil {
+		if err := walkInside(filepath.Join(p, d1.Name()), d1, allowed, fn); err != nil {
 			if err == filepath.SkipDir {
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -252,7 +253,7 @@ func (s *Settings) Load() {
 		s.trustProblem = &p
 	} else {
 		s.trustProblem = nil
-		if !sameRules(s.trustRules, trustRules) {
+		if !maps.Equal(s.trustRules, trustRules) {
 			s.trustRules = trustRules
 			changed = true
 		}

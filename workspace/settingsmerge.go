@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 )
@@ -35,7 +36,8 @@ func (s *Settings) remergeLocked() bool {
 		}
 	} else if _, ok := ws["security"]; ok {
 		// Folder trust is never switched by a workspace, trusted or not.
-		v, _ := deepCopy(ws).(map[string]any)
+		// Merging copies what it takes, so a shallow copy is enough.
+		v := maps.Clone(ws)
 		delete(v, "security")
 		s.effective[layerWorkspace] = v
 	}

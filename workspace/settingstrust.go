@@ -58,40 +58,36 @@ func (s *Settings) decideTrustLocked() Trust {
 // and where.
 func (s *Settings) folderTrustOffLocked() (bool, string) {
 	for _, i := range []int{layerSystem, layerEditor, layerUser} {
-		sec, _ := s.layers[i].values["security"].(map[string]any)
-		ft, _ := sec["folderTrust"].(map[string]any)
-		v, ok := ft["enabled"]
-		if !ok {
-			continue
+		if on, set := folderTrustEnabled(s.layers[i].values); set {
+			return !on, layerName(i, s.layers[i].file)
 		}
-		on := true
-		switch v := v.(type) {
-		case bool:
-			on = v
-		case string:
-			if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-				on = b
-			}
-		}
-		return !on, layerName(i, s.layers[i].file)
 	}
 	return false, ""
 }
 
-func sameTrust(a, b Trust) bool {
-	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
-}
-
-func sameRules(a, b TrustRules) bool {
-	if len(a) != len(b) {
-		return false
+// folderTrustEnabled reads security.folderTrust.enabled from a settings
+// object: set is false when it is absent; a boolean or a string that
+// parses as one gives on, anything else leaves folder trust on.
+func folderTrustEnabled(values map[string]any) (on, set bool) {
+	sec, _ := values["security"].(map[string]any)
+	ft, _ := sec["folderTrust"].(map[string]any)
+	v, ok := ft["enabled"]
+	if !ok {
+		return true, false
 	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
+	switch v := v.(type) {
+	case bool:
+		return v, true
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			return b, true
 		}
 	}
-	return true
+	return true, true
+}
+
+func sameTrust(a, b Trust) bool {
+	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
 }
 
 // Trust returns the folder-trust decision for the primary root and the

@@ -331,20 +331,14 @@ func UntrustedIgnores(root string) ([]string, error) {
 }
 
 // DisablesFolderTrust reports whether the settings text sets
-// security.folderTrust.enabled to false (or "false"). Text that does not
-// parse disables nothing.
+// security.folderTrust.enabled to a value that turns folder trust off, by
+// the same reading the trust decision uses. Text that does not parse
+// disables nothing.
 func DisablesFolderTrust(text string) bool {
 	m, err := parseJSONC([]byte(text))
 	if err != nil {
 		return false
 	}
-	sec, _ := m["security"].(map[string]any)
-	ft, _ := sec["folderTrust"].(map[string]any)
-	switch v := ft["enabled"].(type) {
-	case bool:
-		return !v
-	case string:
-		return strings.EqualFold(strings.TrimSpace(v), "false")
-	}
-	return false
+	on, set := folderTrustEnabled(m)
+	return set && !on
 }

@@ -380,3 +380,20 @@ func TestTrustListInANewQwenFolder(t *testing.T) {
 	}
 	stWait(t, changed, "the trust list in a new qwen folder", func() bool { return s.Trust().Trusted })
 }
+
+// DisablesFolderTrust, which guards edits of settings files, reads
+// security.folderTrust.enabled exactly as the trust decision does: a
+// value that turns trust off is caught, and one the decision ignores is
+// not refused.
+func TestDisablesFolderTrustAgreesWithTheDecision(t *testing.T) {
+	for _, v := range []string{`false`, `true`, `"false"`, `"0"`, `"F"`, `" FALSE "`, `"fAlSe"`, `"no"`, `0`} {
+		text := `{"security": {"folderTrust": {"enabled": ` + v + `}}}`
+		s, _, home := trustFixture(t)
+		rtWriteFile(t, filepath.Join(home, "settings.json"), text)
+		s.Load()
+		off := strings.Contains(s.Trust().Why, "turned off")
+		if got := DisablesFolderTrust(text); got != off {
+			t.Errorf("enabled: %s: DisablesFolderTrust = %v, but the decision has folder trust off = %v (%s)", v, got, off, s.Trust().Why)
+		}
+	}
+}

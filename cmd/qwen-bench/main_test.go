@@ -115,3 +115,20 @@ func TestCheckSoakResults(t *testing.T) {
 		t.Error("a missing second request passed")
 	}
 }
+
+// The /proc readers find this process's own figures.
+func TestProcReaders(t *testing.T) {
+	st, err := readProc(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if st.RSSKB <= 0 || st.Threads <= 0 || st.FDs <= 0 {
+		t.Errorf("readProc(self) = %+v, want RSS, threads and descriptors", st)
+	}
+	if kb := statusKB(os.Getpid(), "RssAnon"); kb <= 0 || kb > st.RSSKB {
+		t.Errorf("statusKB(self, RssAnon) = %d, want 1..%d", kb, st.RSSKB)
+	}
+	if kb := statusKB(os.Getpid(), "NoSuchField"); kb != -1 {
+		t.Errorf("statusKB(self, NoSuchField) = %d, want -1", kb)
+	}
+}

@@ -18,29 +18,11 @@ type procStats struct {
 
 func readProc(pid int) (procStats, error) {
 	var st procStats
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := procStatus(pid)
 	if err != nil {
 		return st, err
 	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		n, _ := strconv.Atoi(fields[0])
-		switch name {
-		case "VmRSS":
-			st.RSSKB = n
-		case "Threads":
-			st.Threads = n
-		}
-	}
-	f.Close()
+	st.RSSKB, st.Threads = status["VmRSS"], status["Threads"]
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return st, err
@@ -48,6 +30,30 @@ func readProc(pid int) (procStats, error) {
 	st.FDs = len(fds)
 	st.Children = len(childrenOf(pid))
 	return st, nil
+}
+
+// procStatus reads the fields of /proc/PID/status that start with a
+// number (sizes are in kB).
+func procStatus(pid int) (map[string]int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		if fields := strings.Fields(v); len(fields) > 0 {
+			if n, err := strconv.Atoi(fields[0]); err == nil {
+				out[name] = n
+			}
+		}
+	}
+	return out, sc.Err()
 }
 
 // childrenOf lists the live processes whose parent is pid.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -90,7 +91,7 @@ func peerRun(name string, args ...string) func() (time.Duration, error) {
 		err = cmd.Wait()
 		d := time.Since(start)
 		var ee *exec.ExitError
-		if err != nil && !(errorsAs(err, &ee) && ee.ExitCode() == 1) { // rg exits 1 on no match
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // rg exits 1 on no match
 			return d, fmt.Errorf("%s: %v", name, err)
 		}
 		return d, nil
@@ -309,14 +310,6 @@ func treeBench(b *bench) error {
 	b.add(row{section: label, what: "index build (walk + watch), fresh process", ours: median(ms), unit: "ms", target: "< 2000 ms", limit: 2000, limited: true})
 	b.add(row{section: label, what: fmt.Sprintf("RSS after indexing (%.1f MB before)", last.BeforeMB), ours: median(rss), unit: "MB", target: "< 150 MB", limit: 150, limited: true})
 	return searchComparison(b, label, dir)
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 // profileTool runs a tool call b.runs times under the CPU profiler and

@@ -58,34 +58,16 @@ func startupBench(b *bench) error {
 	return nil
 }
 
+// statusKB is one size field of /proc/PID/status, or -1.
 func statusKB(pid int, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := procStatus(pid)
 	if err != nil {
 		return -1
 	}
-	var n int
-	for _, line := range splitLines(string(b)) {
-		if _, err := fmt.Sscanf(line, field+": %d kB", &n); err == nil {
-			return n
-		}
+	if n, ok := status[field]; ok {
+		return n
 	}
 	return -1
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
 }
 
 func roundAll(xs []float64) []float64 {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 const scriptedModelUsage = `Usage: qwen-ls scripted-model [--script FILE] [--var NAME=VALUE]... [--url-file FILE]
@@ -66,7 +67,8 @@ func runScriptedModel(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		srv.Push(rs...)
 	}
 	if *urlFile != "" {
-		if err := os.WriteFile(*urlFile, []byte(srv.URL+"\n"), 0o644); err != nil {
+		// Atomically: a test waiting for the file never reads it half written.
+		if err := workspace.WriteFileAtomic(*urlFile, []byte(srv.URL+"\n"), 0o644); err != nil {
 			fmt.Fprintf(stderr, "qwen-ls scripted-model: %v\n", err)
 			return 1
 		}

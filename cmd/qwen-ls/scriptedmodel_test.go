@@ -149,3 +149,20 @@ func TestScriptedModelRefusesBadScript(t *testing.T) {
 		t.Fatalf("bad script: err=%v out=%q", err, out)
 	}
 }
+
+// --url-file holds the same base URL the first stdout line gives.
+func TestScriptedModelURLFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "url")
+	var stdout, stderr strings.Builder
+	if code := run([]string{"scripted-model", "--url-file", file}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(stdout.String(), "\n")
+	if !strings.HasPrefix(first, "http://127.0.0.1:") || string(data) != first+"\n" {
+		t.Errorf("url file %q, stdout's first line %q", data, first)
+	}
+}

@@ -77,7 +77,7 @@ func runTrust(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "qwen-ls trust: %v\n", err)
 		return 1
 	}
-	_, trusted, _ := rules.Decide(abs)
+	m, trusted, _ := rules.Decide(abs)
 	switch {
 	case level == workspace.DoNotTrust:
 		fmt.Fprintf(stdout, "%s is not trusted (%s in %s): its risky workspace settings stay ignored.\n", abs, level, file)
@@ -89,7 +89,6 @@ func runTrust(args []string, stdout, stderr io.Writer) int {
 	}
 	if !trusted {
 		// A more specific DO_NOT_TRUST entry still wins.
-		m, _, _ := rules.Decide(abs)
 		fmt.Fprintf(stdout, "But %s stays untrusted: %s has %q: %s, which is more specific. Run `qwen-ls trust %s` to trust it.\n", abs, file, m.Path, m.Level, abs)
 		return 0
 	}
