@@ -259,19 +259,39 @@ func (s *Session) truncateOldToolOutputs(end int) int {
 // shorten keeps the start and the end of a long text.
 func shorten(text string, limit int) string {
 	head, tail := limit*2/3, limit/3
-	h := text[:head]
-	for !utf8.ValidString(h) && len(h) > 0 {
-		h = h[:len(h)-1]
-	}
-	t := text[len(text)-tail:]
-	for !utf8.ValidString(t) && len(t) > 0 {
-		t = t[1:]
-	}
+	h := text[:runeStartAtOrBefore(text, head)]
+	t := text[runeStartAtOrAfter(text, len(text)-tail):]
 	return fmt.Sprintf("%s\n[... %d characters of this old tool output were removed to save context; run the tool again if you need them ...]\n%s", h, len(text)-len(h)-len(t), t)
 }
 
 const summarySystem = `You compress a coding agent's conversation so that the agent can continue the work without the full transcript.
 Write a dense summary that keeps: the user's goals and every instruction or preference they stated; decisions made and why; what was done, file by file; what was learned about the code (names, paths, behaviours); errors met and how they were resolved; and what remains to do, in order. Keep exact file paths, identifiers and commands. Do not invent anything. Answer with the summary only.`
+
+// runeStartAtOrBefore moves a cut at byte i of s back to the start of the
+// character it falls in, so the text before it ends on a whole character.
+// It looks at most utf8.UTFMax bytes back: invalid bytes elsewhere in s do
+// not matter, and the cost does not grow with s.
+func runeStartAtOrBefore(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	for k := 0; k < utf8.UTFMax && i > 0 && !utf8.RuneStart(s[i]); k++ {
+		i--
+	}
+	return i
+}
+
+// runeStartAtOrAfter moves a cut at byte i of s forward past the rest of
+// the character it falls in; see runeStartAtOrBefore.
+func runeStartAtOrAfter(s string, i int) int {
+	if i <= 0 {
+		return 0
+	}
+	for k := 0; k < utf8.UTFMax && i < len(s) && !utf8.RuneStart(s[i]); k++ {
+		i++
+	}
+	return i
+}
 
 // summaryTag marks a summary message in the history.
 const summaryTag = "<conversation-summary>"
@@ -372,10 +392,7 @@ func renderForSummary(msgs []Message, limit int) string {
 	if len(first) > limit/4 {
 		first = shorten(first, limit/4)
 	}
-	rest := out[len(out)-(limit-len(first)):]
-	for !utf8.ValidString(rest) && len(rest) > 0 {
-		rest = rest[1:]
-	}
+	rest := out[runeStartAtOrAfter(out, len(out)-(limit-len(first))):]
 	return first + "\n[... the middle of the conversation was left out ...]\n" + rest
 }
 
