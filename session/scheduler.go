@@ -220,8 +220,8 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
-	if pr := s.protectedCall(r, conf); conf != nil {
-		switch {
+	if conf != nil {
+		switch pr := s.protectedCall(r, conf); {
 		case pr.Forbidden:
 			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("This %s call was not run: %s.", r.tc.Name, pr.Reason)))
 			return
@@ -262,7 +262,8 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 // protectedCall says whether a call changes a protected file: an edit-kind
 // call by the path of its proposal or its locations
 // (tools.Env.ProtectedWrite), a shell command by the sub-commands that are
-// not read-only (tools.Env.ShellProtection).
+// not read-only (tools.Env.ShellProtection). prepare asks only for calls
+// whose tool wants a confirmation, the only ones the answer changes.
 func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
 	env := s.mgr.opts.Env
 	var best tools.Protection
@@ -281,7 +282,7 @@ func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Prot
 		}
 		return best
 	}
-	if conf == nil || r.tool.Kind() != tools.KindEdit {
+	if r.tool.Kind() != tools.KindEdit {
 		return best
 	}
 	if ec, ok := conf.Details.(*tools.EditConfirmation); ok {
