@@ -139,13 +139,12 @@ type compaction struct {
 
 // fitContext compresses the history when the next request would pass the
 // threshold (or, with force, in any case, after the model said the
-// request was too long). It reports what it did; ok is false when
-// nothing could be freed.
-func (s *Session) fitContext(ctx context.Context, model Model, system string, decls []ToolDecl, force bool) (compaction, bool, error) {
+// request was too long). It reports false when nothing could be freed.
+func (s *Session) fitContext(ctx context.Context, model Model, system string, decls []ToolDecl, force bool) (bool, error) {
 	window, threshold := s.contextLimits()
 	before := s.requestTokens(system, decls)
 	if !force && before <= threshold {
-		return compaction{}, false, nil
+		return false, nil
 	}
 	// Aim well below the threshold, so that the next few requests do not
 	// compress again.
@@ -165,7 +164,7 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	if now <= target && c.truncated > 0 {
 		c.after = now
 		s.recordCompaction(c)
-		return c, true, nil
+		return true, nil
 	}
 
 	// 2. Summarise the older part, keeping less each round when the rest
@@ -177,9 +176,9 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 			if c.truncated > 0 {
 				c.after = s.requestTokens(system, decls)
 				s.recordCompaction(c)
-				return c, true, nil
+				return true, nil
 			}
-			return c, false, err
+			return false, err
 		}
 		if n == 0 {
 			break
@@ -198,10 +197,10 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	}
 	c.after = s.requestTokens(system, decls)
 	if c.truncated == 0 && c.summarised == 0 {
-		return c, false, nil
+		return false, nil
 	}
 	s.recordCompaction(c)
-	return c, true, nil
+	return true, nil
 }
 
 func (s *Session) tokenCopy() []int {

@@ -132,7 +132,9 @@ type event struct {
 	Files  []fileChange `json:"files,omitempty"`
 }
 
-// storedMessage is a Message as written to disk.
+// storedMessage is a Message as written to disk. It has exactly
+// Message's fields, so the conversions between them stop compiling when
+// a field is added to one and not the other.
 type storedMessage struct {
 	Role       string     `json:"role"`
 	Text       string     `json:"text,omitempty"`
@@ -142,11 +144,12 @@ type storedMessage struct {
 }
 
 func storeMessage(m Message) *storedMessage {
-	return &storedMessage{Role: m.Role, Text: m.Text, Parts: m.Parts, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	sm := storedMessage(m)
+	return &sm
 }
 
 func (m storedMessage) message() Message {
-	return Message{Role: m.Role, Text: m.Text, Parts: m.Parts, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	return Message(m)
 }
 
 // sessionLog is an open session file.
