@@ -165,7 +165,7 @@ type sessionLog struct {
 }
 
 // create makes a new session file with its header; the caller holds the
-// file open (and shared-locked) until the process ends.
+// file open, and exclusively locked, until the session is closed.
 func (st *Store) create(root string, hdr event) (*sessionLog, error) {
 	dir := st.Dir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -521,9 +521,9 @@ func (st *Store) removeIfUnused(dir, id string) bool {
 
 // checkpointDir is a root's content store, shared by its sessions so that
 // a file's content is kept once: <root folder>/checkpoints, next to
-// <root folder>/sessions.
-func checkpointDir(sessionPath string) string {
-	return filepath.Join(filepath.Dir(filepath.Dir(sessionPath)), "checkpoints")
+// <root folder>/sessions (sessionsDir).
+func checkpointDir(sessionsDir string) string {
+	return filepath.Join(filepath.Dir(sessionsDir), "checkpoints")
 }
 
 // gcGrace protects recently stored or reused contents from a collection
@@ -564,7 +564,7 @@ func (st *Store) collect(root string, now time.Time) int {
 			return 0
 		}
 	}
-	objects := filepath.Join(checkpointDir(filepath.Join(dir, "x.jsonl")), "objects")
+	objects := filepath.Join(checkpointDir(dir), "objects")
 	removed := 0
 	_ = filepath.WalkDir(objects, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
