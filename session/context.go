@@ -50,9 +50,13 @@ func estimateText(s string) int {
 }
 
 // estimateMessage guesses the tokens of one message, with the few tokens
-// of framing each message costs.
+// of framing each message costs. Parts, when set, are what the model is
+// sent instead of Text (a prompt with images keeps its text in both).
 func estimateMessage(m Message) int {
-	n := 4 + estimateText(m.Text)
+	n := 4
+	if len(m.Parts) == 0 {
+		n += estimateText(m.Text)
+	}
 	for _, tc := range m.ToolCalls {
 		n += 8 + estimateText(tc.Name) + estimateText(tc.Arguments)
 	}
@@ -361,9 +365,13 @@ func renderForSummary(msgs []Message, limit int) string {
 		if m.Role == "tool" && len(text) > oldToolOutputChars {
 			text = shorten(text, oldToolOutputChars)
 		}
-		for _, p := range m.Parts {
-			if p.Type == "text" {
-				text += p.Text
+		if len(m.Parts) > 0 {
+			// The parts replace Text, as in a model request.
+			text = ""
+			for _, p := range m.Parts {
+				if p.Type == "text" {
+					text += p.Text
+				}
 			}
 		}
 		fmt.Fprintf(&b, "[%s]", m.Role)

@@ -43,3 +43,17 @@ func TestRenderForSummaryKeepsLatestTextAfterInvalidBytes(t *testing.T) {
 		t.Fatalf("summary input of %d bytes lost its ends", len(got))
 	}
 }
+
+// A prompt with an image holds its text in Text and again in its first
+// part; the model is sent the parts only, so the text counts once.
+func TestPromptWithImageCountsItsTextOnce(t *testing.T) {
+	text := strings.Repeat("describe this picture ", 200)
+	parts := []Part{{Type: "text", Text: text}, {Type: "image", MIME: "image/png", Data: "iVBORw0KGgo=", Name: "image"}}
+	both := Message{Role: "user", Text: text, Parts: parts}
+	if got, want := estimateMessage(both), estimateMessage(Message{Role: "user", Parts: parts}); got != want {
+		t.Fatalf("estimate %d with the text in Text and Parts, %d with Parts only", got, want)
+	}
+	if n := strings.Count(renderForSummary([]Message{both}, 0), "describe this picture"); n != 200 {
+		t.Fatalf("summary input holds the prompt's phrase %d times, want 200", n)
+	}
+}
