@@ -510,10 +510,7 @@ func (s *Session) display(r *callRun) {
 		content = displayContent(r.result.Display)
 	}
 	if todos, ok := r.result.Display.(*tools.TodoList); ok && r.state == stateSuccess {
-		entries := make([]PlanEntry, 0, len(todos.Todos))
-		for _, td := range todos.Todos {
-			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
-		}
+		entries := planEntries(todos.Todos)
 		s.host().Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
 		s.mu.Lock()
 		s.plan = entries
@@ -525,6 +522,15 @@ func (s *Session) display(r *callRun) {
 		u.Content = content
 	}
 	s.host().Update(s.id, u)
+}
+
+// planEntries is a todo list as the editor's plan.
+func planEntries(todos []tools.Todo) []PlanEntry {
+	entries := make([]PlanEntry, 0, len(todos))
+	for _, td := range todos {
+		entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
+	}
+	return entries
 }
 
 func displayContent(d tools.Display) []ToolContent {
