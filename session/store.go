@@ -251,8 +251,10 @@ func (l *sessionLog) close() {
 	}
 }
 
-// redact replaces every secret in an encoded event. Secrets are matched as
-// JSON-encoded strings would hold them; keys are plain ASCII.
+// redact replaces every secret in an encoded event. A secret is looked
+// for as json.Marshal writes it inside a string, since that is how it
+// appears in the event: a key holding '&', '<', '>', '"' or a backslash is
+// escaped there and would not match as it is.
 func (st *Store) redact(b []byte) []byte {
 	if st.secrets == nil {
 		return b
@@ -261,7 +263,11 @@ func (st *Store) redact(b []byte) []byte {
 		if len(s) < 8 {
 			continue
 		}
-		b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
+		enc, err := json.Marshal(s)
+		if err != nil {
+			continue
+		}
+		b = bytes.ReplaceAll(b, enc[1:len(enc)-1], []byte("[redacted]"))
 	}
 	return b
 }
