@@ -17,8 +17,8 @@ func totalAlloc() uint64 {
 }
 
 // Arguments streamed a few bytes at a time are collected in linear
-// memory: 512 KiB in 32-byte pieces used to allocate gigabytes (each
-// piece copied everything before it).
+// memory: 512 KiB in 32-byte pieces would allocate gigabytes if each
+// piece copied everything before it.
 func TestStreamCollectsArgumentsLinearly(t *testing.T) {
 	args := `{"content":"` + strings.Repeat("x", 512<<10) + `"}`
 	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w", Name: "write_file", Arguments: args}}, ChunkSize: 32})

@@ -268,26 +268,24 @@ func (s *Session) owner() *Session {
 	return s
 }
 
-// objects is the session's content store.
-func (s *Session) objects() *objectStore {
+// snapshotterOf is the session's shell snapshotter, made at first use
+// over the content store next to the session file (in memory for a
+// session that has none).
+func (s *Session) snapshotterOf() *snapshotter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snaps == nil {
 		dir := ""
 		if s.log != nil {
-			dir = checkpointDir(s.log.path)
+			dir = checkpointDir(filepath.Dir(s.log.path))
 		}
 		s.snaps = &snapshotter{objs: &objectStore{dir: dir}}
 	}
-	return s.snaps.objs
-}
-
-func (s *Session) snapshotterOf() *snapshotter {
-	s.objects()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.snaps
 }
+
+// objects is the session's content store.
+func (s *Session) objects() *objectStore { return s.snapshotterOf().objs }
 
 // pendingCheckpoint is a call's before-state, completed after it runs.
 type pendingCheckpoint struct {
@@ -338,7 +336,7 @@ func (s *Session) beginCheckpoint(ctx context.Context, callID string, t tools.To
 		cp := &pendingCheckpoint{owner: owner, before: map[string]fileState{}}
 		for _, l := range t.Locations(params) {
 			p, _, err := s.mgr.opts.Env.Workspace.Roots.Resolve(l.Path)
-			if err != nil || cp.before[p].exists || slices.Contains(cp.paths, p) {
+			if err != nil || slices.Contains(cp.paths, p) {
 				continue
 			}
 			cp.paths = append(cp.paths, p)

@@ -50,9 +50,13 @@ func estimateText(s string) int {
 }
 
 // estimateMessage guesses the tokens of one message, with the few tokens
-// of framing each message costs.
+// of framing each message costs. Parts, when set, are what the model is
+// sent instead of Text (a prompt with images keeps its text in both).
 func estimateMessage(m Message) int {
-	n := 4 + estimateText(m.Text)
+	n := 4
+	if len(m.Parts) == 0 {
+		n += estimateText(m.Text)
+	}
 	for _, tc := range m.ToolCalls {
 		n += 8 + estimateText(tc.Name) + estimateText(tc.Arguments)
 	}
@@ -139,13 +143,12 @@ type compaction struct {
 
 // fitContext compresses the history when the next request would pass the
 // threshold (or, with force, in any case, after the model said the
-// request was too long). It reports what it did; ok is false when
-// nothing could be freed.
-func (s *Session) fitContext(ctx context.Context, model Model, system string, decls []ToolDecl, force bool) (compaction, bool, error) {
+// request was too long). It reports false when nothing could be freed.
+func (s *Session) fitContext(ctx context.Context, model Model, system string, decls []ToolDecl, force bool) (bool, error) {
 	window, threshold := s.contextLimits()
 	before := s.requestTokens(system, decls)
 	if !force && before <= threshold {
-		return compaction{}, false, nil
+		return false, nil
 	}
 	// Aim well below the threshold, so that the next few requests do not
 	// compress again.
@@ -165,7 +168,7 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	if now <= target && c.truncated > 0 {
 		c.after = now
 		s.recordCompaction(c)
-		return c, true, nil
+		return true, nil
 	}
 
 	// 2. Summarise the older part, keeping less each round when the rest
@@ -177,9 +180,9 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 			if c.truncated > 0 {
 				c.after = s.requestTokens(system, decls)
 				s.recordCompaction(c)
-				return c, true, nil
+				return true, nil
 			}
-			return c, false, err
+			return false, err
 		}
 		if n == 0 {
 			break
@@ -198,10 +201,10 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	}
 	c.after = s.requestTokens(system, decls)
 	if c.truncated == 0 && c.summarised == 0 {
-		return c, false, nil
+		return false, nil
 	}
 	s.recordCompaction(c)
-	return c, true, nil
+	return true, nil
 }
 
 func (s *Session) tokenCopy() []int {
@@ -259,19 +262,39 @@ func (s *Session) truncateOldToolOutputs(end int) int {
 // shorten keeps the start and the end of a long text.
 func shorten(text string, limit int) string {
 	head, tail := limit*2/3, limit/3
-	h := text[:head]
-	for !utf8.ValidString(h) && len(h) > 0 {
-		h = h[:len(h)-1]
-	}
-	t := text[len(text)-tail:]
-	for !utf8.ValidString(t) && len(t) > 0 {
-		t = t[1:]
-	}
+	h := text[:runeStartAtOrBefore(text, head)]
+	t := text[runeStartAtOrAfter(text, len(text)-tail):]
 	return fmt.Sprintf("%s\n[... %d characters of this old tool output were removed to save context; run the tool again if you need them ...]\n%s", h, len(text)-len(h)-len(t), t)
 }
 
 const summarySystem = `You compress a coding agent's conversation so that the agent can continue the work without the full transcript.
 Write a dense summary that keeps: the user's goals and every instruction or preference they stated; decisions made and why; what was done, file by file; what was learned about the code (names, paths, behaviours); errors met and how they were resolved; and what remains to do, in order. Keep exact file paths, identifiers and commands. Do not invent anything. Answer with the summary only.`
+
+// runeStartAtOrBefore moves a cut at byte i of s back to the start of the
+// character it falls in, so the text before it ends on a whole character.
+// It looks at most utf8.UTFMax bytes back: invalid bytes elsewhere in s do
+// not matter, and the cost does not grow with s.
+func runeStartAtOrBefore(s string, i int) int {
+	if i >= len(s) {
+		return len(s)
+	}
+	for k := 0; k < utf8.UTFMax && i > 0 && !utf8.RuneStart(s[i]); k++ {
+		i--
+	}
+	return i
+}
+
+// runeStartAtOrAfter moves a cut at byte i of s forward past the rest of
+// the character it falls in; see runeStartAtOrBefore.
+func runeStartAtOrAfter(s string, i int) int {
+	if i <= 0 {
+		return 0
+	}
+	for k := 0; k < utf8.UTFMax && i < len(s) && !utf8.RuneStart(s[i]); k++ {
+		i++
+	}
+	return i
+}
 
 // summaryTag marks a summary message in the history.
 const summaryTag = "<conversation-summary>"
@@ -342,9 +365,13 @@ func renderForSummary(msgs []Message, limit int) string {
 		if m.Role == "tool" && len(text) > oldToolOutputChars {
 			text = shorten(text, oldToolOutputChars)
 		}
-		for _, p := range m.Parts {
-			if p.Type == "text" {
-				text += p.Text
+		if len(m.Parts) > 0 {
+			// The parts replace Text, as in a model request.
+			text = ""
+			for _, p := range m.Parts {
+				if p.Type == "text" {
+					text += p.Text
+				}
 			}
 		}
 		fmt.Fprintf(&b, "[%s]", m.Role)
@@ -372,10 +399,7 @@ func renderForSummary(msgs []Message, limit int) string {
 	if len(first) > limit/4 {
 		first = shorten(first, limit/4)
 	}
-	rest := out[len(out)-(limit-len(first)):]
-	for !utf8.ValidString(rest) && len(rest) > 0 {
-		rest = rest[1:]
-	}
+	rest := out[runeStartAtOrAfter(out, len(out)-(limit-len(first))):]
 	return first + "\n[... the middle of the conversation was left out ...]\n" + rest
 }
 

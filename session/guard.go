@@ -108,11 +108,7 @@ func validToolName(name string) bool {
 // to 64 bytes first.
 func quoteName(name string) string {
 	if len(name) > 64 {
-		cut := 64
-		for cut > 0 && !utf8.RuneStart(name[cut]) {
-			cut--
-		}
-		return strconv.Quote(name[:cut]) + "…"
+		return strconv.Quote(name[:runeStartAtOrBefore(name, 64)]) + "…"
 	}
 	return strconv.Quote(name)
 }

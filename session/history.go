@@ -119,10 +119,6 @@ func (s *Session) Replay() {
 	if plan != nil {
 		host.Update(s.id, Update{Kind: UpdatePlan, Entries: plan})
 	} else if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
-		entries := make([]PlanEntry, 0, len(todos))
-		for _, td := range todos {
-			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
-		}
-		host.Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
+		host.Update(s.id, Update{Kind: UpdatePlan, Entries: planEntries(todos)})
 	}
 }

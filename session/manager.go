@@ -102,6 +102,10 @@ type Manager struct {
 	focus    *Focus
 	// pruned holds the session folders already pruned by this process.
 	pruned map[string]bool
+	// loadMu makes loads from disk one at a time: a second load of a
+	// session would find its file locked by the first and take it for
+	// another process's.
+	loadMu sync.Mutex
 }
 
 // Focus is the editor's active file and selection (qwen/didFocus).

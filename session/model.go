@@ -282,8 +282,8 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 	out := &ModelResponse{}
 	var text, reasoning, refusal strings.Builder
 	// Arguments arrive in many small pieces; a builder per call keeps
-	// collecting them linear (string += was quadratic: minutes for a
-	// few megabytes sent a token at a time).
+	// collecting them linear (appending to a string copies all of it
+	// each time: minutes for a few megabytes sent a token at a time).
 	type callParts struct {
 		id         string
 		name, args strings.Builder

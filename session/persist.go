@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -169,6 +168,12 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	if m.opts.Store == nil {
 		return LoadResult{}, fmt.Errorf("%w %q", ErrUnknownSession, id)
 	}
+	m.loadMu.Lock()
+	defer m.loadMu.Unlock()
+	if s, err := m.Session(id); err == nil {
+		// Loaded while this load waited.
+		return LoadResult{Session: s}, nil
+	}
 	path, err := m.opts.Store.find(id)
 	if err != nil {
 		return LoadResult{}, err
@@ -176,12 +181,6 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	// Take the file first: a session another process has open is not
 	// read, since it is still changing.
 	l, err := m.opts.Store.reopen(path)
-	if errors.Is(err, ErrSessionInUse) {
-		// Perhaps this process loaded it meanwhile.
-		if s, serr := m.Session(id); serr == nil {
-			return LoadResult{Session: s}, nil
-		}
-	}
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -210,12 +209,6 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	s.system = m.buildSystemPrompt(cwd)
 	s.log = l
 	m.mu.Lock()
-	if prev, ok := m.sessions[id]; ok {
-		// Loaded twice at once: keep the first.
-		m.mu.Unlock()
-		s.Close()
-		return LoadResult{Session: prev}, nil
-	}
 	m.sessions[id] = s
 	m.mu.Unlock()
 	for _, p := range ld.problems {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +273,40 @@ func TestLoadRefusesASessionOpenElsewhere(t *testing.T) {
 	m1.Close()
 	if _, err := m2.Load(s.ID()); err != nil {
 		t.Fatalf("load after the other process let go: %v", err)
+	}
+}
+
+// Loads of one stored session that overlap in one process all get the
+// session: the file is locked by this process, not by another one.
+func TestConcurrentLoadsInOneProcessShareTheSession(t *testing.T) {
+	st := newStored(t, modeltest.Response{Text: "Hello."})
+	m1 := st.manager(t, nil)
+	s := newSess(t, m1, "default")
+	prompt(t, s, "hi")
+	m1.Close()
+	for round := 0; round < 20; round++ {
+		m2 := st.manager(t, nil)
+		const n = 8
+		got := make([]*session.Session, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lr, err := m2.Load(s.ID())
+				got[i], errs[i] = lr.Session, err
+			}()
+		}
+		wg.Wait()
+		for i := 0; i < n; i++ {
+			if errs[i] != nil {
+				t.Fatalf("round %d, load %d: %v", round, i, errs[i])
+			}
+			if got[i] != got[0] {
+				t.Fatalf("round %d: loads got different sessions", round)
+			}
+		}
+		m2.Close()
 	}
 }

@@ -49,30 +49,14 @@ func (s *Session) RevertTurn(ctx context.Context, turn int) (RevertResult, error
 		s.mu.Unlock()
 		return RevertResult{}, ErrBusy
 	}
+	turn, err := s.revertTarget(turn)
+	if err != nil {
+		s.mu.Unlock()
+		return RevertResult{}, err
+	}
 	// Hold the session as busy so that no prompt starts while files are
 	// put back.
 	s.busy = true
-	if turn <= 0 {
-		for _, c := range s.checkpoints {
-			if !s.reverted[c.Turn] {
-				turn = max(turn, c.Turn)
-			}
-		}
-		if turn == 0 {
-			s.busy = false
-			s.mu.Unlock()
-			return RevertResult{}, fmt.Errorf("%w: no turn of this session changed files that has not been undone already", ErrNothingToRevert)
-		}
-	} else if turn > s.turns {
-		n := s.turns
-		s.busy = false
-		s.mu.Unlock()
-		return RevertResult{}, fmt.Errorf("%w: the session has %d turns, so there is no turn %d", ErrNothingToRevert, n, turn)
-	} else if s.reverted[turn] {
-		s.busy = false
-		s.mu.Unlock()
-		return RevertResult{}, fmt.Errorf("%w: turn %d was undone already", ErrNothingToRevert, turn)
-	}
 	changes := map[string]*turnChange{}
 	var order []string
 	for _, c := range s.checkpoints {
@@ -121,6 +105,28 @@ func (s *Session) RevertTurn(ctx context.Context, turn int) (RevertResult, error
 		return res, fmt.Errorf("some files of turn %d could not be put back: %s", turn, strings.Join(failures, "; "))
 	}
 	return res, nil
+}
+
+// revertTarget is the turn RevertTurn undoes when asked for turn (0: the
+// latest turn not yet undone that changed files). The caller holds s.mu.
+func (s *Session) revertTarget(turn int) (int, error) {
+	switch {
+	case turn <= 0:
+		turn = 0
+		for _, c := range s.checkpoints {
+			if !s.reverted[c.Turn] {
+				turn = max(turn, c.Turn)
+			}
+		}
+		if turn == 0 {
+			return 0, fmt.Errorf("%w: no turn of this session changed files that has not been undone already", ErrNothingToRevert)
+		}
+	case turn > s.turns:
+		return 0, fmt.Errorf("%w: the session has %d turns, so there is no turn %d", ErrNothingToRevert, s.turns, turn)
+	case s.reverted[turn]:
+		return 0, fmt.Errorf("%w: turn %d was undone already", ErrNothingToRevert, turn)
+	}
+	return turn, nil
 }
 
 func (s *Session) revertFile(ctx context.Context, objs *objectStore, tc *turnChange, res *RevertResult) error {

@@ -220,8 +220,8 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
-	if pr := s.protectedCall(r, conf); conf != nil {
-		switch {
+	if conf != nil {
+		switch pr := s.protectedCall(r, conf); {
 		case pr.Forbidden:
 			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("This %s call was not run: %s.", r.tc.Name, pr.Reason)))
 			return
@@ -262,7 +262,8 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 // protectedCall says whether a call changes a protected file: an edit-kind
 // call by the path of its proposal or its locations
 // (tools.Env.ProtectedWrite), a shell command by the sub-commands that are
-// not read-only (tools.Env.ShellProtection).
+// not read-only (tools.Env.ShellProtection). prepare asks only for calls
+// whose tool wants a confirmation, the only ones the answer changes.
 func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
 	env := s.mgr.opts.Env
 	var best tools.Protection
@@ -281,7 +282,7 @@ func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Prot
 		}
 		return best
 	}
-	if conf == nil || r.tool.Kind() != tools.KindEdit {
+	if r.tool.Kind() != tools.KindEdit {
 		return best
 	}
 	if ec, ok := conf.Details.(*tools.EditConfirmation); ok {
@@ -509,10 +510,7 @@ func (s *Session) display(r *callRun) {
 		content = displayContent(r.result.Display)
 	}
 	if todos, ok := r.result.Display.(*tools.TodoList); ok && r.state == stateSuccess {
-		entries := make([]PlanEntry, 0, len(todos.Todos))
-		for _, td := range todos.Todos {
-			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
-		}
+		entries := planEntries(todos.Todos)
 		s.host().Update(s.id, Update{Kind: UpdatePlan, Entries: entries})
 		s.mu.Lock()
 		s.plan = entries
@@ -524,6 +522,15 @@ func (s *Session) display(r *callRun) {
 		u.Content = content
 	}
 	s.host().Update(s.id, u)
+}
+
+// planEntries is a todo list as the editor's plan.
+func planEntries(todos []tools.Todo) []PlanEntry {
+	entries := make([]PlanEntry, 0, len(todos))
+	for _, td := range todos {
+		entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: string(td.Status)})
+	}
+	return entries
 }
 
 func displayContent(d tools.Display) []ToolContent {

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,7 +130,9 @@ type event struct {
 	Files  []fileChange `json:"files,omitempty"`
 }
 
-// storedMessage is a Message as written to disk.
+// storedMessage is a Message as written to disk. It has exactly
+// Message's fields, so the conversions between them stop compiling when
+// a field is added to one and not the other.
 type storedMessage struct {
 	Role       string     `json:"role"`
 	Text       string     `json:"text,omitempty"`
@@ -142,11 +142,12 @@ type storedMessage struct {
 }
 
 func storeMessage(m Message) *storedMessage {
-	return &storedMessage{Role: m.Role, Text: m.Text, Parts: m.Parts, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	sm := storedMessage(m)
+	return &sm
 }
 
 func (m storedMessage) message() Message {
-	return Message{Role: m.Role, Text: m.Text, Parts: m.Parts, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+	return Message(m)
 }
 
 // sessionLog is an open session file.
@@ -162,7 +163,7 @@ type sessionLog struct {
 }
 
 // create makes a new session file with its header; the caller holds the
-// file open (and shared-locked) until the process ends.
+// file open, and exclusively locked, until the session is closed.
 func (st *Store) create(root string, hdr event) (*sessionLog, error) {
 	dir := st.Dir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -250,8 +251,10 @@ func (l *sessionLog) close() {
 	}
 }
 
-// redact replaces every secret in an encoded event. Secrets are matched as
-// JSON-encoded strings would hold them; keys are plain ASCII.
+// redact replaces every secret in an encoded event. A secret is looked
+// for as json.Marshal writes it inside a string, since that is how it
+// appears in the event: a key holding '&', '<', '>', '"' or a backslash is
+// escaped there and would not match as it is.
 func (st *Store) redact(b []byte) []byte {
 	if st.secrets == nil {
 		return b
@@ -260,7 +263,11 @@ func (st *Store) redact(b []byte) []byte {
 		if len(s) < 8 {
 			continue
 		}
-		b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
+		enc, err := json.Marshal(s)
+		if err != nil {
+			continue
+		}
+		b = bytes.ReplaceAll(b, enc[1:len(enc)-1], []byte("[redacted]"))
 	}
 	return b
 }
@@ -445,168 +452,4 @@ func (st *Store) list(roots []string) []ListedSession {
 		}
 	}
 	return out
-}
-
-// Retention says which stored sessions to keep.
-type Retention struct {
-	// MaxCount keeps the most recent sessions of a root (<= 0: no limit).
-	MaxCount int
-	// MaxAge removes sessions not updated for longer (<= 0: no limit).
-	MaxAge time.Duration
-}
-
-// prune removes a root's sessions beyond the retention, except those in
-// keep and those another process has open, then the stored contents only
-// they referred to.
-// It returns the ids removed.
-func (st *Store) prune(root string, ret Retention, now time.Time, keep func(id string) bool) []string {
-	dir := st.Dir(root)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	type item struct {
-		id  string
-		mod time.Time
-	}
-	var items []item
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue
-		}
-		items = append(items, item{strings.TrimSuffix(e.Name(), ".jsonl"), fi.ModTime()})
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].mod.After(items[j].mod) })
-	var removed []string
-	for i, it := range items {
-		old := ret.MaxAge > 0 && now.Sub(it.mod) > ret.MaxAge
-		extra := ret.MaxCount > 0 && i >= ret.MaxCount
-		if !old && !extra || keep(it.id) {
-			continue
-		}
-		if st.removeIfUnused(dir, it.id) {
-			removed = append(removed, it.id)
-		}
-	}
-	if len(removed) > 0 {
-		st.collect(root, now)
-	}
-	return removed
-}
-
-// removeIfUnused deletes a session file unless some process holds it
-// open.
-func (st *Store) removeIfUnused(dir, id string) bool {
-	path := filepath.Join(dir, id+".jsonl")
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		return false
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
-	return true
-}
-
-// checkpointDir is a root's content store, shared by its sessions so that
-// a file's content is kept once: <root folder>/checkpoints, next to
-// <root folder>/sessions.
-func checkpointDir(sessionPath string) string {
-	return filepath.Join(filepath.Dir(filepath.Dir(sessionPath)), "checkpoints")
-}
-
-// gcGrace protects recently stored or reused contents from a collection
-// that runs while another process is taking a snapshot.
-const gcGrace = time.Hour
-
-// collect removes the contents of a root's store that no remaining session
-// refers to. It runs only while no process has a session of the root
-// open: a running session's snapshot refers to contents that no event
-// names yet. It returns how many contents it removed.
-func (st *Store) collect(root string, now time.Time) int {
-	dir := st.Dir(root)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	var locks []*os.File
-	defer func() {
-		for _, f := range locks {
-			f.Close()
-		}
-	}()
-	refs := map[string]bool{}
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		f, err := os.Open(path)
-		if err != nil {
-			return 0
-		}
-		locks = append(locks, f)
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			return 0 // in use
-		}
-		if !collectRefs(f, refs) {
-			return 0
-		}
-	}
-	objects := filepath.Join(checkpointDir(filepath.Join(dir, "x.jsonl")), "objects")
-	removed := 0
-	_ = filepath.WalkDir(objects, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		h := filepath.Base(filepath.Dir(p)) + d.Name()
-		if refs[h] {
-			return nil
-		}
-		if fi, err := d.Info(); err != nil || now.Sub(fi.ModTime()) < gcGrace {
-			return nil
-		}
-		if os.Remove(p) == nil {
-			removed++
-		}
-		return nil
-	})
-	return removed
-}
-
-// collectRefs adds the contents a session file's checkpoints name. It
-// reports false when the file cannot be read whole.
-func collectRefs(f *os.File, refs map[string]bool) bool {
-	r := bufio.NewReaderSize(f, 64<<10)
-	marker := []byte(`"type":"checkpoint"`)
-	for {
-		line, err := r.ReadBytes('\n')
-		if bytes.Contains(line, marker) {
-			var ev event
-			if json.Unmarshal(line, &ev) == nil {
-				for _, fc := range ev.Files {
-					if fc.Before != "" {
-						refs[fc.Before] = true
-					}
-					if fc.After != "" {
-						refs[fc.After] = true
-					}
-				}
-			}
-		}
-		if err == io.EOF {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-	}
 }

@@ -83,7 +83,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		}
 		toolset := s.toolset()
 		decls := toolset.Declarations()
-		if _, _, err := s.fitContext(ctx, model, system, decls, false); err != nil {
+		if _, err := s.fitContext(ctx, model, system, decls, false); err != nil {
 			if ctx.Err() != nil {
 				res.StopReason = StopCancelled
 				return res, nil
@@ -96,7 +96,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		for retry := 0; retry < 3 && err != nil && isContextExceeded(err) && ctx.Err() == nil; retry++ {
 			// The model counted more than we did: compress and retry,
 			// for as long as compressing frees room.
-			_, ok, cerr := s.fitContext(ctx, model, system, decls, true)
+			ok, cerr := s.fitContext(ctx, model, system, decls, true)
 			if cerr != nil {
 				s.mgr.logf("session %s: compressing the context failed: %v", s.id, cerr)
 			}
