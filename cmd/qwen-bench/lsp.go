@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
 )
 
 // server is one qwen-ls process driven over stdio as an editor would:
@@ -96,7 +98,7 @@ func (s *server) readLoop(r *bufio.Reader) {
 		close(s.done)
 	}()
 	for {
-		body, err := readFrame(r)
+		body, err := rpctest.ReadFrame(r)
 		if err != nil {
 			return
 		}
@@ -126,31 +128,6 @@ func (s *server) readLoop(r *bufio.Reader) {
 			}
 		}
 	}
-}
-
-func readFrame(r *bufio.Reader) ([]byte, error) {
-	n := -1
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if n >= 0 {
-				break
-			}
-			continue
-		}
-		if name, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
-			if n, err = strconv.Atoi(strings.TrimSpace(v)); err != nil {
-				return nil, fmt.Errorf("bad Content-Length %q", line)
-			}
-		}
-	}
-	body := make([]byte, n)
-	_, err := io.ReadFull(r, body)
-	return body, err
 }
 
 func (s *server) send(v any) error {

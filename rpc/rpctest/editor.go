@@ -428,7 +428,7 @@ func (e *Editor) waitFor(what string, cond func() bool) {
 
 func (e *Editor) readLoop(r *bufio.Reader) {
 	for {
-		body, err := readFrame(r)
+		body, err := ReadFrame(r)
 		if err != nil {
 			e.mu.Lock()
 			e.readErr = err
@@ -499,7 +499,8 @@ func (e *Editor) answer(m Message, h Handler) {
 	_, _ = e.w.Write(append([]byte("Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"), body...))
 }
 
-func readFrame(r *bufio.Reader) ([]byte, error) {
+// ReadFrame reads one LSP message body (Content-Length framing) from r.
+func ReadFrame(r *bufio.Reader) ([]byte, error) {
 	length := -1
 	for {
 		line, err := r.ReadString('\n')
