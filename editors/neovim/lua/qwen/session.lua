@@ -27,16 +27,7 @@ end
 --- Runs fn(client, sessionId) with the chat's session, creating the client
 --- and the session first when needed.
 function M.with_session(fn)
-  local c = client()
-  if not c then
-    c = client_mod.current(true)
-    if not c then
-      return
-    end
-    M.client_id = c.id
-    M.session_id = nil
-  end
-  client_mod.when_ready(c, function(cl)
+  M.with_client(function(cl)
     if M.session_id then
       return fn(cl, M.session_id)
     end
