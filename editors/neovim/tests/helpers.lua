@@ -160,6 +160,18 @@ function H.setup(opts)
   return require('qwen').setup(o)
 end
 
+--- The usual start of a case: a fresh workspace, the scripted model playing
+--- a script of testdata/scripts, the plugin set up, and a file of the
+--- workspace open with its client ready. Returns the workspace's path.
+function H.start(script, file)
+  local ws = H.workspace()
+  H.model(script)
+  H.setup()
+  vim.cmd('edit ' .. file)
+  H.wait_client()
+  return ws
+end
+
 function H.client()
   return require('qwen.client').current(false)
 end

@@ -59,11 +59,7 @@ return {
   {
     name = 'chat: read_file sees an unsaved buffer',
     run = function(H)
-      local ws = H.workspace()
-      H.model('unsaved-read.txtar')
-      H.setup()
-      vim.cmd('edit main.go')
-      H.wait_client()
+      local ws = H.start('unsaved-read.txtar', 'main.go')
       vim.api.nvim_buf_set_lines(0, 9, 10, false, { '\tfmt.Println(calc.Add(40, 2)) // unsaved' })
       H.ok(vim.bo.modified, 'the buffer to be modified')
       vim.cmd('QwenAsk What does main.go do?')
@@ -78,11 +74,7 @@ return {
   {
     name = 'chat: QwenAsk with a range sends the selection and didFocus',
     run = function(H)
-      H.workspace()
-      H.model('unsaved-read.txtar')
-      H.setup()
-      vim.cmd('edit calc/calc.go')
-      H.wait_client()
+      H.start('unsaved-read.txtar', 'calc/calc.go')
       vim.cmd('8,9QwenAsk Explain these lines')
       H.wait_turn()
       local first = H.requests()[1]
@@ -102,11 +94,7 @@ return {
   {
     name = 'chat: a Visual selection is sent with qwen/didFocus',
     run = function(H)
-      H.workspace()
-      H.model('unsaved-read.txtar')
-      H.setup()
-      vim.cmd('edit calc/calc.go')
-      H.wait_client()
+      H.start('unsaved-read.txtar', 'calc/calc.go')
       vim.api.nvim_win_set_cursor(0, { 3, 0 })
       H.feed('Vj<Esc>')
       -- the selection goes out once Visual mode is left

@@ -159,11 +159,7 @@ return {
   {
     name = 'review: a new file opens as a scratch preview',
     run = function(H)
-      local ws = H.workspace()
-      H.model('new-file.txtar')
-      H.setup()
-      vim.cmd('edit main.go')
-      H.wait_client()
+      local ws = H.start('new-file.txtar', 'main.go')
       H.type_prompt('Add a test for Add')
       local r = H.wait_review()
       H.eq(true, r.new_file, 'a new file')

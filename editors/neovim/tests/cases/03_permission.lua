@@ -61,11 +61,7 @@ return {
   {
     name = 'permission: dismissing vim.ui.select rejects the command',
     run = function(H)
-      local ws = H.workspace()
-      H.model('shell-permission.txtar')
-      H.setup()
-      vim.cmd('edit main.go')
-      H.wait_client()
+      local ws = H.start('shell-permission.txtar', 'main.go')
       vim.ui.select = function(_, _, cb)
         cb(nil)
       end

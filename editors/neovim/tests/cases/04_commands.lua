@@ -34,11 +34,7 @@ return {
   {
     name = 'commands: QwenMode sets the approval mode, QwenSessions resumes a session',
     run = function(H)
-      H.workspace()
-      H.model('unsaved-read.txtar')
-      H.setup()
-      vim.cmd('edit main.go')
-      H.wait_client()
+      H.start('unsaved-read.txtar', 'main.go')
       vim.cmd('QwenAsk What does main.go do?')
       H.wait_turn()
       vim.cmd('QwenMode auto-edit')
@@ -103,11 +99,7 @@ return {
   {
     name = 'commands: QwenUndoTurn after a turn that changed nothing says so',
     run = function(H)
-      H.workspace()
-      H.model('unsaved-read.txtar')
-      H.setup()
-      vim.cmd('edit main.go')
-      H.wait_client()
+      H.start('unsaved-read.txtar', 'main.go')
       vim.cmd('QwenAsk What does main.go do?')
       H.wait_turn()
       local got
