@@ -247,6 +247,7 @@ func (s *Session) truncateOldToolOutputs(end int) int {
 			continue
 		}
 		m.Text = shorten(m.Text, oldToolOutputChars)
+		s.splitTranscript()
 		s.history[i] = m
 		if i < len(s.tokens) {
 			s.tokens[i] = estimateMessage(m)
@@ -351,6 +352,7 @@ func (s *Session) summarise(ctx context.Context, model Model, window, keep int) 
 		newToks = append(newToks, estimateMessage(m))
 	}
 	newToks = append(newToks, s.tokens[from:]...)
+	s.splitTranscript()
 	s.history, s.tokens, s.calib = newHist, newToks, calibration{}
 	return from, nil
 }

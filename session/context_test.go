@@ -140,20 +140,49 @@ func TestLongConversationCompresses(t *testing.T) {
 	if strings.Contains(text, "step 0: read the big file") {
 		t.Fatalf("the oldest prompt was kept verbatim after compression")
 	}
-	// The editor's replay still has the whole conversation.
+	// The editor's replay still has the whole conversation, tool outputs
+	// uncut, in this process and in the next one.
+	if p, full := replayed(st, s); p != steps || full != steps {
+		t.Fatalf("replay showed %d prompts and %d whole tool outputs, want %d of each", p, full, steps)
+	}
+	m.Close()
+	lr, err := st.manager(t, []tools.Tool{bigRead()}).Load(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, full := replayed(st, lr.Session); p != steps || full != steps {
+		t.Fatalf("replay after a load showed %d prompts and %d whole tool outputs, want %d of each", p, full, steps)
+	}
+	// The loaded session goes on from the compressed history, and its
+	// transcript keeps growing with it.
+	prompt(t, lr.Session, "one more step")
+	if h := lr.Session.History(); !strings.Contains(h[0].Text, "<conversation-summary>") {
+		t.Fatalf("the loaded history does not start with the summary: %.200s", h[0].Text)
+	}
+	if p, full := replayed(st, lr.Session); p != steps+1 || full != steps+1 {
+		t.Fatalf("replay after one more prompt showed %d prompts and %d whole tool outputs, want %d of each", p, full, steps+1)
+	}
+}
+
+// replayed replays s and counts the prompts and the tool outputs shown
+// whole.
+func replayed(st *stored, s *session.Session) (prompts, whole int) {
 	st.host.mu.Lock()
 	st.host.updates = nil
 	st.host.mu.Unlock()
 	s.Replay()
-	n := 0
+	want := strings.Repeat("line of output\n", 266)
 	for _, u := range st.host.all() {
-		if u.Kind == "user_message_chunk" {
-			n++
+		switch u.Kind {
+		case "user_message_chunk":
+			prompts++
+		case session.UpdateToolCallUpd:
+			if c, ok := u.Content.([]session.ToolContent); ok && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == want {
+				whole++
+			}
 		}
 	}
-	if n != steps {
-		t.Fatalf("replay showed %d prompts, want all %d", n, steps)
-	}
+	return prompts, whole
 }
 
 // A model whose real window is smaller than model.contextWindow refuses a

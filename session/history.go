@@ -78,13 +78,31 @@ func title(text string) string {
 	return string(r[:titleLen-1]) + "…"
 }
 
+// allMessages is every message of the session, compressed or not: the
+// transcript once a compression has split it from history, history until
+// then. The caller holds s.mu.
+func (s *Session) allMessages() []Message {
+	if s.ownTranscript {
+		return s.transcript
+	}
+	return s.history
+}
+
+// splitTranscript keeps the transcript apart from history before history
+// is first changed other than by appending. The caller holds s.mu.
+func (s *Session) splitTranscript() {
+	if !s.ownTranscript {
+		s.transcript, s.ownTranscript = slices.Clone(s.history), true
+	}
+}
+
 // Replay sends the session's history to the editor as session updates,
 // the way qwen/loadSession restores a conversation: user prompts, the
 // agent's text, each tool call with its result, and the todo list.
 func (s *Session) Replay() {
 	host := s.host()
 	s.mu.Lock()
-	history := slices.Clone(s.transcript)
+	history := slices.Clone(s.allMessages())
 	plan := slices.Clone(s.plan)
 	s.mu.Unlock()
 	calls := map[string]ToolCall{}

@@ -278,9 +278,12 @@ type Session struct {
 	tokens []int
 	calib  calibration
 	// transcript is every message ever added, compressed or not, for
-	// replay; title is the first prompt's first line.
-	transcript []Message
-	title      string
+	// replay. Until the first compression it would equal history, so it
+	// is not kept: ownTranscript says it has been split off (see
+	// allMessages). title is the first prompt's first line.
+	transcript    []Message
+	ownTranscript bool
+	title         string
 	// plan is the last todo list shown.
 	plan []PlanEntry
 	// checkpoints are what each change-making call may have touched;

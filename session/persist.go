@@ -190,7 +190,9 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 		return LoadResult{}, err
 	}
 	ld.history, ld.tokens = closeDanglingCalls(ld.history, ld.tokens)
-	ld.transcript, _ = closeDanglingCalls(ld.transcript, nil)
+	if ld.ownTranscript {
+		ld.transcript, _ = closeDanglingCalls(ld.transcript, nil)
+	}
 	mode := ld.mode
 	if !slices.Contains(Modes, mode) {
 		mode = ModeDefault
@@ -200,7 +202,7 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 		cwd = m.opts.Env.Workspace.Roots.Primary()
 	}
 	s := &Session{id: ld.id, cwd: cwd, mode: mode, mgr: m, created: ld.created,
-		history: ld.history, tokens: ld.tokens, transcript: ld.transcript, calib: ld.calib,
+		history: ld.history, tokens: ld.tokens, transcript: ld.transcript, ownTranscript: ld.ownTranscript, calib: ld.calib,
 		turns: ld.turns, updated: ld.updated, title: ld.title, checkpoints: ld.checkpoint, reverted: ld.reverted}
 	s.ledger = tools.NewLedger()
 	if ld.hasTodos {

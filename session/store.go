@@ -284,13 +284,15 @@ type loaded struct {
 	turns   int
 	history []Message
 	tokens  []int
-	// transcript is every message ever added, for replay.
-	transcript []Message
-	calib      calibration
-	todos      []PlanEntry
-	hasTodos   bool
-	checkpoint []checkpointRecord
-	reverted   map[int]bool
+	// transcript is every message ever added, for replay, once a
+	// compression has made it differ from history (ownTranscript).
+	transcript    []Message
+	ownTranscript bool
+	calib         calibration
+	todos         []PlanEntry
+	hasTodos      bool
+	checkpoint    []checkpointRecord
+	reverted      map[int]bool
 	// problems are the lines that could not be read.
 	problems []string
 }
@@ -367,13 +369,20 @@ func (ld *loaded) apply(ev event) {
 			m := ev.Message.message()
 			ld.history = append(ld.history, m)
 			ld.tokens = append(ld.tokens, ev.Tokens)
-			ld.transcript = append(ld.transcript, m)
+			if ld.ownTranscript {
+				ld.transcript = append(ld.transcript, m)
+			}
 		}
 	case "usage":
 		ld.calib = calibration{input: ev.Input, count: ev.Count}
 	case "todos":
 		ld.todos, ld.hasTodos = ev.Todos, true
 	case "compressed":
+		if !ld.ownTranscript {
+			// The messages so far become the transcript; history starts
+			// again in a new array.
+			ld.transcript, ld.ownTranscript = ld.history, true
+		}
 		ld.history = ld.history[:0:0]
 		for _, m := range ev.History {
 			ld.history = append(ld.history, m.message())

@@ -204,11 +204,26 @@ func (s *Session) appendCounted(m Message, tokens int) {
 	if tokens <= 0 {
 		tokens = estimateMessage(m)
 	}
+	// A message's strings are often slices of larger buffers: a tool's
+	// output builder, a file read whole, the stream's accumulator, the
+	// decoded chunks of a tool call. The history keeps copies of just the
+	// strings, so that a long session holds its conversation and not the
+	// buffers it was cut from.
+	m.Text = strings.Clone(m.Text)
+	if len(m.ToolCalls) > 0 {
+		calls := make([]ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			calls[i] = ToolCall{ID: strings.Clone(tc.ID), Name: strings.Clone(tc.Name), Arguments: strings.Clone(tc.Arguments)}
+		}
+		m.ToolCalls = calls
+	}
 	now := s.mgr.opts.Now()
 	s.mu.Lock()
 	s.history = append(s.history, m)
 	s.tokens = append(s.tokens, tokens)
-	s.transcript = append(s.transcript, m)
+	if s.ownTranscript {
+		s.transcript = append(s.transcript, m)
+	}
 	s.updated = now
 	s.mu.Unlock()
 	s.record(event{Type: "message", Message: storeMessage(m), Tokens: tokens, Time: now.UTC()})
