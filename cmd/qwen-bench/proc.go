@@ -11,6 +11,8 @@ import (
 // procStats is what /proc says about one process.
 type procStats struct {
 	RSSKB    int // VmRSS
+	AnonKB   int // RssAnon: the heap, stacks and other private memory
+	FileKB   int // RssFile: pages of the binary and other mapped files
 	Threads  int
 	FDs      int
 	Children int // live processes whose parent it is
@@ -23,6 +25,7 @@ func readProc(pid int) (procStats, error) {
 		return st, err
 	}
 	st.RSSKB, st.Threads = status["VmRSS"], status["Threads"]
+	st.AnonKB, st.FileKB = status["RssAnon"], status["RssFile"]
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return st, err
