@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // acpClient is a minimal ACP client: one JSON message per line.
@@ -29,7 +30,9 @@ type acpClient struct {
 	// async answers each request from its own goroutine.
 	async  bool
 	nextID int
-	done   chan int
+	// ws is the server's workspace, where the test made it.
+	ws   *workspace.Workspace
+	done chan int
 }
 
 // startACP starts an ACP server with a qwen home of its own, holding

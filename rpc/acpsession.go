@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -11,15 +12,27 @@ import (
 // ACP's session/load and session/list over the stored sessions
 // (protocol.md §9). initialize advertises loadSession.
 
-// acpLoadSession makes the session's cwd a root, reads the session back
-// (from this process or its file), and replays it as session/update
+// acpLoadSession makes the session's cwd and additionalDirectories roots,
+// starts the client's MCP servers as session/new does, reads the session
+// back (from this process or its file), and replays it as session/update
 // notifications before answering.
 func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
 	var p struct {
-		SessionID string `json:"sessionId"`
-		Cwd       string `json:"cwd"`
+		SessionID             string            `json:"sessionId"`
+		Cwd                   string            `json:"cwd"`
+		AdditionalDirectories []string          `json:"additionalDirectories"`
+		MCPServers            []json.RawMessage `json:"mcpServers"`
 	}
 	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	for _, d := range p.AdditionalDirectories {
+		if !filepath.IsAbs(d) {
+			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
+		}
+	}
+	servers, err := acpMCPServers(p.MCPServers)
+	if err != nil {
 		return nil, err
 	}
 	if p.Cwd != "" {
@@ -37,12 +50,17 @@ func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) 
 			return nil, err
 		}
 	}
+	for _, d := range p.AdditionalDirectories {
+		s.ws.AddRoot(filepath.Clean(d))
+	}
+	s.addClientMCPServers(servers)
 	lr.Session.Replay()
 	return map[string]any{"modes": acpModes(lr.Session.Mode())}, nil
 }
 
 // acpListSessions is session/list: the stored sessions of the roots, or
-// of the cwd given.
+// those whose cwd is the cwd given. Listing a folder does not make it a
+// root: the agent can reach a folder only once a session is opened there.
 func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Cwd string `json:"cwd"`
@@ -52,12 +70,13 @@ func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error)
 			return nil, err
 		}
 	}
-	if p.Cwd != "" {
-		if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
-			return nil, err
-		}
+	if p.Cwd == "" {
+		return s.listSessions(ctx, req)
 	}
-	return s.listSessions(ctx, req)
+	if !filepath.IsAbs(p.Cwd) {
+		return nil, Error(CodeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
+	}
+	return sessionList(s.sessions.ListIn(p.Cwd)), nil
 }
 
 // acpUpdate turns updates that ACP has no kind for into ones it has: a

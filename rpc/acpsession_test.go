@@ -32,7 +32,7 @@ func startACPHome(t *testing.T, modelURL, base string) (c *acpClient, stop func(
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	srv := rpc.NewServer(rpc.Options{Version: "test", ACP: true, Workspace: ws, QwenHome: home, Stderr: testLog{t}})
-	c = &acpClient{t: t, w: inW, responses: map[string]chan json.RawMessage{}, done: make(chan int, 1)}
+	c = &acpClient{t: t, w: inW, responses: map[string]chan json.RawMessage{}, done: make(chan int, 1), ws: ws}
 	c.answer = func(string, json.RawMessage) any { return nil }
 	go func() {
 		code := srv.Serve(context.Background(), inR, outW)
@@ -54,16 +54,21 @@ func startACPHome(t *testing.T, modelURL, base string) (c *acpClient, stop func(
 }
 
 // An ACP session outlives its server: another server lists it for the
-// cwd, and session/load replays it before answering with its modes.
+// cwd (without making the cwd a root), and session/load replays it before
+// answering with its modes, starting the client's MCP servers as
+// session/new does.
 func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
-	m := modeltest.Start(t, modeltest.Response{Text: "hello from before"})
+	m := modeltest.Start(t, modeltest.Response{Text: "hello from before"}, modeltest.Response{Text: "elsewhere"})
 	base := t.TempDir()
 	root, _ := filepath.EvalSymlinks(t.TempDir())
+	other, _ := filepath.EvalSymlinks(t.TempDir())
 	c1, stop := startACPHome(t, m.URL, base)
 	c1.call("initialize", map[string]any{"protocolVersion": 1})
-	var sid string
+	var sid, otherID string
 	json.Unmarshal(c1.call("session/new", map[string]any{"cwd": root, "mcpServers": []any{}})["sessionId"], &sid)
 	c1.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "greet me"}}})
+	json.Unmarshal(c1.call("session/new", map[string]any{"cwd": other, "mcpServers": []any{}})["sessionId"], &otherID)
+	c1.call("session/prompt", map[string]any{"sessionId": otherID, "prompt": []any{map[string]any{"type": "text", "text": "in the other folder"}}})
 	stop()
 
 	c2, _ := startACPHome(t, m.URL, base)
@@ -72,10 +77,19 @@ func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
 		t.Fatalf("initialize = %v", init)
 	}
 	list := c2.call("session/list", map[string]any{"cwd": root})
-	if !strings.Contains(string(list["sessions"]), sid) || !strings.Contains(string(list["sessions"]), "greet me") {
-		t.Fatalf("session/list = %s", list["sessions"])
+	if !strings.Contains(string(list["sessions"]), sid) || !strings.Contains(string(list["sessions"]), "greet me") || strings.Contains(string(list["sessions"]), otherID) {
+		t.Fatalf("session/list of %s = %s", root, list["sessions"])
 	}
-	res := c2.call("session/load", map[string]any{"sessionId": sid, "cwd": root, "mcpServers": []any{}})
+	if list := c2.call("session/list", map[string]any{"cwd": other}); !strings.Contains(string(list["sessions"]), otherID) || strings.Contains(string(list["sessions"]), sid) {
+		t.Fatalf("session/list of %s = %s", other, list["sessions"])
+	}
+	if roots := c2.ws.Roots.List(); len(roots) != 0 {
+		t.Fatalf("listing sessions made roots of %v", roots)
+	}
+	bin := mcpServer(t)
+	res := c2.call("session/load", map[string]any{"sessionId": sid, "cwd": root, "mcpServers": []any{map[string]any{
+		"name": "cl", "command": bin, "args": []string{"-name", "cl", "-tools", "hello"}, "env": []any{},
+	}}})
 	if !strings.Contains(string(res["modes"]), `"currentModeId":"default"`) {
 		t.Fatalf("session/load = %v", res)
 	}
@@ -98,5 +112,21 @@ func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "user_message_chunk,agent_message_chunk" || !strings.Contains(string(notes[len(notes)-1]), "hello from before") {
 		t.Fatalf("replayed %v: %s", kinds, notes)
+	}
+	// The next prompt goes on from the history, with the client's MCP
+	// tool offered.
+	m.Push(modeltest.Response{Text: "again"})
+	c2.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "and now?"}}})
+	reqs := m.Requests()
+	last := reqs[len(reqs)-1]
+	if !contains(last.Tools, "hello") {
+		t.Fatalf("after session/load with mcpServers the model was offered %v", last.Tools)
+	}
+	var texts []string
+	for _, msg := range last.Messages {
+		texts = append(texts, msg.Text())
+	}
+	if got := strings.Join(texts, "|"); !strings.Contains(got, "greet me") || !strings.Contains(got, "hello from before") || strings.Contains(got, "in the other folder") {
+		t.Fatalf("the request after load carried %q", got)
 	}
 }

@@ -62,11 +62,16 @@ func configuredSecrets(st *workspace.Settings) []string {
 }
 
 func (s *Server) listSessions(ctx context.Context, req *Request) (any, error) {
+	return sessionList(s.sessions.List()), nil
+}
+
+// sessionList is the answer to a session listing.
+func sessionList(sessions []session.ListedSession) map[string]any {
 	out := []map[string]any{}
-	for _, ls := range s.sessions.List() {
+	for _, ls := range sessions {
 		out = append(out, map[string]any{"sessionId": ls.ID, "cwd": ls.Cwd, "title": ls.Title, "updatedAt": ls.UpdatedAt.UTC().Format(time.RFC3339)})
 	}
-	return map[string]any{"sessions": out}, nil
+	return map[string]any{"sessions": out}
 }
 
 // loadSession replays a session to the editor: one of this process, or

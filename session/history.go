@@ -1,6 +1,7 @@
 package session
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,34 @@ func (m *Manager) List() []ListedSession {
 	}
 	out = append(out, m.storedList(live)...)
 	sortListed(out)
+	return out
+}
+
+// ListIn is List for one working directory: the sessions, of this process
+// and stored, whose cwd is dir, whether or not dir is a root. Looking does
+// not make dir a root.
+func (m *Manager) ListIn(dir string) []ListedSession {
+	dir = filepath.Clean(dir)
+	var out []ListedSession
+	for _, ls := range m.List() {
+		if filepath.Clean(ls.Cwd) == dir {
+			out = append(out, ls)
+		}
+	}
+	// A folder that is not a root has its own project folder in the
+	// store; List read only the roots'.
+	if m.opts.Store != nil && !slices.Contains(m.opts.Env.Workspace.Roots.List(), dir) {
+		seen := map[string]bool{}
+		for _, ls := range out {
+			seen[ls.ID] = true
+		}
+		for _, ls := range m.opts.Store.list([]string{dir}) {
+			if !seen[ls.ID] && filepath.Clean(ls.Cwd) == dir {
+				out = append(out, ls)
+			}
+		}
+		sortListed(out)
+	}
 	return out
 }
 
