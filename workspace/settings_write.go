@@ -1,12 +1,8 @@
 package workspace
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 )
 
@@ -33,36 +29,25 @@ func (s *Settings) AppendAllowRules(scope Scope, rules []string) error {
 			return errors.New("save allow rules: there is no workspace folder to hold .qwen/settings.json")
 		}
 	}
-	doc := map[string]any{}
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil && len(bytes.TrimSpace(data)) > 0:
-		if doc, err = parseJSONC(data); err != nil {
-			return fmt.Errorf("save allow rules: %s does not parse, so it was left alone: %w", path, err)
+	err := updateJSONFile(path, 0o644, 0o755, func(doc map[string]any) error {
+		perms, _ := doc["permissions"].(map[string]any)
+		if perms == nil {
+			perms = map[string]any{}
 		}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("save allow rules: %w", err)
-	}
-	perms, _ := doc["permissions"].(map[string]any)
-	if perms == nil {
-		perms = map[string]any{}
-	}
-	var allow []any
-	if list, ok := perms["allow"].([]any); ok {
-		allow = list
-	}
-	for _, r := range rules {
-		if !slices.Contains(allow, any(r)) {
-			allow = append(allow, r)
+		var allow []any
+		if list, ok := perms["allow"].([]any); ok {
+			allow = list
 		}
-	}
-	perms["allow"] = allow
-	doc["permissions"] = perms
-	out, err := json.MarshalIndent(doc, "", "  ")
+		for _, r := range rules {
+			if !slices.Contains(allow, any(r)) {
+				allow = append(allow, r)
+			}
+		}
+		perms["allow"] = allow
+		doc["permissions"] = perms
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("save allow rules: %w", err)
-	}
-	if err := WriteFileAtomic(path, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("save allow rules: %w", err)
 	}
 	s.Load()

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -146,28 +145,10 @@ func SetTrustLevel(file, dir string, level TrustLevel) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("the folder to trust must be an absolute path, got %q", dir)
 	}
-	doc := map[string]any{}
-	data, err := os.ReadFile(file)
-	switch {
-	case err == nil && len(strings.TrimSpace(string(data))) > 0:
-		if doc, err = parseJSONC(data); err != nil {
-			return fmt.Errorf("%s does not parse, so it was left alone; fix or remove it first: %w", file, err)
-		}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("read %s: %w", file, err)
-	}
-	doc[filepath.Clean(dir)] = string(level)
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(file), err)
-	}
-	if err := WriteFileAtomic(file, append(out, '\n'), 0o600); err != nil {
-		return err
-	}
-	return nil
+	return updateJSONFile(file, 0o600, 0o700, func(doc map[string]any) error {
+		doc[filepath.Clean(dir)] = string(level)
+		return nil
+	})
 }
 
 // Trust is the folder-trust decision for the primary root.

@@ -1,0 +1,74 @@
+package workspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// updateJSONFile changes the JSON object stored in path: it reads the file
+// (a missing or blank one is an empty object), lets change edit the
+// object, and writes it back atomically as indented JSON (comments are not
+// kept). The whole read-change-write holds an exclusive lock on the file's
+// folder, so that two writers, such as two servers saving allow rules or a
+// server and `qwen-ls trust`, never lose each other's change. A file that
+// does not parse is left alone and reported. The folder is created with
+// mode dirPerm when missing; a new file gets perm.
+func updateJSONFile(path string, perm, dirPerm os.FileMode, change func(doc map[string]any) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	unlock, err := lockFolder(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	doc := map[string]any{}
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(bytes.TrimSpace(data)) > 0:
+		if doc, err = parseJSONC(data); err != nil {
+			return fmt.Errorf("%s does not parse, so it was left alone; fix or remove it first: %w", path, err)
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := change(doc); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(out, '\n'), perm)
+}
+
+// lockFolder takes an exclusive flock on a folder, waiting for any other
+// holder, and returns its release. Locking the folder rather than a lock
+// file beside the settings leaves nothing behind in the user's folders.
+func lockFolder(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
