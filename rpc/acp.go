@@ -145,6 +145,7 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
+	s.takeACPTrustNotice(p.SessionID)
 	res, err := sess.Prompt(ctx, p.Prompt)
 	if err != nil {
 		return nil, sessionError(err)

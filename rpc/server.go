@@ -107,6 +107,9 @@ type Server struct {
 	// (root and ignored settings).
 	trustMu   sync.Mutex
 	trustTold map[string]bool
+	// acpTrustNotice is a folder-trust notice waiting for the next ACP
+	// prompt: ACP has no way to show a message outside a session.
+	acpTrustNotice string
 	// acpMu guards acpMCP, the MCP servers ACP clients named in
 	// session/new (the settings' editor layer in ACP mode).
 	acpMu  sync.Mutex

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -43,9 +44,17 @@ func (s *Server) checkTrust() {
 	}
 	msg := scrubSecrets(untrustedMessage(t))
 	s.log.Warnf("%s", msg)
-	if s.opts.ACP || t.Denied {
-		// In ACP there is no message request outside a session; a folder
-		// the user marked DO_NOT_TRUST needs no question. The log says it.
+	if t.Denied {
+		// A folder the user marked DO_NOT_TRUST needs no question. The
+		// log says it.
+		return
+	}
+	if s.opts.ACP {
+		// ACP has no message request outside a session: the notice opens
+		// the agent's answer to the next prompt (takeACPTrustNotice).
+		s.trustMu.Lock()
+		s.acpTrustNotice = scrubSecrets(untrustedACPMessage(t))
+		s.trustMu.Unlock()
 		return
 	}
 	if !s.Caps().ShowMessage {
@@ -62,6 +71,28 @@ func untrustedMessage(t workspace.Trust) string {
 	return fmt.Sprintf("qwen-ls: the folder %s is not trusted (%s), so these settings from %s were ignored: %s. "+
 		"Trust the folder only if you trust its authors: choose %q, or run `qwen-ls trust %s` in a shell.",
 		t.Root, t.Why, t.File, strings.Join(t.Ignored, ", "), trustAction, shellQuote(t.Root))
+}
+
+// untrustedACPMessage is the notice for an ACP client, where the only way
+// to trust the folder is the shell command.
+func untrustedACPMessage(t workspace.Trust) string {
+	return fmt.Sprintf("**qwen-ls:** the folder `%s` is not trusted (%s), so these settings from `%s` were ignored: %s. "+
+		"Trust the folder only if you trust its authors: run `qwen-ls trust %s` in a shell; it applies from the next prompt.\n\n",
+		t.Root, t.Why, t.File, strings.Join(t.Ignored, ", "), shellQuote(t.Root))
+}
+
+// takeACPTrustNotice sends a waiting folder-trust notice as the start of
+// the agent's message in sessionID, once, unless the folder has been
+// trusted meanwhile.
+func (s *Server) takeACPTrustNotice(sessionID string) {
+	s.trustMu.Lock()
+	msg := s.acpTrustNotice
+	s.acpTrustNotice = ""
+	s.trustMu.Unlock()
+	if msg == "" || s.ws.Settings.Trust().Trusted {
+		return
+	}
+	s.host.Update(sessionID, session.Update{Kind: session.UpdateAgentMessage, Content: &session.ContentBlock{Type: "text", Text: msg}})
 }
 
 // askTrust puts the notice to the user as a window/showMessageRequest with

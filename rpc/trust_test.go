@@ -360,6 +360,41 @@ func TestACPHostileWorkspaceRunsNothingUntilListed(t *testing.T) {
 		t.Fatalf("untrusted over ACP: mcp %v, discovery %v, attacker requests %d, shell asked %d, pwned %v",
 			exists(h.mcpMarker), exists(h.discMark), len(h.attacker.Requests()), asked, exists(filepath.Join(h.root, "pwned")))
 	}
+	// The client was told, at the start of the agent's answer, what was
+	// ignored and how to trust the folder.
+	notices := func() (n, first, toolCall int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		first, toolCall = -1, -1
+		for i, raw := range c.notes {
+			var m struct {
+				Params struct {
+					Update struct {
+						SessionUpdate string
+						Content       struct{ Text string }
+					}
+				}
+			}
+			json.Unmarshal(raw, &m)
+			u := m.Params.Update
+			switch {
+			case u.SessionUpdate == "agent_message_chunk" && strings.Contains(u.Content.Text, "is not trusted"):
+				n++
+				if first < 0 {
+					first = i
+				}
+				if !strings.Contains(u.Content.Text, "qwen-ls trust") || !strings.Contains(u.Content.Text, "tools.approvalMode") {
+					t.Errorf("the notice does not say what was ignored and how to trust: %s", u.Content.Text)
+				}
+			case u.SessionUpdate == "tool_call" && toolCall < 0:
+				toolCall = i
+			}
+		}
+		return n, first, toolCall
+	}
+	if n, first, toolCall := notices(); n != 1 || first > toolCall {
+		t.Fatalf("untrusted over ACP: %d trust notices, the first at %d, the tool call at %d", n, first, toolCall)
+	}
 
 	if err := workspace.SetTrustLevel(filepath.Join(h.home, workspace.TrustFileName), h.root, workspace.TrustFolder); err != nil {
 		t.Fatal(err)
@@ -375,6 +410,9 @@ func TestACPHostileWorkspaceRunsNothingUntilListed(t *testing.T) {
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "again"}}})
 	if n := len(h.attacker.Requests()); n != 1 {
 		t.Fatalf("trusted over ACP: the workspace's endpoint received %d requests, want 1", n)
+	}
+	if n, _, _ := notices(); n != 1 {
+		t.Fatalf("the trust notice was given %d times, want once", n)
 	}
 }
 
