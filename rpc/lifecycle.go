@@ -254,6 +254,6 @@ func (s *Server) warnSettings(p workspace.SettingsProblem) {
 	s.log.Warnf("settings: %v", p)
 	_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{
 		"type":    int(LevelWarn),
-		"message": scrubSecrets(fmt.Sprintf("qwen-ls: %s could not be read, so its last good settings (if any) stay in force: %v", p.File, p.Err)),
+		"message": s.secrets.scrub(fmt.Sprintf("qwen-ls: %s could not be read, so its last good settings (if any) stay in force: %v", p.File, p.Err)),
 	})
 }

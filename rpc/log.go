@@ -37,6 +37,9 @@ type logger struct {
 	out io.Writer
 	// toEditor is set once the connection can carry window/logMessage.
 	toEditor func(Level, string)
+	// scrub, when set, removes secrets (the configured ones as well as
+	// those scrubSecrets recognises); it is set before the server starts.
+	scrub func(string) string
 }
 
 func (l *logger) setEditor(f func(Level, string)) {
@@ -46,7 +49,12 @@ func (l *logger) setEditor(f func(Level, string)) {
 }
 
 func (l *logger) logf(level Level, format string, args ...any) {
-	msg := scrubSecrets(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if l.scrub != nil {
+		msg = l.scrub(msg)
+	} else {
+		msg = scrubSecrets(msg)
+	}
 	l.mu.Lock()
 	out, editor := l.out, l.toEditor
 	if out != nil {

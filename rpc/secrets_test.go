@@ -14,20 +14,23 @@ import (
 // Secrets never reach the log (stderr) or the editor's log: not the model
 // key echoed back in a provider's error, not what an MCP server prints
 // about its token on stderr (threat "secrets in logs", docs/security.md).
+// The model key has no "sk-" and the plain value is printed with no name,
+// so only knowing the configured secrets keeps those two out.
 func TestSecretsNeverReachTheLogs(t *testing.T) {
-	const modelKey = "sk-modelSECRET0123456789"
+	const modelKey = "local-modelSECRET0123456789"
 	const mcpToken = "mcpSECRETtoken42"
+	const plain = "plainSECRETvalue77"
 	stderr := &lockedLog{t: t}
 	m := modeltest.Start(t,
 		modeltest.Response{Status: 401, Body: fmt.Sprintf(`{"error":{"message":"Incorrect API key provided: %s"}}`, modelKey)},
 	)
 	e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: stderr})
-	script := fmt.Sprintf(`echo "starting with token=$TOKEN and key $KEY" >&2; exec '%s' -name s -tools hello`, mcpServer(t))
+	script := fmt.Sprintf(`echo "starting with token=$TOKEN and key $KEY, then $PLAIN" >&2; exec '%s' -name s -tools hello`, mcpServer(t))
 	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: map[string]any{
 		"model": map[string]any{"name": "scripted", "baseUrl": m.URL, "apiKey": modelKey},
 		"settings": map[string]any{"mcpServers": map[string]any{"s": map[string]any{
 			"command": "/bin/sh", "args": []any{"-c", script},
-			"env": map[string]any{"TOKEN": mcpToken, "KEY": modelKey},
+			"env": map[string]any{"TOKEN": mcpToken, "KEY": modelKey, "PLAIN": plain},
 		}}},
 	}})
 	res, err := e.Call("qwen/newSession", map[string]any{})
@@ -56,7 +59,7 @@ func TestSecretsNeverReachTheLogs(t *testing.T) {
 			seen.Write(n.Params)
 		}
 	}
-	for _, secret := range []string{modelKey, mcpToken, "modelSECRET"} {
+	for _, secret := range []string{modelKey, mcpToken, plain, "modelSECRET"} {
 		if strings.Contains(seen.String(), secret) {
 			t.Errorf("the secret %q reached a log:\n%s", secret, seen.String())
 		}

@@ -85,8 +85,11 @@ const (
 
 // Server serves one editor connection.
 type Server struct {
-	opts     Options
-	log      *logger
+	opts Options
+	log  *logger
+	// secrets are the configured secrets, left out of logs, replies and
+	// session files.
+	secrets  secretSet
 	ws       *workspace.Workspace
 	ownsWS   bool
 	methods  map[string]Method
@@ -181,6 +184,8 @@ func NewServer(opts Options) *Server {
 		s.ws = workspace.New(workspace.Options{})
 		s.ownsWS = true
 	}
+	s.watchSecrets()
+	s.log.scrub = s.secrets.scrub
 	s.setupAgent()
 	if opts.ACP {
 		s.methods = s.acpMethods()
@@ -390,7 +395,7 @@ func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
 		}
 		// Editors show and log error messages; a provider that echoes
 		// the API key back in its error must not put it there.
-		if clean := scrubSecrets(je.Message); clean != je.Message {
+		if clean := s.secrets.scrub(je.Message); clean != je.Message {
 			je = &jsonrpc2.Error{Code: je.Code, Message: clean, Data: je.Data}
 		}
 		if e := s.conn.ReplyWithError(ctx, id, je); e != nil {

@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,19 +18,46 @@ import (
 // sessionStore is where the server keeps sessions: under the qwen home,
 // with every configured secret kept out of every file.
 func (s *Server) sessionStore(home string) *session.Store {
-	var mu sync.Mutex
-	secrets := configuredSecrets(s.ws.Settings)
-	s.ws.Settings.OnChange(func() {
-		next := configuredSecrets(s.ws.Settings)
-		mu.Lock()
-		secrets = next
-		mu.Unlock()
-	})
-	return session.NewStore(home, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return secrets
-	})
+	return session.NewStore(home, s.secrets.list)
+}
+
+// secretSet is the configured secrets, kept current with the settings:
+// the session files, the log and the error replies leave them out.
+type secretSet struct {
+	mu      sync.Mutex
+	secrets []string
+}
+
+// watchSecrets starts following the settings' secrets.
+func (s *Server) watchSecrets() {
+	s.secrets.set(configuredSecrets(s.ws.Settings))
+	s.ws.Settings.OnChange(func() { s.secrets.set(configuredSecrets(s.ws.Settings)) })
+}
+
+func (ss *secretSet) set(v []string) {
+	// Longest first, so that a secret that contains another is replaced
+	// whole.
+	slices.SortFunc(v, func(a, b string) int { return len(b) - len(a) })
+	ss.mu.Lock()
+	ss.secrets = v
+	ss.mu.Unlock()
+}
+
+func (ss *secretSet) list() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.secrets
+}
+
+// scrub removes from text every configured secret of eight characters or
+// more, then whatever looks like a key (scrubSecrets).
+func (ss *secretSet) scrub(text string) string {
+	for _, v := range ss.list() {
+		if len(v) >= 8 {
+			text = strings.ReplaceAll(text, v, "[redacted]")
+		}
+	}
+	return scrubSecrets(text)
 }
 
 // secretKey matches the names of settings that hold secrets.

@@ -42,7 +42,7 @@ func (s *Server) checkTrust() {
 	if told {
 		return
 	}
-	msg := scrubSecrets(untrustedMessage(t))
+	msg := s.secrets.scrub(untrustedMessage(t))
 	s.log.Warnf("%s", msg)
 	if t.Denied {
 		// A folder the user marked DO_NOT_TRUST needs no question. The
@@ -53,7 +53,7 @@ func (s *Server) checkTrust() {
 		// ACP has no message request outside a session: the notice opens
 		// the agent's answer to the next prompt (takeACPTrustNotice).
 		s.trustMu.Lock()
-		s.acpTrustNotice = scrubSecrets(untrustedACPMessage(t))
+		s.acpTrustNotice = s.secrets.scrub(untrustedACPMessage(t))
 		s.trustMu.Unlock()
 		return
 	}
