@@ -153,6 +153,12 @@ func benchHasToolResult(req modeltest.Request, content string) bool {
 // benchStreamChunks is how many pieces each streamed answer comes in.
 const benchStreamChunks = 2000
 
+// benchStreamSessionTurns is benchSessionTurns for the streamed answers:
+// each is 16 KB (about 4,000 tokens), so 32 of them would pass the
+// compression threshold of the default context window, and the session
+// would ask the model for a summary in the middle of the timing.
+const benchStreamSessionTurns = 8
+
 // BenchmarkStreamedChunk is the cost of one streamed piece of an answer,
 // seen from the editor: per iteration one prompt whose answer arrives in
 // 2000 chunks, each forwarded as a qwen/sessionUpdate notification, timed
@@ -182,7 +188,7 @@ func BenchmarkStreamedChunk(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if i%benchSessionTurns == 0 {
+		if i%benchStreamSessionTurns == 0 {
 			b.StopTimer()
 			a.newSession()
 			b.StartTimer()
