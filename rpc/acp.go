@@ -96,12 +96,36 @@ func (s *Server) acpRoot(cwd string) error {
 	return nil
 }
 
-func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
-	var p struct {
-		Cwd                   string            `json:"cwd"`
-		AdditionalDirectories []string          `json:"additionalDirectories"`
-		MCPServers            []json.RawMessage `json:"mcpServers"`
+// acpFolders are the parameters session/new and session/load share: the
+// session's folders and the client's MCP servers.
+type acpFolders struct {
+	Cwd                   string            `json:"cwd"`
+	AdditionalDirectories []string          `json:"additionalDirectories"`
+	MCPServers            []json.RawMessage `json:"mcpServers"`
+}
+
+// check validates the additional directories and the MCP servers before
+// anything changes, and returns the servers as settings entries.
+func (f acpFolders) check() (map[string]any, error) {
+	for _, d := range f.AdditionalDirectories {
+		if !filepath.IsAbs(d) {
+			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
+		}
 	}
+	return acpMCPServers(f.MCPServers)
+}
+
+// addExtras makes the additional directories roots and starts the
+// client's MCP servers (from check).
+func (s *Server) addExtras(f acpFolders, servers map[string]any) {
+	for _, d := range f.AdditionalDirectories {
+		s.ws.AddRoot(filepath.Clean(d))
+	}
+	s.addClientMCPServers(servers)
+}
+
+func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
+	var p acpFolders
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
 	}
@@ -110,22 +134,14 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	if err := s.sessions.CheckModel(); err != nil {
 		return nil, sessionError(err)
 	}
-	for _, d := range p.AdditionalDirectories {
-		if !filepath.IsAbs(d) {
-			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
-		}
-	}
-	servers, err := acpMCPServers(p.MCPServers)
+	servers, err := p.check()
 	if err != nil {
 		return nil, err
 	}
 	if err := s.acpRoot(filepath.Clean(p.Cwd)); err != nil {
 		return nil, err
 	}
-	for _, d := range p.AdditionalDirectories {
-		s.ws.AddRoot(filepath.Clean(d))
-	}
-	s.addClientMCPServers(servers)
+	s.addExtras(p, servers)
 	info, err := s.sessions.NewSession(filepath.Clean(p.Cwd), "")
 	if err != nil {
 		return nil, sessionError(err)

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -18,20 +17,13 @@ import (
 // notifications before answering.
 func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
 	var p struct {
-		SessionID             string            `json:"sessionId"`
-		Cwd                   string            `json:"cwd"`
-		AdditionalDirectories []string          `json:"additionalDirectories"`
-		MCPServers            []json.RawMessage `json:"mcpServers"`
+		SessionID string `json:"sessionId"`
+		acpFolders
 	}
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
 	}
-	for _, d := range p.AdditionalDirectories {
-		if !filepath.IsAbs(d) {
-			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
-		}
-	}
-	servers, err := acpMCPServers(p.MCPServers)
+	servers, err := p.check()
 	if err != nil {
 		return nil, err
 	}
@@ -50,10 +42,7 @@ func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) 
 			return nil, err
 		}
 	}
-	for _, d := range p.AdditionalDirectories {
-		s.ws.AddRoot(filepath.Clean(d))
-	}
-	s.addClientMCPServers(servers)
+	s.addExtras(p.acpFolders, servers)
 	lr.Session.Replay()
 	return map[string]any{"modes": acpModes(lr.Session.Mode())}, nil
 }
