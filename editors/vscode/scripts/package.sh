@@ -2,15 +2,21 @@
 # Builds the platform-specific .vsix for linux-x64: qwen-ls built from this
 # repository with `go build` goes into bin/, the extension is bundled with
 # esbuild, and vsce packages only what .vscodeignore lets through.
-# The Go build uses the default flags so that it reuses the build cache of
-# go vet and go build; for a binary without libc, run with
-# CGO_ENABLED=0 GOFLAGS=-trimpath.
+# qwen-ls is built static (CGO_ENABLED=0): a binary linked against this
+# machine's glibc would refuse to start on a distribution with an older
+# one ("GLIBC_2.34 not found"), and the .vsix is meant for every linux-x64.
+# The server needs nothing from cgo (Go's own DNS resolver and user lookup
+# serve it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(cd ../.. && pwd)
 mkdir -p bin
 echo "package: go build qwen-ls (linux/amd64)"
-(cd "$root" && GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o "$OLDPWD/bin/qwen-ls" ./cmd/qwen-ls)
+(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags='-s -w' -o "$OLDPWD/bin/qwen-ls" ./cmd/qwen-ls)
+if ! go version -m bin/qwen-ls | grep -q 'CGO_ENABLED=0'; then
+  echo "package: bin/qwen-ls was built with cgo; the .vsix needs a static binary" >&2
+  exit 1
+fi
 node scripts/build.mjs --production
 version=$(node -p "require('./package.json').version")
 out="qwen-ls-linux-x64-$version.vsix"
