@@ -13,19 +13,13 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 	out := map[string]any{}
 	for i, r := range raw {
 		var m struct {
-			Type    string   `json:"type"`
-			Name    string   `json:"name"`
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-			URL     string   `json:"url"`
-			Env     []struct {
-				Name  string `json:"name"`
-				Value string `json:"value"`
-			} `json:"env"`
-			Headers []struct {
-				Name  string `json:"name"`
-				Value string `json:"value"`
-			} `json:"headers"`
+			Type    string         `json:"type"`
+			Name    string         `json:"name"`
+			Command string         `json:"command"`
+			Args    []string       `json:"args"`
+			URL     string         `json:"url"`
+			Env     []acpNameValue `json:"env"`
+			Headers []acpNameValue `json:"headers"`
 		}
 		if err := json.Unmarshal(r, &m); err != nil {
 			return nil, Error(CodeInvalidParams, "mcpServers[%d] is malformed: %v", i, err)
@@ -43,11 +37,7 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 			for j, a := range m.Args {
 				args[j] = a
 			}
-			env := map[string]any{}
-			for _, e := range m.Env {
-				env[e.Name] = e.Value
-			}
-			entry["command"], entry["args"], entry["env"] = m.Command, args, env
+			entry["command"], entry["args"], entry["env"] = m.Command, args, nameValues(m.Env)
 		case "http", "sse":
 			if m.URL == "" {
 				return nil, Error(CodeInvalidParams, "MCP server %q has no url", m.Name)
@@ -57,11 +47,7 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 				key = "url"
 			}
 			entry[key] = m.URL
-			headers := map[string]any{}
-			for _, h := range m.Headers {
-				headers[h.Name] = h.Value
-			}
-			if len(headers) > 0 {
+			if headers := nameValues(m.Headers); len(headers) > 0 {
 				entry["headers"] = headers
 			}
 		default:
@@ -70,6 +56,21 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 		out[m.Name] = entry
 	}
 	return out, nil
+}
+
+// acpNameValue is one of ACP's environment variables or HTTP headers.
+type acpNameValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// nameValues turns ACP's name/value list into the settings' object.
+func nameValues(list []acpNameValue) map[string]any {
+	out := make(map[string]any, len(list))
+	for _, nv := range list {
+		out[nv.Name] = nv.Value
+	}
+	return out
 }
 
 // addClientMCPServers merges the client's MCP servers into the settings,

@@ -3,7 +3,6 @@ package rpc
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"sync"
 	"time"
 )
@@ -70,19 +69,3 @@ func (l *logger) Errorf(format string, args ...any) { l.logf(LevelError, format,
 func (l *logger) Warnf(format string, args ...any)  { l.logf(LevelWarn, format, args...) }
 func (l *logger) Infof(format string, args ...any)  { l.logf(LevelInfo, format, args...) }
 func (l *logger) Debugf(format string, args ...any) { l.logf(LevelDebug, format, args...) }
-
-// secretPattern matches the shapes API keys take in the wild (OpenAI and
-// DashScope "sk-" keys, bearer tokens, and key=value pairs whose name says
-// key, token or secret), so a key that slips into an error message never
-// reaches a log.
-var secretPattern = regexp.MustCompile(`(?i)(sk-[A-Za-z0-9_\-]{6,}|bearer\s+[A-Za-z0-9._\-]{6,}|((api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}]{4,})`)
-
-func scrubSecrets(s string) string {
-	return secretPattern.ReplaceAllStringFunc(s, func(m string) string {
-		sub := secretPattern.FindStringSubmatch(m)
-		if sub[3] != "" {
-			return sub[3] + "[redacted]"
-		}
-		return "[redacted]"
-	})
-}

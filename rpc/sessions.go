@@ -2,14 +2,9 @@ package rpc
 
 import (
 	"context"
-	"regexp"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session"
-	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Sessions that outlive the process: listing and loading stored sessions,
@@ -19,75 +14,6 @@ import (
 // with every configured secret kept out of every file.
 func (s *Server) sessionStore(home string) *session.Store {
 	return session.NewStore(home, s.secrets.list)
-}
-
-// secretSet is the configured secrets, kept current with the settings:
-// the session files, the log and the error replies leave them out.
-type secretSet struct {
-	mu      sync.Mutex
-	secrets []string
-}
-
-// watchSecrets starts following the settings' secrets.
-func (s *Server) watchSecrets() {
-	s.secrets.set(configuredSecrets(s.ws.Settings))
-	s.ws.Settings.OnChange(func() { s.secrets.set(configuredSecrets(s.ws.Settings)) })
-}
-
-func (ss *secretSet) set(v []string) {
-	// Longest first, so that a secret that contains another is replaced
-	// whole.
-	slices.SortFunc(v, func(a, b string) int { return len(b) - len(a) })
-	ss.mu.Lock()
-	ss.secrets = v
-	ss.mu.Unlock()
-}
-
-func (ss *secretSet) list() []string {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.secrets
-}
-
-// scrub removes from text every configured secret of eight characters or
-// more, then whatever looks like a key (scrubSecrets).
-func (ss *secretSet) scrub(text string) string {
-	for _, v := range ss.list() {
-		if len(v) >= 8 {
-			text = strings.ReplaceAll(text, v, "[redacted]")
-		}
-	}
-	return scrubSecrets(text)
-}
-
-// secretKey matches the names of settings that hold secrets.
-var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|token|secret|password|authorization)`)
-
-// configuredSecrets are the values a session file must never hold: the
-// model's key (from the settings or the environment), and every string in
-// the settings under a name that says secret, or in an MCP server's env
-// or headers.
-func configuredSecrets(st *workspace.Settings) []string {
-	out := []string{st.Model().APIKey}
-	var walk func(v any, secret bool)
-	walk = func(v any, secret bool) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				walk(x, secret || secretKey.MatchString(k) || k == "env" || k == "headers")
-			}
-		case []any:
-			for _, x := range v {
-				walk(x, secret)
-			}
-		case string:
-			if secret && len(v) >= 8 {
-				out = append(out, v)
-			}
-		}
-	}
-	walk(st.Merged(), false)
-	return out
 }
 
 func (s *Server) listSessions(ctx context.Context, req *Request) (any, error) {
