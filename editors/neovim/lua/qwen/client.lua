@@ -194,26 +194,17 @@ end
 
 --- Attaches a buffer to its root's client when it is a normal file buffer.
 function M.attach(buf)
-  if not util.is_normal_buffer(buf) then
-    return
+  local name = util.file_name(buf)
+  if name then
+    M.ensure(M.root_for(name), buf)
   end
-  local name = vim.api.nvim_buf_get_name(buf)
-  if name:match('^%a[%w+.-]*://') then
-    return
-  end
-  M.ensure(M.root_for(name), buf)
 end
 
 --- The client for the current context: the current buffer's root when it
 --- is a file, else the current directory's.
 function M.current(start)
   local buf = vim.api.nvim_get_current_buf()
-  local root
-  if util.is_normal_buffer(buf) and not vim.api.nvim_buf_get_name(buf):match('^%a[%w+.-]*://') then
-    root = M.root_for(vim.api.nvim_buf_get_name(buf))
-  else
-    root = M.root_for(vim.fn.getcwd())
-  end
+  local root = M.root_for(util.file_name(buf) or vim.fn.getcwd())
   local c = live(M.by_root[root])
   if c or not start then
     return c, root

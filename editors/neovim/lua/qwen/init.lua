@@ -32,7 +32,7 @@ function M.setup(opts)
     group = group,
     callback = function(ev)
       local util = require('qwen.util')
-      if util.is_normal_buffer(ev.buf) and not vim.api.nvim_buf_get_name(ev.buf):match('^%a[%w+.-]*://') then
+      if util.file_name(ev.buf) then
         require('qwen.chat').last_buf = ev.buf
         require('qwen.session').send_focus(ev.buf)
       end

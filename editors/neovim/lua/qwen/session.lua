@@ -48,11 +48,8 @@ end
 --- sel: { start = {line, col}, ['end'] = {line, col} } with 0-based lines
 --- and byte columns, or nil for the cursor.
 function M.send_focus(buf, sel)
-  if not util.is_normal_buffer(buf) then
-    return
-  end
-  local name = vim.api.nvim_buf_get_name(buf)
-  if name:match('^%a[%w+.-]*://') then
+  local name = util.file_name(buf)
+  if not name then
     return
   end
   -- The focus goes to the server of the buffer's root.

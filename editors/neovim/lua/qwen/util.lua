@@ -148,4 +148,18 @@ function M.is_normal_buffer(buf)
     and vim.api.nvim_buf_get_name(buf) ~= ''
 end
 
+--- The file a buffer shows: its name when it is a normal buffer of a file
+--- on disk, nil for special buffers and for names that are URIs
+--- (fugitive://, oil://, ...), which the server has no file for.
+function M.file_name(buf)
+  if not M.is_normal_buffer(buf) then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name:match('^%a[%w+.-]*://') then
+    return nil
+  end
+  return name
+end
+
 return M
