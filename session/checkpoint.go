@@ -237,28 +237,6 @@ func (sn *snapshotter) snapshot(paths []string) (map[string]snapEntry, error) {
 	return out, nil
 }
 
-// SnapshotStats is what a benchmark needs to know about a snapshot.
-type SnapshotStats struct{ Files int }
-
-// Snapshotter is a shell snapshotter over a directory of its own, for
-// benchmarks.
-type Snapshotter struct{ sn *snapshotter }
-
-// NewSnapshotter returns a snapshotter storing into dir.
-func NewSnapshotter(dir string) *Snapshotter {
-	return &Snapshotter{&snapshotter{objs: &objectStore{dir: dir}}}
-}
-
-// Snapshot snapshots the tracked files of the workspace.
-func (s *Snapshotter) Snapshot(ctx context.Context, ws *workspace.Workspace) (SnapshotStats, error) {
-	paths, err := trackedFiles(ctx, ws)
-	if err != nil {
-		return SnapshotStats{}, err
-	}
-	snap, err := s.sn.snapshot(paths)
-	return SnapshotStats{Files: len(snap)}, err
-}
-
 // owner is the session whose turn a call belongs to: a subagent's calls
 // count for the parent's turn.
 func (s *Session) owner() *Session {
@@ -331,8 +309,8 @@ func (s *Session) readState(path string) fileState {
 // the call cannot change files.
 func (s *Session) beginCheckpoint(ctx context.Context, callID string, t tools.Tool, params map[string]any) *pendingCheckpoint {
 	owner := s.owner()
-	switch {
-	case t.Kind() == tools.KindEdit || t.Kind() == tools.KindDelete || t.Kind() == tools.KindMove:
+	switch t.Kind() {
+	case tools.KindEdit, tools.KindDelete, tools.KindMove:
 		cp := &pendingCheckpoint{owner: owner, before: map[string]fileState{}}
 		for _, l := range t.Locations(params) {
 			p, _, err := s.mgr.opts.Env.Workspace.Roots.Resolve(l.Path)
@@ -346,8 +324,9 @@ func (s *Session) beginCheckpoint(ctx context.Context, callID string, t tools.To
 			return nil
 		}
 		return cp
-	case t.Kind() == tools.KindExecute:
-		if pc, ok := t.(PlanModeChecker); ok && pc.AllowedInPlanMode(params) {
+	case tools.KindExecute:
+		if allowedInPlanMode(t, params) {
+			// A read-only command changes no file.
 			return nil
 		}
 		paths, err := trackedFiles(ctx, s.mgr.opts.Env.Workspace)
@@ -404,10 +383,9 @@ func (s *Session) endCheckpoint(ctx context.Context, callID string, cp *pendingC
 		}
 	} else {
 		ws := s.mgr.opts.Env.Workspace
-		paths, err := trackedFiles(ctx, ws)
-		if err != nil {
-			paths = nil
-		}
+		// Without the index, the files of the snapshot before and those
+		// found below still show what the command changed.
+		paths, _ := trackedFiles(ctx, ws)
 		for p := range cp.snap {
 			paths = append(paths, p)
 		}

@@ -163,7 +163,8 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 	c := compaction{before: before}
 
 	// 1. Shorten old tool outputs: everything before the recent turns.
-	c.truncated = s.truncateOldToolOutputs(keepFrom(s.History(), s.tokenCopy(), int(float64(window)*keepShare)))
+	keep := int(float64(window) * keepShare)
+	c.truncated = s.truncateOldToolOutputs(keepFrom(s.History(), s.tokenCopy(), keep))
 	now := s.requestTokens(system, decls)
 	if now <= target && c.truncated > 0 {
 		c.after = now
@@ -173,7 +174,6 @@ func (s *Session) fitContext(ctx context.Context, model Model, system string, de
 
 	// 2. Summarise the older part, keeping less each round when the rest
 	// still does not fit.
-	keep := int(float64(window) * keepShare)
 	for round := 0; round < 4; round++ {
 		n, err := s.summarise(ctx, model, window, keep)
 		if err != nil {

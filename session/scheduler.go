@@ -572,13 +572,7 @@ func rawOutput(r *callRun) json.RawMessage {
 	var v map[string]string
 	switch {
 	case r.state == stateSuccess:
-		var lines []string
-		for _, p := range r.result.LLMContent {
-			if p.InlineData == nil {
-				lines = append(lines, p.Text)
-			}
-		}
-		v = map[string]string{"output": strings.Join(lines, "\n")}
+		v = map[string]string{"output": r.result.Text()}
 	case r.state == stateCancelled:
 		v = map[string]string{"error": "[Cancelled] " + r.reason}
 	case r.state == stateError && r.content != "":
