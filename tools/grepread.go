@@ -175,12 +175,7 @@ func (w *grepWorker) open(path string) (int, error) {
 	if !w.dirInside {
 		return -1, workspace.ErrEscaped
 	}
-	for {
-		fd, err := unix.Openat(w.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return grepOpenAt(w.dirFD, name, syscall.O_NOFOLLOW)
 }
 
 // openChecked opens path and checks the real path of the file opened.
@@ -327,9 +322,14 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 
 // grepOpen opens a file for reading with extra flags.
 func grepOpen(path string, flags int) (int, error) {
+	return grepOpenAt(unix.AT_FDCWD, path, flags)
+}
+
+// grepOpenAt is grepOpen for a path relative to the open folder dirFD.
+func grepOpenAt(dirFD int, path string, flags int) (int, error) {
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|flags, 0)
-		if err != syscall.EINTR {
+		fd, err := unix.Openat(dirFD, path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|flags, 0)
+		if err != unix.EINTR {
 			return fd, err
 		}
 	}

@@ -56,7 +56,7 @@ func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
 	}
 	if opts.AllowTemp {
 		tmp := workspace.RealPath(e.ProjectTempDir())
-		if real := workspace.RealPath(abs); real == tmp || strings.HasPrefix(real, tmp+string(filepath.Separator)) {
+		if inFolder(tmp, workspace.RealPath(abs)) {
 			return nil
 		}
 	}
@@ -119,12 +119,13 @@ func (e *Env) openedInside(opts PathOptions) func(real string) bool {
 		if e.Workspace.Roots.ContainsReal(real) {
 			return true
 		}
-		if tmp != nil {
-			t := tmp()
-			return real == t || strings.HasPrefix(real, t+string(filepath.Separator))
-		}
-		return false
+		return tmp != nil && inFolder(tmp(), real)
 	}
+}
+
+// inFolder reports whether p is dir or lies below it.
+func inFolder(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
 // openedInsideFor is openedInside for a path named inside a root, and no

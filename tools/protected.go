@@ -2,6 +2,7 @@ package tools
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
@@ -31,7 +32,7 @@ func (e *Env) ProtectedWrite(abs string) Protection {
 	if pr := e.userFileProtection(clean, real); pr.Reason != "" {
 		return pr
 	}
-	if pr := e.protection(clean); pr.Reason != "" {
+	if pr := e.protection(clean); pr.Reason != "" || real == clean {
 		return pr
 	}
 	return e.protection(real)
@@ -43,9 +44,6 @@ func (e *Env) ProtectedWrite(abs string) Protection {
 func (e *Env) userFileProtection(clean, real string) Protection {
 	same := func(file string) bool { return clean == file || real == workspace.RealPath(file) }
 	for _, dir := range e.userDirs() {
-		if dir == "" {
-			continue
-		}
 		if same(filepath.Join(dir, workspace.TrustFileName)) {
 			return Protection{Forbidden: true, Reason: trustListReason}
 		}
@@ -108,14 +106,17 @@ func (e *Env) EditProtection(abs, oldText, newText string) Protection {
 }
 
 // userDirs are where the user's own qwen files live: the settings' user
-// folder and qwen-ls's state folder (the same folder unless overridden).
+// folder and qwen-ls's state folder (the same folder unless overridden,
+// and then listed once).
 func (e *Env) userDirs() []string {
 	var dirs []string
 	if f := e.Settings().UserFile(); f != "" {
 		dirs = append(dirs, filepath.Dir(f))
 	}
 	if e.QwenHome != "" {
-		dirs = append(dirs, e.QwenHome)
+		if home := filepath.Clean(e.QwenHome); !slices.Contains(dirs, home) {
+			dirs = append(dirs, home)
+		}
 	}
 	return dirs
 }

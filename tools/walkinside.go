@@ -26,10 +26,8 @@ func readDirChecked(dir string, allowed func(real string) bool) ([]fs.DirEntry, 
 		return nil, err
 	}
 	defer f.Close()
-	if allowed != nil {
-		if real, ok := workspace.OpenedPath(f.Fd()); ok && !allowed(real) {
-			return nil, &fs.PathError{Op: "open", Path: dir, Err: workspace.ErrEscaped}
-		}
+	if err := workspace.CheckOpened(f, allowed); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	ents, err := f.ReadDir(-1)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })

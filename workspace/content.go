@@ -126,7 +126,7 @@ func ReadFileBoundedIn(path string, max int64, allowed func(real string) bool) (
 		return nil, fi, err
 	}
 	defer f.Close()
-	if err := checkOpened(f, allowed); err != nil {
+	if err := CheckOpened(f, allowed); err != nil {
 		return nil, fi, err
 	}
 	// The file may have been swapped since the stat: it must still be a

@@ -40,9 +40,10 @@ func (r *Roots) ContainsReal(real string) bool {
 // in) after it was checked.
 var ErrEscaped = errors.New("the path now leads outside the workspace (a symlink changed after it was checked)")
 
-// checkOpened applies allowed to the opened path of f; without /proc it
-// allows (the path check before opening is all there is then).
-func checkOpened(f *os.File, allowed func(real string) bool) error {
+// CheckOpened applies allowed to the opened path of f and returns
+// ErrEscaped when it refuses; a nil allowed allows all, and without /proc
+// it allows (the path check before opening is all there is then).
+func CheckOpened(f *os.File, allowed func(real string) bool) error {
 	if allowed == nil {
 		return nil
 	}

@@ -309,19 +309,26 @@ func (s *Settings) Load() {
 // readFile reads and parses one settings file. A missing file gives empty
 // values and no error.
 func (s *Settings) readFile(path string) loadResult {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return loadResult{}
-	}
-	if err != nil {
-		return loadResult{err: err}
-	}
-	m, err := parseJSONC(data)
-	if err != nil {
+	m, err := readJSONCFile(path)
+	if err != nil || m == nil {
 		return loadResult{err: err}
 	}
 	expandEnvIn(m, s.getenv)
 	return loadResult{values: m}
+}
+
+// readJSONCFile reads and parses a JSON-with-comments file (a settings
+// file, the trust list). A missing file gives nil and no error; a file
+// that is there always gives a non-nil object or an error.
+func readJSONCFile(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseJSONC(data)
 }
 
 // SetEditorLayer replaces the editor's layer (initializationOptions.settings,

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // Folder trust: a workspace's own .qwen/settings.json may start processes,
@@ -41,14 +40,7 @@ type TrustRules map[string]TrustLevel
 // file may carry comments like the settings files. Entries whose path is
 // not absolute or whose level is unknown are skipped.
 func ReadTrustFile(path string) (TrustRules, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return TrustRules{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	m, err := parseJSONC(data)
+	m, err := readJSONCFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func WriteFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %s: %w", path, step, err)
 	}
-	if err := checkOpened(f, allowed); err != nil {
+	if err := CheckOpened(f, allowed); err != nil {
 		// The name may lead elsewhere by now: remove the file that was
 		// really created.
 		if real, ok := OpenedPath(f.Fd()); ok {
