@@ -74,6 +74,13 @@ func startServer(bin string, env []string) (*server, error) {
 
 func (s *server) pid() int { return s.cmd.Process.Pid }
 
+// notifications is how many notifications the server has sent so far.
+func (s *server) notifications() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notes
+}
+
 func (s *server) stderrLoop(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)

@@ -363,7 +363,10 @@ func median(xs []float64) float64 {
 func durationsMS(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
-		out[i] = float64(d.Microseconds()) / 1000
+		out[i] = millis(d)
 	}
 	return out
 }
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -258,7 +258,7 @@ func indexChild(dir string) int {
 	elapsed := time.Since(start)
 	res := indexChildResult{
 		Files:    len(env.Workspace.Index.Files()),
-		MS:       float64(elapsed.Microseconds()) / 1000,
+		MS:       millis(elapsed),
 		RSSMB:    float64(selfRSSKB()) / 1024,
 		BeforeMB: float64(before) / 1024,
 	}

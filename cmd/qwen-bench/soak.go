@@ -39,7 +39,7 @@ func (s *server) settledSample(proxy *connProxy) (soakSample, error) {
 	prev := -1
 	for i := 0; i < 20; i++ {
 		time.Sleep(300 * time.Millisecond)
-		cur, err := s.sample(true)
+		cur, err := s.sample()
 		if err != nil {
 			return cur, err
 		}
@@ -65,12 +65,13 @@ func (s *server) settledSample(proxy *connProxy) (soakSample, error) {
 	return best, nil
 }
 
-// sample reads /proc for the server and, from the qwenbench build, its
-// goroutine count (SIGUSR1 makes it print the count on stderr).
-func (s *server) sample(debugBuild bool) (soakSample, error) {
+// sample reads /proc for the server and, from the qwenbench build that
+// the soak runs, its goroutine count and Go memory (SIGUSR1 makes it print
+// them on stderr).
+func (s *server) sample() (soakSample, error) {
 	st, err := readProc(s.pid())
 	out := soakSample{procStats: st, Goroutines: -1, HeapKB: -1}
-	if err != nil || !debugBuild {
+	if err != nil {
 		return out, err
 	}
 	for len(s.debug) > 0 {
@@ -280,7 +281,7 @@ func runSoak(b *bench, root, home, heapProfile string) (soakRun, error) {
 		return run, err
 	}
 	run.maxRSS = max(run.maxRSS, run.last.RSSKB)
-	run.notes = srv.notes
+	run.notes = srv.notifications()
 	run.reqs = model.Requests()
 	if left := model.Remaining(); left != 0 || len(run.reqs) != 2*b.prompts {
 		return run, fmt.Errorf("soak: %d model requests for %d prompts, %d responses unused", len(run.reqs), b.prompts, left)
@@ -312,8 +313,9 @@ func soakBench(b *bench) error {
 	}
 	idle, first, last := run.idle, run.first, run.last
 	label := fmt.Sprintf("soak %d prompts / %d sessions", b.prompts, b.sessions)
+	perPrompt := millis(run.elapsed) / float64(b.prompts)
 	b.logf("%s: %s, %.1f ms per prompt (two model requests and one tool call each); %d notifications", label,
-		run.elapsed.Round(time.Millisecond), float64(run.elapsed.Microseconds())/1000/float64(b.prompts), run.notes)
+		run.elapsed.Round(time.Millisecond), perPrompt, run.notes)
 	b.logf("%s: idle before any prompt: RSS %.1f MB, %d threads, %d goroutines, %d fds, %d children; peak RSS sampled %.1f MB",
 		label, mb(idle.RSSKB), idle.Threads, idle.Goroutines, idle.FDs, idle.Children, mb(run.maxRSS))
 	// What the sessions must keep: the conversation each last sent the
@@ -360,7 +362,7 @@ func soakBench(b *bench) error {
 	count("OS threads", first.Threads, last.Threads, false)
 	count("open descriptors", first.FDs, last.FDs, true)
 	count("child processes", first.Children, last.Children, true)
-	b.add(row{section: label, what: "time per prompt (1 tool call, 2 model requests)", ours: float64(run.elapsed.Microseconds()) / 1000 / float64(b.prompts), unit: "ms", target: "—"})
+	b.add(row{section: label, what: "time per prompt (1 tool call, 2 model requests)", ours: perPrompt, unit: "ms", target: "—"})
 	return nil
 }
 

@@ -38,7 +38,6 @@ func startupBench(b *bench) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 		st, err := readProc(srv.pid())
-		anon := statusKB(srv.pid(), "RssAnon")
 		if serr := srv.stop(); err == nil {
 			err = serr
 		}
@@ -48,26 +47,14 @@ func startupBench(b *bench) error {
 		if r == 0 {
 			continue // the first run pages the binary in
 		}
-		initMS = append(initMS, float64(d.Microseconds())/1000)
+		initMS = append(initMS, millis(d))
 		rssMB = append(rssMB, mb(st.RSSKB))
-		anonMB = append(anonMB, mb(anon))
+		anonMB = append(anonMB, mb(st.AnonKB))
 	}
 	b.logf("startup: initialize answered after %v ms; idle RSS %v MB, of which anonymous %v MB", roundAll(initMS), roundAll(rssMB), roundAll(anonMB))
 	b.add(row{section: "start-up", what: "initialize answered, from process start", ours: median(initMS), unit: "ms", target: "< 20 ms", limit: 20, limited: true})
 	b.add(row{section: "start-up", what: fmt.Sprintf("idle RSS after initialize (anonymous %.1f MB)", median(anonMB)), ours: median(rssMB), unit: "MB", target: "< 20 MB", limit: 20, limited: true})
 	return nil
-}
-
-// statusKB is one size field of /proc/PID/status, or -1.
-func statusKB(pid int, field string) int {
-	status, err := procStatus(pid)
-	if err != nil {
-		return -1
-	}
-	if n, ok := status[field]; ok {
-		return n
-	}
-	return -1
 }
 
 func roundAll(xs []float64) []float64 {
