@@ -20,6 +20,13 @@ import (
 // does not parse is left alone and reported. The folder is created with
 // mode dirPerm when missing; a new file gets perm.
 func updateJSONFile(path string, perm, dirPerm os.FileMode, change func(doc map[string]any) error) error {
+	return updateJSONFileWith(path, perm, dirPerm, parseJSONC, change)
+}
+
+// updateJSONFileWith is updateJSONFile reading the file with parse (a
+// settings file is read into its canonical tree, so that the change edits
+// the one place each setting lives).
+func updateJSONFileWith(path string, perm, dirPerm os.FileMode, parse func([]byte) (map[string]any, error), change func(doc map[string]any) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -33,7 +40,7 @@ func updateJSONFile(path string, perm, dirPerm os.FileMode, change func(doc map[
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil && len(bytes.TrimSpace(data)) > 0:
-		if doc, err = parseJSONC(data); err != nil {
+		if doc, err = parse(data); err != nil {
 			return fmt.Errorf("%s does not parse, so it was left alone; fix or remove it first: %w", path, err)
 		}
 	case err != nil && !errors.Is(err, fs.ErrNotExist):

@@ -306,10 +306,10 @@ func (s *Settings) Load() {
 	}
 }
 
-// readFile reads and parses one settings file. A missing file gives empty
-// values and no error.
+// readFile reads and parses one settings file into its canonical tree. A
+// missing file gives empty values and no error.
 func (s *Settings) readFile(path string) loadResult {
-	m, err := readJSONCFile(path)
+	m, err := readJSONCFileWith(path, parseSettingsJSONC)
 	if err != nil || m == nil {
 		return loadResult{err: err}
 	}
@@ -321,6 +321,11 @@ func (s *Settings) readFile(path string) loadResult {
 // file, the trust list). A missing file gives nil and no error; a file
 // that is there always gives a non-nil object or an error.
 func readJSONCFile(path string) (map[string]any, error) {
+	return readJSONCFileWith(path, parseJSONC)
+}
+
+// readJSONCFileWith is readJSONCFile with the given parser.
+func readJSONCFileWith(path string, parse func([]byte) (map[string]any, error)) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
@@ -328,18 +333,16 @@ func readJSONCFile(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseJSONC(data)
+	return parse(data)
 }
 
 // SetEditorLayer replaces the editor's layer (initializationOptions.settings,
-// or the settings of workspace/didChangeConfiguration). String values have
-// $VAR expanded like the files'. The OnChange callbacks run, on the calling
-// goroutine, when the layer changed.
+// or the settings of workspace/didChangeConfiguration), turned into its
+// canonical tree like a file. String values have $VAR expanded like the
+// files'. The OnChange callbacks run, on the calling goroutine, when the
+// layer changed.
 func (s *Settings) SetEditorLayer(m map[string]any) {
-	v, _ := deepCopy(m).(map[string]any)
-	if v == nil {
-		v = map[string]any{}
-	}
+	v := canonicalMap(m)
 	expandEnvIn(v, s.getenv)
 	s.mu.Lock()
 	l := &s.layers[layerEditor]
@@ -362,17 +365,9 @@ func (s *Settings) SetEditorLayer(m map[string]any) {
 // merged into settings.model, model winning where both set a field
 // (protocol.md §2).
 func (s *Settings) SetEditorLayerFromInit(settings map[string]any, model map[string]any) {
-	layer, _ := deepCopy(settings).(map[string]any)
-	if layer == nil {
-		layer = map[string]any{}
-	}
+	layer := canonicalMap(settings)
 	if len(model) > 0 {
-		base, ok := layer["model"].(map[string]any)
-		if !ok {
-			base = map[string]any{}
-		}
-		mergeObjects(base, model)
-		layer["model"] = base
+		insertCanonical(layer, []string{"model"}, canonicalMap(model))
 	}
 	s.SetEditorLayer(layer)
 }
@@ -384,37 +379,19 @@ func (s *Settings) Merged() map[string]any {
 	return deepCopy(s.merged).(map[string]any)
 }
 
-// Get returns the merged value at a dotted key ("tools.approvalMode"). A
-// key that itself contains dots (an MCP server named "a.b") is found too:
-// at each level the longest matching key is tried first. Objects and lists
-// are returned as copies.
+// Get returns the merged value at a dotted key ("tools.approvalMode") of
+// the canonical tree, whatever spelling the files used. Below mcpServers
+// the rest of the key is a server name, which may contain dots ("a.b"):
+// the longest matching name is tried first. Objects and lists are
+// returned as copies.
 func (s *Settings) Get(dotted string) (any, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	v, ok := lookupDotted(s.merged, dotted)
+	v, ok := lookupCanonical(s.merged, dotted)
 	if !ok {
 		return nil, false
 	}
 	return deepCopy(v), true
-}
-
-func lookupDotted(m map[string]any, key string) (any, bool) {
-	if v, ok := m[key]; ok {
-		return v, true
-	}
-	for i := len(key) - 1; i > 0; i-- {
-		if key[i] != '.' {
-			continue
-		}
-		sub, ok := m[key[:i]].(map[string]any)
-		if !ok {
-			continue
-		}
-		if v, ok := lookupDotted(sub, key[i+1:]); ok {
-			return v, true
-		}
-	}
-	return nil, false
 }
 
 // String returns the string at key, or def when it is unset or not a

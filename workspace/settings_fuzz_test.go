@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -110,4 +112,128 @@ func FuzzExpandEnv(f *testing.F) {
 			t.Fatalf("with nothing defined %q became %q", s, undefined)
 		}
 	})
+}
+
+// FuzzCanonicalSettings: the normaliser never panics and agrees with the
+// parser on what is valid; its tree holds no dotted key outside the name
+// maps (mcpServers), so no reader can find a spelling the filter did not
+// see; normalising again changes nothing; a file without duplicate keys
+// gives the tree its decoded map gives (one rule for files and editor
+// layers); every leaf is found by the reader at its path; and the
+// untrusted view holds only allow-listed keys, each found where the tree
+// has it.
+func FuzzCanonicalSettings(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, `{"a.b": 1, "a": {"b": 2}}`, `{"a": {"b": 2}, "a.b": 1}`, `{"a": {"b.c": 1}, "a.b": {"c": 2}}`,
+		`{"tools": {"x": 1}, "tools": {"y": 2}}`, `{"tools": 5, "tools.x": 1}`, `{"tools.x": 1, "tools": 5}`,
+		`{"mcpServers.a.b": {"command": "x"}, "mcpServers": {"a.b": {"env": {"K.V": "1"}}}}`,
+		`{"permissions.allow": ["Bash"], "permissions": {"deny": ["x"]}}`, `{"": 1, ".": 2, "a..b": 3, "a.": 4, ".a": 5}`,
+		`{"tools.approvalMode": "yolo", "tools": {"approvalMode": "plan"}}`, `{"context": {"fileName": ["A.md"]}, "context.fileName": "B.md"}`,
+		`{"x": [{"a.b": 1}, {"a": 1, "a": 2}]}`, "{\"a.b\": 1, // c\n \"a\": {\"b\": 2,},}",
+		`{"tools": {"webFetch.allowPrivateAddresses": false}}`, `{"security.folderTrust.enabled": false}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			t.Skip()
+		}
+		tree, err := parseSettingsJSONC(data)
+		_, perr := parseJSONC(data)
+		if (err == nil) != (perr == nil) || (tree == nil) == (err == nil) {
+			t.Fatalf("canonical: %v, %v; parser: %v", tree, err, perr)
+		}
+		if err != nil {
+			return
+		}
+		checkNoDots(t, tree, nil)
+		if again := canonicalMap(tree); !reflect.DeepEqual(again, tree) {
+			t.Fatalf("normalising again changed %v into %v", tree, again)
+		}
+		var strict map[string]any
+		if clean, _ := stripJSONC(bytes.TrimPrefix(data, []byte(BOMUTF8))); !hasDuplicateKeys(clean) && json.Unmarshal(clean, &strict) == nil && strict != nil {
+			if fromMap := canonicalMap(strict); !reflect.DeepEqual(fromMap, tree) {
+				t.Fatalf("the file gives %v, its decoded map %v", tree, fromMap)
+			}
+		}
+		walkLeaves(tree, nil, func(path []string, v any) {
+			got, ok := lookupCanonical(tree, strings.Join(path, "."))
+			if !ok || !reflect.DeepEqual(got, v) && !insideOpaque(path[:1]) {
+				t.Fatalf("the reader finds %v (%v) at %q, the tree has %v", got, ok, path, v)
+			}
+		})
+		kept, _ := untrustedView(tree)
+		walkLeaves(kept, nil, func(path []string, v any) {
+			allowed := false
+			for i := 1; i <= len(path); i++ {
+				if _, ok := untrustedAllowed[strings.Join(path[:i], ".")]; ok {
+					allowed = true
+				}
+			}
+			if !allowed {
+				t.Fatalf("the untrusted view keeps %q = %v", path, v)
+			}
+		})
+	})
+}
+
+// checkNoDots fails when a key outside mcpServers holds a dot.
+func checkNoDots(t *testing.T, m map[string]any, prefix []string) {
+	if insideOpaque(prefix) {
+		return
+	}
+	for k, v := range m {
+		if strings.Contains(k, ".") {
+			t.Fatalf("dotted key %q at %q", k, prefix)
+		}
+		if sub, ok := v.(map[string]any); ok {
+			checkNoDots(t, sub, append(slices.Clone(prefix), k))
+		}
+	}
+}
+
+// walkLeaves calls f for every non-object value of m (and every empty
+// object), stopping at mcpServers.
+func walkLeaves(m map[string]any, prefix []string, f func([]string, any)) {
+	for k, v := range m {
+		p := append(slices.Clone(prefix), k)
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && !insideOpaque(p) {
+			walkLeaves(sub, p, f)
+			continue
+		}
+		f(p, v)
+	}
+}
+
+// hasDuplicateKeys reports whether a valid JSON text writes a key twice in
+// one object.
+func hasDuplicateKeys(clean []byte) bool {
+	if len(bytes.TrimSpace(clean)) == 0 {
+		return false
+	}
+	v, err := readOrdered(json.NewDecoder(bytes.NewReader(clean)), 0)
+	if err != nil {
+		return true
+	}
+	var dup func(any) bool
+	dup = func(v any) bool {
+		switch v := v.(type) {
+		case *orderedObject:
+			seen := map[string]bool{}
+			for i, k := range v.keys {
+				if seen[k] || dup(v.vals[i]) {
+					return true
+				}
+				seen[k] = true
+			}
+		case []any:
+			for _, x := range v {
+				if dup(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return dup(v)
 }

@@ -687,8 +687,8 @@ func TestSettingsMissingFileEmptiesLayer(t *testing.T) {
 func TestSettingsPrimaryRootChange(t *testing.T) {
 	f := newStFixture(t)
 	other := filepath.Join(filepath.Dir(f.root), "other")
-	rtWriteFile(t, f.workspaceFile(), `{"which": "first", "onlyFirst": true}`)
-	rtWriteFile(t, filepath.Join(other, ".qwen", "settings.json"), `{"which": "second"}`)
+	rtWriteFile(t, f.workspaceFile(), `{"general": {"defaultFileEncoding": "first"}, "tools.truncateToolOutputLines": 3}`)
+	rtWriteFile(t, filepath.Join(other, ".qwen", "settings.json"), `{"general.defaultFileEncoding": "second"}`)
 	var mu sync.Mutex
 	root := f.root
 	s := NewSettings(SettingsOptions{
@@ -696,17 +696,17 @@ func TestSettingsPrimaryRootChange(t *testing.T) {
 		Getenv:      f.env.get,
 	})
 	s.Load()
-	if got := s.String("which", ""); got != "first" {
+	if got := s.String("general.defaultFileEncoding", ""); got != "first" {
 		t.Fatalf("which = %q", got)
 	}
 	mu.Lock()
 	root = other
 	mu.Unlock()
 	s.Load()
-	if got := s.String("which", ""); got != "second" {
+	if got := s.String("general.defaultFileEncoding", ""); got != "second" {
 		t.Fatalf("which after the root changed = %q", got)
 	}
-	if _, ok := s.Get("onlyFirst"); ok {
+	if _, ok := s.Get("tools.truncateToolOutputLines"); ok {
 		t.Fatal("the old root's settings remain")
 	}
 }

@@ -20,7 +20,8 @@ const (
 // file, creating the file when it is missing, keeping every other key and
 // never duplicating a rule, then reloads the settings so the rules apply at
 // once (tools.md §6.5). Comments in the file are not kept: the file is
-// rewritten as plain JSON.
+// rewritten as plain JSON, in its canonical form (dotted keys nested), so
+// that a rule added here is never hidden by another spelling of the key.
 func (s *Settings) AppendAllowRules(scope Scope, rules []string) error {
 	path := s.UserFile()
 	if scope == ScopeProject {
@@ -29,7 +30,7 @@ func (s *Settings) AppendAllowRules(scope Scope, rules []string) error {
 			return errors.New("save allow rules: there is no workspace folder to hold .qwen/settings.json")
 		}
 	}
-	err := updateJSONFile(path, 0o644, 0o755, func(doc map[string]any) error {
+	err := updateJSONFileWith(path, 0o644, 0o755, parseSettingsJSONC, func(doc map[string]any) error {
 		perms, _ := doc["permissions"].(map[string]any)
 		if perms == nil {
 			perms = map[string]any{}

@@ -7,19 +7,6 @@ import (
 	"strings"
 )
 
-// mergeObjects merges src into dst by key, recursively, src winning.
-func mergeObjects(dst, src map[string]any) {
-	for k, v := range src {
-		dm, dok := dst[k].(map[string]any)
-		sm, sok := v.(map[string]any)
-		if dok && sok {
-			mergeObjects(dm, sm)
-			continue
-		}
-		dst[k] = deepCopy(v)
-	}
-}
-
 // remergeLocked decides folder trust again and rebuilds the merged view
 // from the layers; s.mu is held. It reports whether the trust decision
 // changed.
@@ -29,6 +16,8 @@ func (s *Settings) remergeLocked() bool {
 	for i := range s.layers {
 		s.effective[i] = s.layers[i].values
 	}
+	// Every layer is a canonical tree (settingscanon.go), so the filter
+	// below sees each setting under its one name.
 	if ws := s.layers[layerWorkspace].values; !s.trust.Trusted {
 		s.effective[layerWorkspace], s.trust.Ignored = untrustedView(ws)
 		if len(s.trust.Ignored) > 0 {

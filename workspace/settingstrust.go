@@ -65,13 +65,11 @@ func (s *Settings) folderTrustOffLocked() (bool, string) {
 	return false, ""
 }
 
-// folderTrustEnabled reads security.folderTrust.enabled from a settings
-// object: set is false when it is absent; a boolean or a string that
-// parses as one gives on, anything else leaves folder trust on.
+// folderTrustEnabled reads security.folderTrust.enabled from a canonical
+// settings tree: set is false when it is absent; a boolean or a string
+// that parses as one gives on, anything else leaves folder trust on.
 func folderTrustEnabled(values map[string]any) (on, set bool) {
-	sec, _ := values["security"].(map[string]any)
-	ft, _ := sec["folderTrust"].(map[string]any)
-	v, ok := ft["enabled"]
+	v, ok := lookupCanonical(values, "security.folderTrust.enabled")
 	if !ok {
 		return true, false
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -162,127 +161,6 @@ type Trust struct {
 	File string
 }
 
-// untrustedView returns a copy of a workspace layer without the settings
-// an untrusted folder may not use: those that start processes, widen
-// permissions or the confinement, raise the approval mode, or send
-// requests to another endpoint. ignored names what was removed (only
-// settings with an effect: an empty list is not reported).
-func untrustedView(values map[string]any) (map[string]any, []string) {
-	if len(values) == 0 {
-		return values, nil
-	}
-	v, _ := deepCopy(values).(map[string]any)
-	var ignored []string
-	drop := func(obj map[string]any, key, path string, describe func(any) string) {
-		x, ok := obj[key]
-		if !ok {
-			return
-		}
-		delete(obj, key)
-		if isEmptyValue(x) {
-			return
-		}
-		name := path
-		if describe != nil {
-			if d := describe(x); d != "" {
-				name += " (" + d + ")"
-			}
-		}
-		ignored = append(ignored, name)
-	}
-	sub := func(key string) map[string]any {
-		m, _ := v[key].(map[string]any)
-		return m
-	}
-	drop(v, "mcpServers", "mcpServers", func(x any) string {
-		m, _ := x.(map[string]any)
-		names := make([]string, 0, len(m))
-		for k := range m {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		return strings.Join(names, ", ")
-	})
-	if m := sub("mcp"); m != nil {
-		drop(m, "mcpServerCommand", "mcp.mcpServerCommand", nil)
-		drop(m, "serverCommand", "mcp.serverCommand", nil)
-	}
-	if m := sub("tools"); m != nil {
-		for _, k := range []string{"toolDiscoveryCommand", "discoveryCommand", "toolCallCommand", "callCommand", "allowed"} {
-			drop(m, k, "tools."+k, nil)
-		}
-		if mode, ok := m["approvalMode"].(string); ok {
-			switch strings.TrimSpace(mode) {
-			case "", "default", "plan":
-				// Not a raise: kept.
-			default:
-				drop(m, "approvalMode", "tools.approvalMode", func(any) string {
-					// Values are $VAR-expanded: only a known mode is
-					// repeated in messages, never an unknown string.
-					if mode == "auto-edit" || mode == "yolo" {
-						return mode
-					}
-					return ""
-				})
-			}
-		} else if _, ok := m["approvalMode"]; ok {
-			drop(m, "approvalMode", "tools.approvalMode", nil)
-		}
-		if wf, ok := m["webFetch"].(map[string]any); ok {
-			if b, isBool := wf["allowPrivateAddresses"].(bool); !isBool || b {
-				drop(wf, "allowPrivateAddresses", "tools.webFetch.allowPrivateAddresses", nil)
-			}
-		}
-	}
-	if m := sub("permissions"); m != nil {
-		drop(m, "allow", "permissions.allow", nil)
-	}
-	if m := sub("model"); m != nil {
-		drop(m, "baseUrl", "model.baseUrl", endpointHost)
-		drop(m, "apiKey", "model.apiKey", nil)
-	}
-	drop(v, "webSearch", "webSearch", nil)
-	if m := sub("context"); m != nil {
-		drop(m, "includeDirectories", "context.includeDirectories", nil)
-	}
-	// Folder trust itself is never switched by a workspace.
-	delete(v, "security")
-	for _, k := range []string{"mcp", "tools", "permissions", "model", "context"} {
-		if m, ok := v[k].(map[string]any); ok && len(m) == 0 {
-			delete(v, k)
-		}
-	}
-	return v, ignored
-}
-
-// endpointHost is the scheme and host of an endpoint setting, for
-// messages: the path, query and user info may carry a secret ($VAR
-// expansion of a key, a token in the URL) and are never repeated.
-func endpointHost(x any) string {
-	s, _ := x.(string)
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
-func isEmptyValue(x any) bool {
-	switch x := x.(type) {
-	case nil:
-		return true
-	case string:
-		return strings.TrimSpace(x) == ""
-	case []any:
-		return len(x) == 0
-	case map[string]any:
-		return len(x) == 0
-	case bool:
-		return !x
-	}
-	return false
-}
-
 // UntrustedIgnores reads root's .qwen/settings.json and names the settings
 // in it that apply only once the folder is trusted (nil when there are
 // none or the file is missing).
@@ -295,7 +173,7 @@ func UntrustedIgnores(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := parseJSONC(data)
+	m, err := parseSettingsJSONC(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -305,10 +183,11 @@ func UntrustedIgnores(root string) ([]string, error) {
 
 // DisablesFolderTrust reports whether the settings text sets
 // security.folderTrust.enabled to a value that turns folder trust off, by
-// the same reading the trust decision uses. Text that does not parse
-// disables nothing.
+// the same reading the trust decision uses, whatever the spelling
+// ("security.folderTrust.enabled" as one key, half nested, written twice).
+// Text that does not parse disables nothing.
 func DisablesFolderTrust(text string) bool {
-	m, err := parseJSONC([]byte(text))
+	m, err := parseSettingsJSONC([]byte(text))
 	if err != nil {
 		return false
 	}
