@@ -2,9 +2,11 @@ package session
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,21 +53,60 @@ func (s *Session) systemPrompt() string { return s.system }
 // memory files (tools.md §3.11).
 const memoryDirLimit = 200
 
-// loadMemory reads the memory files of tools.md §3.11: ~/.qwen/<name> for
-// each name in context.fileName, then per root the files found walking
-// down from it, then the include directories when the setting says so.
-func loadMemory(ws *workspace.Workspace, qwenHome string) string {
-	names := ws.Settings.Strings("context.fileName")
-	if len(names) == 0 {
-		names = []string{"QWEN.md", "AGENTS.md"}
+// memoryFileLimit bounds one memory file: a larger one is left out, so a
+// huge file (or a device) in a cloned folder cannot exhaust memory.
+const memoryFileLimit = 1 << 20
+
+// defaultMemoryNames is context.fileName when it is unset.
+var defaultMemoryNames = []string{"QWEN.md", "AGENTS.md"}
+
+// memoryFileNames returns the usable names of context.fileName (default
+// QWEN.md and AGENTS.md, also when no entry is usable). They are file
+// names, not paths: an entry that is empty, absolute, or holds a separator
+// ("/" or "\") or "..", is left out. The setting may come from a
+// folder's own settings, trusted or not.
+func memoryFileNames(ws *workspace.Workspace) []string {
+	var out []string
+	for _, n := range ws.Settings.Strings("context.fileName") {
+		if n = strings.TrimSpace(n); isMemoryFileName(n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
+	if len(out) == 0 {
+		return defaultMemoryNames
+	}
+	return out
+}
+
+// isMemoryFileName reports whether n is a plain file name.
+func isMemoryFileName(n string) bool {
+	return n != "" && filepath.IsLocal(n) && !filepath.IsAbs(n) && !strings.ContainsAny(n, "/\\\x00") && !strings.Contains(n, "..")
+}
+
+// isGlobalMemoryName reports whether the user's qwen folder is searched for
+// n: Markdown names only, since that folder also holds the settings, the
+// trust list and credentials, whose names a folder's settings could
+// otherwise put in the prompt.
+func isGlobalMemoryName(n string) bool {
+	ext := strings.ToLower(filepath.Ext(n))
+	return ext == ".md" || ext == ".markdown"
+}
+
+// loadMemory reads the memory files of tools.md §3.11: ~/.qwen/<name> for
+// each Markdown name in context.fileName, then per root the files found
+// walking down from it, then the include directories when the setting
+// says so. A file is read only when it is a regular file no larger than
+// memoryFileLimit and, symlinks resolved, lies inside the roots or the
+// include directories (the global one: is that folder's own entry).
+func loadMemory(ws *workspace.Workspace, qwenHome string) string {
+	names := memoryFileNames(ws)
 	var b strings.Builder
-	add := func(path, display string) {
-		data, err := os.ReadFile(path)
-		if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+	add := func(path, display string, allowed func(real string) bool) {
+		text, ok := readMemoryFile(path, allowed)
+		if !ok || len(strings.TrimSpace(text)) == 0 {
 			return
 		}
-		fmt.Fprintf(&b, "--- Memory file %s ---\n%s\n--- End of memory file %s ---\n", display, strings.TrimRight(string(data), "\n"), display)
+		fmt.Fprintf(&b, "--- Memory file %s ---\n%s\n--- End of memory file %s ---\n", display, strings.TrimRight(text, "\n"), display)
 	}
 	home, _ := os.UserHomeDir()
 	tilde := func(p string) string {
@@ -74,23 +115,95 @@ func loadMemory(ws *workspace.Workspace, qwenHome string) string {
 		}
 		return p
 	}
-	for _, n := range names {
-		p := filepath.Join(qwenHome, n)
-		add(p, tilde(p))
+	if qwenHome != "" {
+		for _, n := range names {
+			if isGlobalMemoryName(n) {
+				p := filepath.Join(qwenHome, n)
+				add(p, tilde(p), nil)
+			}
+		}
 	}
 	dirs := ws.Roots.List()
+	var extra []string
 	if ws.Settings.Bool("context.loadMemoryFromIncludeDirectories", false) {
-		dirs = append(dirs, ws.Settings.Strings("context.includeDirectories")...)
+		for _, d := range ws.Settings.Strings("context.includeDirectories") {
+			if d = includeDir(d, home, ws.Roots.Primary()); d != "" {
+				extra = append(extra, workspace.RealPath(d))
+			}
+		}
+		dirs = append(dirs, extra...)
+	}
+	inside := func(real string) bool {
+		if ws.Roots.ContainsReal(real) {
+			return true
+		}
+		for _, d := range extra {
+			if real == d || strings.HasPrefix(real, d+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, root := range dirs {
 		for _, dir := range memoryDirs(ws, root) {
 			for _, n := range names {
 				p := filepath.Join(dir, n)
-				add(p, ws.Roots.Rel(p))
+				add(p, ws.Roots.Rel(p), inside)
 			}
 		}
 	}
 	return b.String()
+}
+
+// includeDir resolves an entry of context.includeDirectories: absolute,
+// "~" or "~/…", or relative to the primary root ("" when there is none).
+func includeDir(d, home, primary string) string {
+	d = strings.TrimSpace(d)
+	switch {
+	case d == "":
+		return ""
+	case d == "~" || strings.HasPrefix(d, "~/"):
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, d[1:])
+	case filepath.IsAbs(d):
+		return filepath.Clean(d)
+	case primary != "":
+		return filepath.Join(primary, d)
+	}
+	return ""
+}
+
+// readMemoryFile reads a memory file when it is a regular file of at most
+// memoryFileLimit bytes whose real path allowed accepts (nil: any). The
+// path is checked before opening, so that a FIFO or device is never
+// opened, and the opened file is checked again, so that a symlink swapped
+// in between is seen.
+func readMemoryFile(path string, allowed func(real string) bool) (string, bool) {
+	if allowed != nil && !allowed(workspace.RealPath(path)) {
+		return "", false
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > memoryFileLimit {
+		return "", false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	if workspace.CheckOpened(f, allowed) != nil {
+		return "", false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, memoryFileLimit+1))
+	if err != nil || len(data) > memoryFileLimit {
+		return "", false
+	}
+	return string(data), true
 }
 
 // memoryDirs lists root and its subdirectories in path order, skipping
