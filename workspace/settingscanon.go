@@ -172,8 +172,11 @@ func readOrdered(dec *json.Decoder, depth int) (any, error) {
 func canonicalObject(obj *orderedObject, prefix []string, plain bool) map[string]any {
 	plain = plain || insideOpaque(prefix)
 	// The same key twice: the later wins, objects concatenate (so that
-	// their own entries merge by the same rules, in order).
+	// their own entries merge by the same rules, in order). A
+	// concatenation is built once per key and appended to in place, so a
+	// key written many times costs no more than its entries.
 	byKey := map[string]any{}
+	owned := map[string]bool{}
 	var order []string
 	for i, k := range obj.keys {
 		v := obj.vals[i]
@@ -184,10 +187,15 @@ func canonicalObject(obj *orderedObject, prefix []string, plain bool) map[string
 		po, pok := prev.(*orderedObject)
 		vo, vok := v.(*orderedObject)
 		if seen && pok && vok {
-			byKey[k] = &orderedObject{keys: append(slices.Clone(po.keys), vo.keys...), vals: append(slices.Clone(po.vals), vo.vals...)}
+			if !owned[k] {
+				po = &orderedObject{keys: slices.Clone(po.keys), vals: slices.Clone(po.vals)}
+				byKey[k], owned[k] = po, true
+			}
+			po.keys = append(po.keys, vo.keys...)
+			po.vals = append(po.vals, vo.vals...)
 			continue
 		}
-		byKey[k] = v
+		byKey[k], owned[k] = v, false
 	}
 	out := map[string]any{}
 	for _, k := range sortedForCanon(order) {

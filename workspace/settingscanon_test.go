@@ -6,6 +6,7 @@ import (
 	"go/constant"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -264,4 +265,35 @@ func TestUntrustedSettingsEveryKeyEverySpelling(t *testing.T) {
 			t.Errorf("the workspace turned folder trust off with %s", sp.text)
 		}
 	}
+}
+
+// A key written many times (JSONC allows it) costs in proportion to the
+// file: a quadratic merge of the copies made a 600 KB file take minutes.
+// Measured in bytes allocated, not time.
+func TestManyDuplicateKeysStayLinear(t *testing.T) {
+	text := []byte("{" + strings.Repeat(`"a": {"b": 1}, "a.c": 2, `, 5000) + `"z": 1}`)
+	var got map[string]any
+	var err error
+	allocated := allocatedBy(func() { got, err = parseSettingsJSONC(text) })
+	if err != nil || lookupPath(got, "a.b") != 1.0 || lookupPath(got, "a.c") != 2.0 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if limit := uint64(len(text)) * 400; allocated > limit {
+		t.Errorf("parsing %d bytes allocated %d bytes (limit %d)", len(text), allocated, limit)
+	}
+	t.Logf("%d bytes allocated for %d bytes of settings", allocated, len(text))
+}
+
+func lookupPath(m map[string]any, key string) any {
+	v, _ := lookupCanonical(m, key)
+	return v
+}
+
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
