@@ -35,43 +35,23 @@ import (
 // configuration. Below such a point nothing is split; "mcpServers.a.b" is
 // the server "a.b".
 
-// opaquePoints are the settings whose children are names rather than
-// settings keys; nothing below them is split at dots.
+// opaquePoints are the top-level settings whose children are names rather
+// than settings keys; nothing below them is split at dots. They are all
+// top-level keys, so no other path needs tracking while normalising.
 var opaquePoints = map[string]bool{"mcpServers": true}
 
 // maxSettingsDepth bounds the nesting of a settings value.
 const maxSettingsDepth = 10000
 
-// settingsKeyPath splits key, found in the object at prefix (a canonical
-// path, nil at the top), into the path segments it addresses.
-func settingsKeyPath(prefix []string, key string) []string {
-	if insideOpaque(prefix) {
-		return []string{key}
-	}
+// settingsKeyPath splits key, found at the top of a layer (top) or in an
+// object below it that is not inside an opaque point, into the path
+// segments it addresses.
+func settingsKeyPath(top bool, key string) []string {
 	segs := strings.Split(key, ".")
-	acc := strings.Join(prefix, ".")
-	for i, seg := range segs {
-		if acc == "" {
-			acc = seg
-		} else {
-			acc += "." + seg
-		}
-		if opaquePoints[acc] && i < len(segs)-1 {
-			return append(segs[:i+1:i+1], strings.Join(segs[i+1:], "."))
-		}
+	if top && len(segs) > 1 && opaquePoints[segs[0]] {
+		return []string{segs[0], strings.Join(segs[1:], ".")}
 	}
 	return segs
-}
-
-// insideOpaque reports whether the canonical path prefix is at or below an
-// opaque point.
-func insideOpaque(prefix []string) bool {
-	for i := 1; i <= len(prefix); i++ {
-		if opaquePoints[strings.Join(prefix[:i], ".")] {
-			return true
-		}
-	}
-	return false
 }
 
 // orderedObject is a JSON object with its entries in document order,
@@ -105,7 +85,7 @@ func parseSettingsJSONC(data []byte) (map[string]any, error) {
 	if !ok {
 		return nil, errors.New("the settings must be a JSON object")
 	}
-	return canonicalObject(obj, nil, false), nil
+	return canonicalObject(obj, true, false), nil
 }
 
 // readOrdered reads one JSON value from dec, keeping the entries of
@@ -165,12 +145,10 @@ func readOrdered(dec *json.Decoder, depth int) (any, error) {
 	return nil, errors.New("unexpected " + d.String())
 }
 
-// canonicalObject builds the canonical tree of obj, found at the
-// canonical path prefix. plain objects hold data, not settings: their keys
-// are never split (objects in lists, and everything below an opaque
-// point).
-func canonicalObject(obj *orderedObject, prefix []string, plain bool) map[string]any {
-	plain = plain || insideOpaque(prefix)
+// canonicalObject builds the canonical tree of obj (top: obj is the whole
+// layer). plain objects hold data, not settings: their keys are never
+// split (objects in lists, and everything below an opaque point).
+func canonicalObject(obj *orderedObject, top, plain bool) map[string]any {
 	// The same key twice: the later wins, objects concatenate (so that
 	// their own entries merge by the same rules, in order). A
 	// concatenation is built once per key and appended to in place, so a
@@ -199,28 +177,28 @@ func canonicalObject(obj *orderedObject, prefix []string, plain bool) map[string
 	}
 	out := map[string]any{}
 	for _, k := range sortedForCanon(order) {
-		path := []string{k}
+		path, childPlain := []string{k}, plain
 		if !plain {
-			path = settingsKeyPath(prefix, k)
+			path = settingsKeyPath(top, k)
+			childPlain = top && opaquePoints[path[0]]
 		}
-		full := append(slices.Clone(prefix), path...)
-		insertCanonical(out, path, canonicalValue(byKey[k], full, plain))
+		insertCanonical(out, path, canonicalValue(byKey[k], childPlain))
 	}
 	return out
 }
 
-// canonicalValue turns a value read in order into the canonical tree; it
-// lies at the canonical path full.
-func canonicalValue(v any, full []string, plain bool) any {
+// canonicalValue turns a value read in order, found below the top of a
+// layer, into the canonical tree.
+func canonicalValue(v any, plain bool) any {
 	switch v := v.(type) {
 	case *orderedObject:
-		return canonicalObject(v, full, plain)
+		return canonicalObject(v, false, plain)
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
 			// Objects in lists are data, not settings: nothing is
 			// split, duplicates resolve as everywhere.
-			out[i] = canonicalValue(x, full, true)
+			out[i] = canonicalValue(x, true)
 		}
 		return out
 	default:
@@ -284,7 +262,7 @@ func mapKeys(m map[string]any) []string {
 // duplicates are already gone) into the canonical tree, by the same rules
 // as a file.
 func canonicalMap(m map[string]any) map[string]any {
-	return canonicalObject(orderedFromAny(m).(*orderedObject), nil, false)
+	return canonicalObject(orderedFromAny(m).(*orderedObject), true, false)
 }
 
 // orderedFromAny wraps decoded JSON objects as orderedObjects, keys in a
@@ -314,15 +292,16 @@ func orderedFromAny(v any) any {
 // Below an opaque point (mcpServers) the rest of the key is looked up with
 // the longest matching name first, as server names may hold dots.
 func lookupCanonical(m map[string]any, key string) (any, bool) {
-	path := settingsKeyPath(nil, key)
+	path := settingsKeyPath(true, key)
 	var cur any = m
 	for i, seg := range path {
 		obj, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
 		}
-		if i > 0 && insideOpaque(path[:i]) {
-			return lookupDotted(obj, strings.Join(path[i:], "."))
+		if i == 1 && opaquePoints[path[0]] {
+			// settingsKeyPath left the rest as one name.
+			return lookupDotted(obj, seg)
 		}
 		if cur, ok = obj[seg]; !ok {
 			return nil, false

@@ -169,6 +169,11 @@ func untrustedView(values map[string]any) (kept map[string]any, ignored []string
 func keepAllowed(obj map[string]any, prefix string) map[string]any {
 	out := map[string]any{}
 	for k, v := range obj {
+		if k == "" {
+			// No setting has an empty part; and "" would make the
+			// path below it look like a top-level one.
+			continue
+		}
 		p := joinKey(prefix, k)
 		if ok, listed := untrustedAllowed[p]; listed {
 			if ok == nil || ok(v) {
@@ -201,6 +206,9 @@ func reportIgnored(obj map[string]any, prefix string, ignored *[]string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := obj[k]
+		if k == "" {
+			continue
+		}
 		p := joinKey(prefix, k)
 		if ok, listed := untrustedAllowed[p]; listed && (ok == nil || ok(v)) {
 			continue

@@ -62,6 +62,7 @@ type listedPackage struct {
 
 func doScanSettingsReads() (reads []settingRead, errs []string) {
 	const mod = "github.com/qwen-ls/qwen-ls"
+	// go test puts its own GOROOT/bin first in PATH.
 	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,Export,GoFiles,Standard,Module", mod+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
