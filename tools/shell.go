@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 //go:embed shell.md
@@ -100,7 +102,7 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if strings.ContainsRune(cmd, 0) {
 		return InvalidParams(`Argument "command" contains a NUL character, which no shell command can hold. Remove it and try again.`)
 	}
-	a, err := ParseShellCommand(cmd)
+	a, err := shellsafe.Parse(cmd)
 	if err != nil {
 		return InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
@@ -186,24 +188,9 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 	return ShellConfirmation(cmd, a.NeedingApproval()), nil
 }
 
-// AnalyzeShell parses cmd as ParseShellCommand does and judges it for this
-// workspace. In a folder that is not trusted, git commands are never
-// read-only: the repository's own configuration (core.fsmonitor,
-// diff.external, textconv and clean filters, core.pager) can make even
-// `git status` or `git diff` run a program it names, and a hostile
-// repository may ship that configuration. Trusting the folder trusts its
-// configuration, and git's read-only commands run unasked again.
-func (e *Env) AnalyzeShell(cmd string) (*ShellAnalysis, error) {
-	a, err := ParseShellCommand(cmd)
-	if err != nil || e.repoConfigTrusted() {
-		return a, err
-	}
-	for i := range a.SubCommands {
-		if a.SubCommands[i].Root == "git" {
-			a.SubCommands[i].ReadOnly = false
-		}
-	}
-	return a, nil
+// AnalyzeShell judges cmd for this workspace (shellsafe.Analyze).
+func (e *Env) AnalyzeShell(cmd string) (*shellsafe.Analysis, error) {
+	return shellsafe.Analyze(cmd, shellsafe.Context{RepoConfigTrusted: e.repoConfigTrusted()})
 }
 
 // repoConfigTrusted reports whether the workspace's folder is trusted, so

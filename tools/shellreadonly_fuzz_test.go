@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 // The read-only verdict (tools.md §6.3) is checked by running commands.
@@ -346,7 +347,7 @@ func FuzzShellReadOnly(f *testing.F) {
 		if tools.NewShell(env).Validate(map[string]any{"command": command}) != nil {
 			return
 		}
-		a, err := tools.ParseShellCommand(command)
+		a, err := shellsafe.Parse(command)
 		if err != nil || !a.ReadOnly() || !a.HasRoot() || !sb.run {
 			return
 		}
@@ -447,11 +448,11 @@ func TestAllowRuleDoesNotCoverEnvironment(t *testing.T) {
 		"TZ=UTC git log --oneline -1": true,
 	} {
 		a := mustParse(t, cmd)
-		cov := tools.CoverShellSubCommands(a.SubCommands, []string{"git *"}, nil)
+		cov := shellsafe.Cover(a.SubCommands, []string{"git *"}, nil)
 		if got := len(cov.Uncovered) == 0; got != want {
 			t.Errorf("%q with Bash(git *): covered %v, want %v (%v)", cmd, got, want, cov.Uncovered)
 		}
-		if cov := tools.CoverShellSubCommands(a.SubCommands, []string{"*"}, nil); len(cov.Uncovered) != 0 {
+		if cov := shellsafe.Cover(a.SubCommands, []string{"*"}, nil); len(cov.Uncovered) != 0 {
 			t.Errorf("%q: a bare Bash rule should cover it", cmd)
 		}
 	}

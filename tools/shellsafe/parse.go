@@ -1,4 +1,4 @@
-package tools
+package shellsafe
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// ShellWord is one word of a parsed sub-command.
-type ShellWord struct {
+// Word is one word of a parsed sub-command.
+type Word struct {
 	// Value is the word after quote removal when it is literal; when
 	// Expanded it is the word's source text.
 	Value string
@@ -22,15 +22,15 @@ type ShellWord struct {
 	Pattern bool
 }
 
-// ShellSubCommand is one simple command of a command line (tools.md §3.8,
+// SubCommand is one simple command of a command line (tools.md §3.8,
 // §6.3): the unit that rules match and that is judged read-only.
-type ShellSubCommand struct {
+type SubCommand struct {
 	// Text is the sub-command as written, redirections included.
 	Text string
 	// Words are the command word and its arguments; leading VAR=value
 	// assignments are left out. Empty for a statement that only assigns
 	// variables or only redirects.
-	Words []ShellWord
+	Words []Word
 	// Assigns are the names of the variables the statement assigns before
 	// its command word (or on their own when Words is empty).
 	Assigns []string
@@ -47,13 +47,13 @@ type ShellSubCommand struct {
 	ReadOnly bool
 }
 
-// ShellAnalysis is a command line taken apart for approval (tools.md §3.8,
+// Analysis is a command line taken apart for approval (tools.md §3.8,
 // §6.3).
-type ShellAnalysis struct {
+type Analysis struct {
 	Command string
 	// SubCommands in source order; those inside a command substitution
 	// follow the sub-command that holds it.
-	SubCommands []ShellSubCommand
+	SubCommands []SubCommand
 	// Substitution is true when a command or process substitution appears
 	// anywhere.
 	Substitution bool
@@ -61,11 +61,11 @@ type ShellAnalysis struct {
 	TrailingBackground bool
 }
 
-// ParseShellCommand parses cmd as bash and splits it into sub-commands on
+// Parse parses cmd as bash and splits it into sub-commands on
 // &&, ||, ;, |, |&, & and newlines, descending into subshells, { } groups,
 // compound commands (if, while, for, case, functions) and command and
 // process substitutions. The error is the parser's message.
-func ParseShellCommand(cmd string) (*ShellAnalysis, error) {
+func Parse(cmd string) (*Analysis, error) {
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	f, err := p.Parse(strings.NewReader(cmd), "")
 	if err != nil {
@@ -73,7 +73,7 @@ func ParseShellCommand(cmd string) (*ShellAnalysis, error) {
 	}
 	w := &shellWalker{src: cmd}
 	w.stmts(f.Stmts, false)
-	a := &ShellAnalysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
+	a := &Analysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
 	if n := len(f.Stmts); n > 0 && f.Stmts[n-1].Background {
 		a.TrailingBackground = true
 	}
@@ -81,7 +81,7 @@ func ParseShellCommand(cmd string) (*ShellAnalysis, error) {
 }
 
 // HasRoot reports whether any sub-command runs a program.
-func (a *ShellAnalysis) HasRoot() bool {
+func (a *Analysis) HasRoot() bool {
 	for _, s := range a.SubCommands {
 		if s.Root != "" {
 			return true
@@ -92,7 +92,7 @@ func (a *ShellAnalysis) HasRoot() bool {
 
 // ReadOnly reports whether the whole command may run without approval:
 // every sub-command is read-only and there is no command substitution.
-func (a *ShellAnalysis) ReadOnly() bool {
+func (a *Analysis) ReadOnly() bool {
 	if a.Substitution {
 		return false
 	}
@@ -105,8 +105,8 @@ func (a *ShellAnalysis) ReadOnly() bool {
 }
 
 // NeedingApproval returns the sub-commands that are not read-only.
-func (a *ShellAnalysis) NeedingApproval() []ShellSubCommand {
-	var out []ShellSubCommand
+func (a *Analysis) NeedingApproval() []SubCommand {
+	var out []SubCommand
 	for _, s := range a.SubCommands {
 		if !s.ReadOnly {
 			out = append(out, s)
@@ -118,7 +118,7 @@ func (a *ShellAnalysis) NeedingApproval() []ShellSubCommand {
 // shellWalker collects the sub-commands of a parsed command line.
 type shellWalker struct {
 	src          string
-	subs         []ShellSubCommand
+	subs         []SubCommand
 	substitution bool
 }
 
@@ -211,7 +211,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 			end = e
 		}
 	}
-	sub := ShellSubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write}
+	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, a := range c.Assigns {
@@ -223,22 +223,22 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 			sub.Words = append(sub.Words, w.word(a))
 		}
 	case *syntax.DeclClause:
-		sub.Words = append(sub.Words, ShellWord{Value: c.Variant.Value})
+		sub.Words = append(sub.Words, Word{Value: c.Variant.Value})
 		for _, a := range c.Args {
-			sub.Words = append(sub.Words, ShellWord{Value: w.text(a.Pos(), a.End()), Expanded: hasExpansion(a)})
+			sub.Words = append(sub.Words, Word{Value: w.text(a.Pos(), a.End()), Expanded: hasExpansion(a)})
 		}
 	case *syntax.LetClause:
-		sub.Words = []ShellWord{{Value: "let"}}
+		sub.Words = []Word{{Value: "let"}}
 		if len(c.Exprs) > 0 {
-			sub.Words = append(sub.Words, ShellWord{Value: w.text(c.Exprs[0].Pos(), c.End()), Expanded: hasExpansion(c)})
+			sub.Words = append(sub.Words, Word{Value: w.text(c.Exprs[0].Pos(), c.End()), Expanded: hasExpansion(c)})
 		}
 	case *syntax.TestClause:
-		sub.Words = []ShellWord{{Value: "[["}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
+		sub.Words = []Word{{Value: "[["}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
 	case *syntax.ArithmCmd:
-		sub.Words = []ShellWord{{Value: "(("}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
+		sub.Words = []Word{{Value: "(("}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
 	case nil:
 	default:
-		sub.Words = []ShellWord{{Value: sub.Text, Expanded: true}}
+		sub.Words = []Word{{Value: sub.Text, Expanded: true}}
 	}
 	if len(sub.Words) > 0 {
 		if cw := sub.Words[0]; cw.Expanded {
@@ -317,9 +317,9 @@ func hasExpansion(node syntax.Node) bool {
 }
 
 // word computes a word's literal value, or marks it expanded.
-func (w *shellWalker) word(wd *syntax.Word) ShellWord {
+func (w *shellWalker) word(wd *syntax.Word) Word {
 	var b strings.Builder
-	out := ShellWord{}
+	out := Word{}
 	for _, part := range wd.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -350,7 +350,7 @@ func (w *shellWalker) word(wd *syntax.Word) ShellWord {
 		}
 	}
 	if out.Expanded {
-		return ShellWord{Value: w.text(wd.Pos(), wd.End()), Expanded: true}
+		return Word{Value: w.text(wd.Pos(), wd.End()), Expanded: true}
 	}
 	out.Value = b.String()
 	return out
@@ -481,6 +481,33 @@ func isFDWord(wd *syntax.Word) bool {
 }
 
 // String shows a sub-command for test failures and logs.
-func (s ShellSubCommand) String() string {
+func (s SubCommand) String() string {
 	return fmt.Sprintf("%q (root %q, read-only %v)", s.Text, s.Root, s.ReadOnly)
+}
+
+// Context is what Analyze knows of the workspace a command runs in.
+type Context struct {
+	// RepoConfigTrusted: the folder is trusted, so its repository
+	// configuration may steer git.
+	RepoConfigTrusted bool
+}
+
+// Analyze parses cmd as Parse does and judges it for a workspace. When
+// the folder is not trusted, git commands are never read-only: the
+// repository's own configuration (core.fsmonitor, diff.external, textconv
+// and clean filters, core.pager) can make even `git status` or `git diff`
+// run a program it names, and a hostile repository may ship that
+// configuration. Trusting the folder trusts its configuration, and git's
+// read-only commands run unasked again.
+func Analyze(cmd string, ctx Context) (*Analysis, error) {
+	a, err := Parse(cmd)
+	if err != nil || ctx.RepoConfigTrusted {
+		return a, err
+	}
+	for i := range a.SubCommands {
+		if a.SubCommands[i].Root == "git" {
+			a.SubCommands[i].ReadOnly = false
+		}
+	}
+	return a, nil
 }

@@ -1,10 +1,10 @@
-package tools
+package shellsafe
 
 import "strings"
 
 // awkReadOnly refuses program files and programs that run commands or
 // write files: system(, getline, pipes, and > in a print statement.
-func awkReadOnly(args []ShellWord) bool {
+func awkReadOnly(args []Word) bool {
 	var programs, operands []string
 	explicit := false
 	for i := 0; i < len(args); i++ {

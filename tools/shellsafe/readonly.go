@@ -1,4 +1,4 @@
-package tools
+package shellsafe
 
 import "strings"
 
@@ -29,7 +29,7 @@ import "strings"
 // statement that only assigns is read-only unless it sets a variable whose
 // name has an upper-case letter (PATH, IFS, BASH_ENV, GIT_…), which the
 // shell or the programs it starts may read.
-var readOnlyRoots = map[string]func(args []ShellWord) bool{
+var readOnlyRoots = map[string]func(args []Word) bool{
 	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
 	"git": gitReadOnly, "grep": nil, "head": nil, "less": nil, "ls": nil, "more": nil,
@@ -42,7 +42,7 @@ var readOnlyRoots = map[string]func(args []ShellWord) bool{
 // statement without a program (assignments only) is read-only unless it
 // redirects or substitutes. The command word must be a plain name: ./ls
 // runs a file of the workspace, not ls.
-func shellReadOnly(s ShellSubCommand) bool {
+func shellReadOnly(s SubCommand) bool {
 	if s.WriteRedirect || s.Substitution {
 		return false
 	}
@@ -122,7 +122,7 @@ func longOpt(v string, names ...string) bool {
 
 // printfReadOnly refuses printf -v (it assigns a shell variable, PATH
 // included) and a first argument that could turn into -v.
-func printfReadOnly(args []ShellWord) bool {
+func printfReadOnly(args []Word) bool {
 	if len(args) == 0 {
 		return true
 	}
@@ -133,14 +133,14 @@ func printfReadOnly(args []ShellWord) bool {
 	return !strings.HasPrefix(a.Value, "-v")
 }
 
-func noArgs(args []ShellWord) bool { return len(args) == 0 }
+func noArgs(args []Word) bool { return len(args) == 0 }
 
 var findRefused = map[string]bool{
 	"-delete": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
 	"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
 }
 
-func findReadOnly(args []ShellWord) bool {
+func findReadOnly(args []Word) bool {
 	for _, a := range args {
 		if findRefused[a.Value] {
 			return false
@@ -154,7 +154,7 @@ var gitReadOnlySubs = map[string]bool{
 	"log": true, "ls-files": true, "remote": true, "rev-parse": true, "show": true, "status": true,
 }
 
-func gitReadOnly(args []ShellWord) bool {
+func gitReadOnly(args []Word) bool {
 	// Global options that change nothing may come before the sub-command.
 	i := 0
 	for i < len(args) {
@@ -210,7 +210,7 @@ func gitReadOnly(args []ShellWord) bool {
 
 // gitBranchReadOnly allows listing branches only: no option that deletes,
 // moves, copies or re-points one, and a branch name only in list mode.
-func gitBranchReadOnly(args []ShellWord) bool {
+func gitBranchReadOnly(args []Word) bool {
 	listMode, named := false, false
 	for _, a := range args {
 		v := a.Value
@@ -241,7 +241,7 @@ func gitBranchReadOnly(args []ShellWord) bool {
 	return !named || listMode
 }
 
-func sortReadOnly(args []ShellWord) bool {
+func sortReadOnly(args []Word) bool {
 	for _, a := range args {
 		v := a.Value
 		if strings.HasPrefix(v, "--") {
@@ -271,7 +271,7 @@ func sortReadOnly(args []ShellWord) bool {
 }
 
 // uniqReadOnly refuses a second file operand, which uniq writes to.
-func uniqReadOnly(args []ShellWord) bool {
+func uniqReadOnly(args []Word) bool {
 	operands := 0
 	for _, a := range args {
 		if a.Pattern {
@@ -297,7 +297,7 @@ func uniqReadOnly(args []ShellWord) bool {
 
 // treeReadOnly refuses -o (output file) and -R (writes 00Tree.html in
 // every directory with -H).
-func treeReadOnly(args []ShellWord) bool {
+func treeReadOnly(args []Word) bool {
 	for _, a := range args {
 		v := a.Value
 		if strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "-R") {
@@ -309,7 +309,7 @@ func treeReadOnly(args []ShellWord) bool {
 
 // rgReadOnly refuses the options that start other programs: --pre,
 // --hostname-bin and -z/--search-zip (decompressors).
-func rgReadOnly(args []ShellWord) bool {
+func rgReadOnly(args []Word) bool {
 	for _, a := range args {
 		v := a.Value
 		if v == "--" {
@@ -331,7 +331,7 @@ func rgReadOnly(args []ShellWord) bool {
 // option is an unquoted pattern: as the script of sed or the program of
 // awk, its expansion is not the text that was checked. (Option values
 // counted as operands make this stricter, never looser.)
-func firstOperandIsPattern(args []ShellWord) bool {
+func firstOperandIsPattern(args []Word) bool {
 	for _, a := range args {
 		if a.Value == "--" {
 			continue

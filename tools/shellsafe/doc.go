@@ -1,0 +1,20 @@
+// Package shellsafe judges a bash command line before anything runs it:
+// whether it may run without asking (read-only), which sub-commands a
+// permission rule covers, and which files it may write.
+//
+// It is the parser half of the shell's protection; the OS sandbox that
+// confines what actually runs is the other half, and the two meet only
+// here. The entry points:
+//
+//   - Parse splits a command line into sub-commands and judges each on the
+//     text alone; Analyze does the same for one workspace, given as a
+//     Context of plain values (roots, the directory the command runs in,
+//     whether the folder's repository configuration is trusted).
+//   - Analysis.ReadOnly is the verdict "may run unasked";
+//     Analysis.NeedingApproval lists the sub-commands that are not.
+//   - RuleMatches, Cover and SuggestedRule apply and suggest the
+//     specifiers of Bash(…) permission rules.
+//
+// The package imports nothing of qwen-ls but is imported by tools and
+// session; what it needs of the workspace is passed in.
+package shellsafe
