@@ -197,7 +197,8 @@ func TestShellWritesToProtectedFilesAsk(t *testing.T) {
 	a, asked := rulesAgent(t, "default", map[string]any{"allow": []any{"Bash(echo *)", "Bash(cp *)"}})
 	os.MkdirAll(filepath.Join(a.root, ".git", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(a.root, ".git", "config"), []byte("[core]\n"), 0o644)
-	a.shell(t, "plain", "echo hi > notes.txt")
+	os.WriteFile(filepath.Join(a.root, "a.txt"), []byte("hi\n"), 0o644)
+	a.shell(t, "plain", "cp a.txt notes.txt")
 	a.shell(t, "read", "cat .git/config")
 	if len(*asked) != 0 {
 		t.Fatalf("an allowed or read-only command asked: %s", (*asked)[0])

@@ -133,8 +133,7 @@ func shellOf(env *tools.Env, t tools.Tool, params map[string]any) *shellCall {
 	if t.Name() != "run_shell_command" {
 		return nil
 	}
-	cmd, _ := tools.String(params, "command")
-	a, err := env.AnalyzeShell(cmd)
+	a, err := env.AnalyzeShellCall(params)
 	if err != nil {
 		return nil
 	}

@@ -43,8 +43,35 @@ type SubCommand struct {
 	// Substitution: its own words or redirections hold a command or
 	// process substitution ($(…), `…`, <(…), >(…)).
 	Substitution bool
+	// UnsafeExpansion: the sub-command holds an expansion whose value bash
+	// evaluates as code (arithmetic, a subscript, a substring offset,
+	// indirection, a prompt or other @ transform, an assignment that
+	// assigns), or an assignment to an array element: any of these runs
+	// a $(…) hidden in a variable's value.
+	UnsafeExpansion bool
 	// ReadOnly is the verdict of tools.md §6.3.
 	ReadOnly bool
+
+	// Redirects are the targets of the file-writing redirections of the
+	// sub-command and of the groups around it, after quote removal.
+	Redirects []Word
+	// Dir is the directory the sub-command runs in, as Analyze worked it
+	// out from Context.Dir and the cd commands before it ("" when it
+	// cannot be known: cd to a variable, cd -, a cd in a loop).
+	Dir string
+	// Targets are the absolute paths the sub-command may write, as
+	// Analyze resolved them: its redirection targets, and for a
+	// sub-command that is not read-only every argument that names a path
+	// (globs expanded against the file system, ~ resolved). Each is
+	// given as written (made absolute), not with links resolved.
+	Targets []string
+	// Unresolved says why some target could not be known before the
+	// command runs ("" when every one is known): a redirection to a
+	// variable, a path argument of a file-writing program that holds an
+	// expansion, a relative target in an unknown directory.
+	Unresolved string
+
+	loop bool // inside a while, until, for or select body
 }
 
 // Analysis is a command line taken apart for approval (tools.md §3.8,
@@ -72,7 +99,7 @@ func Parse(cmd string) (*Analysis, error) {
 		return nil, err
 	}
 	w := &shellWalker{src: cmd}
-	w.stmts(f.Stmts, false)
+	w.stmts(f.Stmts, redirs{})
 	a := &Analysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
 	if n := len(f.Stmts); n > 0 && f.Stmts[n-1].Background {
 		a.TrailingBackground = true
@@ -120,6 +147,7 @@ type shellWalker struct {
 	src          string
 	subs         []SubCommand
 	substitution bool
+	loop         int // depth of loop bodies
 }
 
 func (w *shellWalker) text(from, to syntax.Pos) string {
@@ -130,19 +158,58 @@ func (w *shellWalker) text(from, to syntax.Pos) string {
 	return w.src[a:b]
 }
 
-func (w *shellWalker) stmts(list []*syntax.Stmt, write bool) {
+func (w *shellWalker) stmts(list []*syntax.Stmt, outer redirs) {
 	for _, s := range list {
-		w.stmt(s, write)
+		w.stmt(s, outer)
 	}
 }
 
-// stmt handles one statement; write says a group around it redirects
-// output to a file.
-func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
+// redirs are the file-writing redirections of the groups around a
+// statement.
+type redirs struct {
+	write   bool
+	targets []Word
+}
+
+func (r redirs) with(list []*syntax.Redirect) redirs {
+	if !hasWriteRedirect(list) {
+		return r
+	}
+	return redirs{write: true, targets: append(append([]Word(nil), r.targets...), writeTargets(list)...)}
+}
+
+// clause records the header of a compound command (a for list, a case
+// word and patterns, a group's redirections) as a sub-command that is not
+// read-only when it holds an expansion bash evaluates as code.
+func (w *shellWalker) clause(root string, from, to syntax.Pos, nodes ...syntax.Node) {
+	for _, n := range nodes {
+		if n != nil && unsafeExpansion(n) {
+			w.subs = append(w.subs, SubCommand{Text: w.text(from, to), Root: root, UnsafeExpansion: true, loop: w.loop > 0})
+			return
+		}
+	}
+}
+
+func (w *shellWalker) redirClause(s *syntax.Stmt) {
+	for _, r := range s.Redirs {
+		w.clause("", r.Pos(), r.End(), r)
+	}
+}
+
+// stmt handles one statement; outer are the redirections of groups around
+// it that write to files.
+func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 	if s == nil {
 		return
 	}
-	write = write || hasWriteRedirect(s.Redirs)
+	write := outer.with(s.Redirs)
+	if _, leaf := s.Cmd.(*syntax.CallExpr); !leaf && s.Cmd != nil {
+		switch s.Cmd.(type) {
+		case *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
+		default:
+			w.redirClause(s)
+		}
+	}
 	switch c := s.Cmd.(type) {
 	case nil, *syntax.CallExpr, *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
 		w.leaf(s, write)
@@ -164,14 +231,25 @@ func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
 		}
 	case *syntax.WhileClause:
 		w.redirSubsts(s.Redirs)
+		w.loop++
 		w.stmts(c.Cond, write)
 		w.stmts(c.Do, write)
+		w.loop--
 	case *syntax.ForClause:
 		w.redirSubsts(s.Redirs)
+		w.loop++
+		w.clause("", c.Loop.Pos(), c.Loop.End(), c.Loop)
 		w.substs(c.Loop)
 		w.stmts(c.Do, write)
+		w.loop--
 	case *syntax.CaseClause:
 		w.redirSubsts(s.Redirs)
+		w.clause("", c.Word.Pos(), c.Word.End(), c.Word)
+		for _, item := range c.Items {
+			for _, p := range item.Patterns {
+				w.clause("", p.Pos(), p.End(), p)
+			}
+		}
 		w.substs(c.Word)
 		for _, item := range c.Items {
 			for _, p := range item.Patterns {
@@ -191,13 +269,13 @@ func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
 	default:
 		// A construct of another dialect: judge it as one opaque command
 		// that is never read-only.
-		w.leaf(s, true)
+		w.leaf(s, redirs{write: true})
 	}
 }
 
 // leaf records a simple command (or a builtin clause) as a sub-command,
 // then the sub-commands of the substitutions inside it.
-func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
+func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 	end := s.Pos()
 	if s.Cmd != nil {
 		end = s.Cmd.End()
@@ -211,7 +289,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 			end = e
 		}
 	}
-	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write}
+	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, loop: w.loop > 0}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, a := range c.Assigns {
@@ -256,6 +334,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 	if inner.redirSubsts(s.Redirs) {
 		sub.Substitution = true
 	}
+	sub.UnsafeExpansion = unsafeExpansion(s)
 	sub.ReadOnly = shellReadOnly(sub)
 	w.subs = append(w.subs, sub)
 	w.subs = append(w.subs, inner.subs...)
@@ -288,11 +367,11 @@ func (w *shellWalker) substs(node syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			found = true
-			w.stmts(n.Stmts, false)
+			w.stmts(n.Stmts, redirs{})
 			return false
 		case *syntax.ProcSubst:
 			found = true
-			w.stmts(n.Stmts, false)
+			w.stmts(n.Stmts, redirs{})
 			return false
 		}
 		return true
@@ -301,6 +380,95 @@ func (w *shellWalker) substs(node syntax.Node) bool {
 		w.substitution = true
 	}
 	return found
+}
+
+// unsafeExpansion reports whether node, outside the command and process
+// substitutions in it (sub-commands of their own), holds an expansion or
+// an assignment that makes bash evaluate a variable's value as code. The
+// safe forms are an allow-list: $name, ${name}, ${#name}, and ${name}
+// with a default (-, :-, +, :+), a prefix or suffix removed (#, ##, %,
+// %%) or its case changed (^, ^^, ",", ",,"); and an assignment of one
+// word to a plain name. Everything else (arithmetic, subscripts,
+// substring offsets, ${!name}, ${name@P} and the other @ transforms,
+// ${name/x/y}, ${name:=x}, array assignments) is not: bash evaluates the
+// contents of the variables named there, and a value such as
+// 'a[$(touch m)]' runs its substitution.
+func unsafeExpansion(node syntax.Node) bool {
+	found := false
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.TestClause, *syntax.CStyleLoop:
+			found = true
+		case *syntax.ParamExp:
+			found = !safeParamExp(n)
+		case *syntax.Assign:
+			found = n.Index != nil || n.Array != nil || n.Name == nil || n.Naked
+		case *syntax.DeclClause:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// safeParamExp is the allow-list of unsafeExpansion.
+func safeParamExp(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Flags != nil || p.Excl || p.Width || p.IsSet || p.NestedParam != nil ||
+		p.Index != nil || len(p.Modifiers) > 0 || p.Slice != nil || p.Repl != nil || p.Names != 0 ||
+		p.Split != syntax.OptUnset || p.GlobSubst != syntax.OptUnset || p.RcExpand != syntax.OptUnset {
+		return false
+	}
+	if p.Exp == nil {
+		return true
+	}
+	if p.Length {
+		return false
+	}
+	switch p.Exp.Op {
+	case syntax.AlternateUnset, syntax.AlternateUnsetOrNull, syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
+		syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix,
+		syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
+		return true
+	}
+	return false
+}
+
+// writeTargets are the targets of the redirections in list that write to
+// a file (not /dev/null, not a descriptor).
+func writeTargets(list []*syntax.Redirect) []Word {
+	var out []Word
+	w := &shellWalker{}
+	for _, r := range list {
+		if r.Word == nil || isHeredoc(r.Op) || r.Word.Lit() == "/dev/null" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+			syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		case syntax.DplOut:
+			if isFDWord(r.Word) {
+				continue
+			}
+		default:
+			continue
+		}
+		w.src = ""
+		t := w.word(r.Word)
+		if t.Expanded {
+			t.Value = ""
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func isHeredoc(op syntax.RedirOperator) bool {
+	return op == syntax.Hdoc || op == syntax.DashHdoc || op == syntax.WordHdoc
 }
 
 // hasExpansion reports whether node holds any expansion.
@@ -483,31 +651,4 @@ func isFDWord(wd *syntax.Word) bool {
 // String shows a sub-command for test failures and logs.
 func (s SubCommand) String() string {
 	return fmt.Sprintf("%q (root %q, read-only %v)", s.Text, s.Root, s.ReadOnly)
-}
-
-// Context is what Analyze knows of the workspace a command runs in.
-type Context struct {
-	// RepoConfigTrusted: the folder is trusted, so its repository
-	// configuration may steer git.
-	RepoConfigTrusted bool
-}
-
-// Analyze parses cmd as Parse does and judges it for a workspace. When
-// the folder is not trusted, git commands are never read-only: the
-// repository's own configuration (core.fsmonitor, diff.external, textconv
-// and clean filters, core.pager) can make even `git status` or `git diff`
-// run a program it names, and a hostile repository may ship that
-// configuration. Trusting the folder trusts its configuration, and git's
-// read-only commands run unasked again.
-func Analyze(cmd string, ctx Context) (*Analysis, error) {
-	a, err := Parse(cmd)
-	if err != nil || ctx.RepoConfigTrusted {
-		return a, err
-	}
-	for i := range a.SubCommands {
-		if a.SubCommands[i].Root == "git" {
-			a.SubCommands[i].ReadOnly = false
-		}
-	}
-	return a, nil
 }

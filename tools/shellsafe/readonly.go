@@ -32,7 +32,7 @@ import "strings"
 var readOnlyRoots = map[string]func(args []Word) bool{
 	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
-	"git": gitReadOnly, "grep": nil, "head": nil, "less": nil, "ls": nil, "more": nil,
+	"git": gitReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
 	"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
 	"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
 	"wc": nil, "which": nil, "whoami": nil,
@@ -43,7 +43,7 @@ var readOnlyRoots = map[string]func(args []Word) bool{
 // redirects or substitutes. The command word must be a plain name: ./ls
 // runs a file of the workspace, not ls.
 func shellReadOnly(s SubCommand) bool {
-	if s.WriteRedirect || s.Substitution {
+	if s.WriteRedirect || s.Substitution || s.UnsafeExpansion {
 		return false
 	}
 	if len(s.Words) == 0 {
@@ -342,4 +342,103 @@ func firstOperandIsPattern(args []Word) bool {
 		return a.Pattern
 	}
 	return false
+}
+
+// lessReadOnly allows only the options of less that change how text is
+// shown. Everything else asks: -k and --lesskey-file/--lesskey-src load a
+// key-binding file whose #env section can set LESSOPEN (a command less
+// runs on every file), -o/-O/--log-file write a file, +cmd and
+// --init-commands... run less commands (which include "!" for a shell
+// command and "|" for a pipe), -t/-T use a tags file, and an option this
+// list does not know may do any of those.
+func lessReadOnly(args []Word) bool {
+	for _, a := range args {
+		v := a.Value
+		switch {
+		case v == "--":
+			return true
+		case strings.HasPrefix(v, "--"):
+			name, _, _ := strings.Cut(v[2:], "=")
+			if !lessLongSafe[name] {
+				return false
+			}
+		case strings.HasPrefix(v, "+"):
+			return false
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			if !shortCluster(v[1:], "aABcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", "bhjxyz#") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lessLongSafe are the long options of less that only change the display.
+var lessLongSafe = map[string]bool{
+	"quit-at-eof": true, "QUIT-AT-EOF": true, "quit-if-one-screen": true, "ignore-case": true, "IGNORE-CASE": true,
+	"long-prompt": true, "LONG-PROMPT": true, "line-numbers": true, "LINE-NUMBERS": true, "quiet": true,
+	"silent": true, "QUIET": true, "SILENT": true, "raw-control-chars": true, "RAW-CONTROL-CHARS": true,
+	"squeeze-blank-lines": true, "chop-long-lines": true, "no-init": true, "tabs": true, "status-column": true,
+	"no-lessopen": true, "hilite-unread": true, "HILITE-UNREAD": true, "no-keypad": true, "tilde": true,
+	"shift": true, "window": true, "max-back-scroll": true, "jump-target": true, "buffers": true,
+	"auto-buffers": true, "force": true, "dumb": true, "clear-screen": true, "CLEAR-SCREEN": true,
+	"hilite-search": true, "HILITE-SEARCH": true, "search-skip-screen": true, "underline-special": true,
+	"UNDERLINE-SPECIAL": true, "follow-name": true, "mouse": true, "wheel-lines": true, "use-color": true,
+	"incsearch": true, "header": true, "wordwrap": true, "version": true, "help": true, "color": true,
+}
+
+// moreReadOnly allows the display options of more, its -n/-NUMBER line
+// counts, and +NUMBER or +/pattern to start at a line; anything else asks.
+func moreReadOnly(args []Word) bool {
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		switch {
+		case v == "--":
+			return true
+		case v == "-n" || v == "--lines":
+			i++
+		case strings.HasPrefix(v, "--"):
+			switch name, _, _ := strings.Cut(v[2:], "="); name {
+			case "silent", "logical", "no-pause", "print-over", "clean-print", "squeeze", "plain", "lines", "help", "version":
+			default:
+				return false
+			}
+		case strings.HasPrefix(v, "+"):
+			if !allDigits(v[1:]) && !strings.HasPrefix(v, "+/") {
+				return false
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			if !allDigits(v[1:]) && !shortCluster(v[1:], "dlfpcsuhV", "n") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shortCluster reports whether a cluster of short options (without its
+// "-") holds only flags from flags and at most one option from valued,
+// which takes the rest of the cluster as its value.
+func shortCluster(c, flags, valued string) bool {
+	for i := 0; i < len(c); i++ {
+		switch {
+		case strings.IndexByte(valued, c[i]) >= 0:
+			return true
+		case strings.IndexByte(flags, c[i]) < 0:
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

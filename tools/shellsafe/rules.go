@@ -134,6 +134,13 @@ type Coverage struct {
 // word given as a path is also matched by its basename (/bin/rm as rm),
 // and the command run by a wrapper is matched on its own (timeout 5 rm x,
 // env X=1 rm x, xargs rm, sudo rm x, nice rm x all match rm *).
+//
+// A rule for a command never covers a redirection of its output to a
+// file: Bash(git status) is not git status > ANY-FILE, and Bash(echo *)
+// is not echo x > .git/config. Redirections are judged on their own, so
+// such a sub-command asks; discarding output (2>/dev/null) and
+// duplicating descriptors (2>&1) are not writes. Only a bare Bash rule,
+// which allows every command, covers them.
 func Cover(subs []SubCommand, allow, deny []string) Coverage {
 	cov := Coverage{Deny: -1, DeniedSubCommand: -1}
 	for di, spec := range deny {
@@ -153,7 +160,8 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 		}
 		allowed := false
 		for _, spec := range allow {
-			if RuleMatches(spec, sub) && (allowCoversAssigns(sub) || strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == "") {
+			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
+			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect)) {
 				allowed = true
 				break
 			}

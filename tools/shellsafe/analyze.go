@@ -1,0 +1,397 @@
+package shellsafe
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Context is what Analyze knows of the workspace a command runs in. It is
+// plain values and functions, so that this package needs nothing else of
+// qwen-ls.
+type Context struct {
+	// RepoConfigTrusted: the folder is trusted, so its repository
+	// configuration may steer git.
+	RepoConfigTrusted bool
+	// Dir is the absolute directory the command starts in ("" when
+	// there is none: then no git command is read-only).
+	Dir string
+	// Home is the user's home directory, for ~ and a bare cd.
+	Home string
+	// CDPath is the CDPATH bash starts with: when set, cd to a bare name
+	// may go anywhere it lists, so such a cd leads somewhere unknown.
+	CDPath string
+	// Inside reports whether an absolute path is inside the workspace
+	// roots, links resolved. Nil means nothing is.
+	Inside func(abs string) bool
+}
+
+// Analyze parses cmd as Parse does and judges it for a workspace:
+//
+//   - When the folder is not trusted, git commands are never read-only:
+//     the repository's own configuration (core.fsmonitor, diff.external,
+//     textconv and clean filters, core.pager) can make even `git status`
+//     or `git diff` run a program it names, and a hostile repository may
+//     ship that configuration. Trusting the folder trusts its
+//     configuration, and git's read-only commands run unasked again.
+//   - Even then, a git command is read-only only when the repository it
+//     would use is known to be inside the roots: git -C, cd and the
+//     command's directory are followed, and git's own search upward for a
+//     .git (or a bare repository) is repeated. Another repository's
+//     configuration and hooks are not the workspace's.
+//   - Each sub-command gets its directory (Dir), the paths it may write
+//     (Targets) and why some could not be known (Unresolved), for the
+//     protected-path check of the caller.
+func Analyze(cmd string, ctx Context) (*Analysis, error) {
+	a, err := Parse(cmd)
+	if err != nil {
+		return a, err
+	}
+	dir := ctx.Dir
+	for _, s := range a.SubCommands {
+		if s.loop && isCd(s) {
+			// A cd in a loop body also applies to the commands written
+			// before it, on the next pass.
+			dir = ""
+		}
+	}
+	for i := range a.SubCommands {
+		s := &a.SubCommands[i]
+		s.Dir = dir
+		if isCd(*s) {
+			dir = ctx.cdTarget(dir, s.Words[1:])
+		}
+		if s.Root == "git" && s.ReadOnly && (!ctx.RepoConfigTrusted || !ctx.gitRepoInside(s.Dir, s.Words[1:])) {
+			s.ReadOnly = false
+		}
+		ctx.resolveTargets(s)
+	}
+	return a, nil
+}
+
+func isCd(s SubCommand) bool {
+	return len(s.Words) > 0 && !s.Words[0].Expanded && s.Words[0].Value == "cd"
+}
+
+// cdTarget is where cd with args leads from dir ("" when unknown).
+func (ctx Context) cdTarget(dir string, args []Word) string {
+	for len(args) > 0 && strings.HasPrefix(args[0].Value, "-") && args[0].Value != "-" && !args[0].Expanded {
+		if args[0].Value == "--" {
+			args = args[1:]
+			break
+		}
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return ctx.Home
+	}
+	a := args[0]
+	if a.Expanded || a.Pattern || a.Value == "-" || a.Value == "" {
+		return ""
+	}
+	v := a.Value
+	if ctx.CDPath != "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "./") && !strings.HasPrefix(v, "../") && v != "." && v != ".." {
+		return ""
+	}
+	return ctx.absPath(dir, v)
+}
+
+// absPath makes v absolute against dir, resolving a leading ~ ("" when it
+// cannot be known).
+func (ctx Context) absPath(dir, v string) string {
+	switch {
+	case v == "~" || strings.HasPrefix(v, "~/"):
+		if ctx.Home == "" {
+			return ""
+		}
+		return filepath.Join(ctx.Home, v[1:])
+	case strings.HasPrefix(v, "~"):
+		return ""
+	case filepath.IsAbs(v):
+		return filepath.Clean(v)
+	case dir == "":
+		return ""
+	}
+	return filepath.Join(dir, v)
+}
+
+func (ctx Context) inside(p string) bool {
+	return p != "" && ctx.Inside != nil && ctx.Inside(p)
+}
+
+// gitRepoInside reports whether the repository a git command with args
+// would use, started in dir, is known to be inside the roots. The global
+// options are those gitReadOnly lets through (-C among them).
+func (ctx Context) gitRepoInside(dir string, args []Word) bool {
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		if v == "--no-pager" || v == "-P" || v == "--no-optional-locks" {
+			continue
+		}
+		if v != "-C" {
+			break
+		}
+		if i+1 >= len(args) || args[i+1].Expanded || args[i+1].Pattern {
+			return false
+		}
+		if v := args[i+1].Value; v != "" {
+			// git -C "" changes nothing.
+			dir = ctx.absPath(dir, v)
+		}
+		i++
+	}
+	if dir == "" || !ctx.inside(dir) {
+		return false
+	}
+	repo, gitDirs := findRepository(dir)
+	if repo == "" {
+		// No repository: git refuses to run and reads no configuration
+		// but the user's own.
+		return true
+	}
+	for _, d := range gitDirs {
+		if !ctx.inside(d) {
+			return false
+		}
+	}
+	return ctx.inside(repo)
+}
+
+// findRepository repeats git's discovery from dir: the first folder
+// upward that holds a .git (folder or gitdir file) or is itself a bare
+// repository. It returns that folder and the git directories it points to
+// (a gitdir file's target and its commondir), which must be inside the
+// roots too.
+func findRepository(dir string) (string, []string) {
+	for d := filepath.Clean(dir); ; {
+		dotGit := filepath.Join(d, ".git")
+		if fi, err := os.Lstat(dotGit); err == nil {
+			if !fi.IsDir() {
+				return d, gitFileDirs(d, dotGit)
+			}
+			return d, []string{dotGit}
+		} else if !os.IsNotExist(err) {
+			// Unreadable: git may still find something there.
+			return "/", nil
+		}
+		if isBareRepository(d) {
+			return d, []string{d}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", nil
+		}
+		d = parent
+	}
+}
+
+// gitFileDirs reads a .git file ("gitdir: <path>") and the commondir of
+// the folder it names. A file it cannot read names the file system root,
+// which no workspace holds.
+func gitFileDirs(d, dotGit string) []string {
+	b, err := os.ReadFile(dotGit)
+	line, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if err != nil || !ok {
+		if fi, serr := os.Stat(dotGit); serr == nil && fi.IsDir() {
+			// A link to a folder.
+			return []string{dotGit}
+		}
+		return []string{"/"}
+	}
+	gd := strings.TrimSpace(line)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(d, gd)
+	}
+	dirs := []string{gd}
+	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		cd := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(gd, cd)
+		}
+		dirs = append(dirs, cd)
+	}
+	return dirs
+}
+
+// isBareRepository is git's test for a git directory: HEAD, objects and
+// refs.
+func isBareRepository(d string) bool {
+	for _, name := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(d, name)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// maxTargets bounds the paths one sub-command's globs may expand to;
+// beyond it the targets count as unknown.
+const maxTargets = 512
+
+// fileWriters are programs whose arguments name files they write: when
+// one of those arguments holds an expansion, what is written is unknown.
+// (An argument of any program is still checked when it is literal.)
+var fileWriters = map[string]bool{
+	"cp": true, "mv": true, "install": true, "ln": true, "tee": true, "touch": true, "dd": true,
+	"truncate": true, "rsync": true, "tar": true, "unzip": true, "mkdir": true, "rm": true, "chmod": true,
+	"chown": true, "patch": true, "sed": true, "awk": true, "sort": true, "curl": true, "wget": true,
+	"ed": true, "ex": true, "vi": true, "vim": true, "perl": true,
+}
+
+// resolveTargets fills s.Targets and s.Unresolved.
+func (ctx Context) resolveTargets(s *SubCommand) {
+	seen := map[string]bool{}
+	add := func(v string) {
+		if s.Unresolved != "" {
+			return
+		}
+		paths, ok := ctx.expand(s.Dir, v)
+		if !ok {
+			s.Unresolved = "it names a file by a pattern that cannot be worked out before it runs, or by a relative path in a directory that is not known"
+			return
+		}
+		for _, p := range paths {
+			if !seen[p] {
+				seen[p] = true
+				s.Targets = append(s.Targets, p)
+			}
+		}
+		if len(s.Targets) > maxTargets {
+			s.Unresolved = "its file names expand to too many files to check"
+		}
+	}
+	for _, r := range s.Redirects {
+		if r.Expanded || r.Value == "" {
+			s.Unresolved = "it redirects output to a file whose name is known only when it runs"
+			continue
+		}
+		add(r.Value)
+	}
+	if s.ReadOnly || len(s.Words) == 0 {
+		return
+	}
+	writer := !s.Words[0].Expanded && fileWriters[s.Root]
+	for _, w := range s.Words[1:] {
+		if w.Expanded {
+			if writer && s.Unresolved == "" {
+				s.Unresolved = "it names a file through a variable or a command, known only when it runs"
+			}
+			continue
+		}
+		v := w.Value
+		if v == "" || v == "-" || v == "--" {
+			continue
+		}
+		if s.Dir == "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") && !writer {
+			continue
+		}
+		add(v)
+		if _, val, ok := strings.Cut(v, "="); ok && val != "" {
+			add(val)
+		}
+		if len(v) > 2 && v[0] == '-' && v[1] != '-' {
+			add(v[2:])
+		}
+	}
+}
+
+// expand turns one word into the absolute paths it may name: braces and
+// globs expanded against the file system, the literal word kept too (bash
+// keeps a pattern that matches nothing). An entry "" means a relative
+// path in an unknown directory; false means the word may name anything.
+func (ctx Context) expand(dir, v string) ([]string, bool) {
+	var out []string
+	for _, b := range expandBraces(v, 0) {
+		p := ctx.absPath(dir, b)
+		if b == "" || p == "" {
+			return nil, false
+		}
+		out = append(out, p)
+		if !strings.ContainsAny(b, "*?[") {
+			continue
+		}
+		matches, err := filepath.Glob(strings.ReplaceAll(p, "[!", "[^"))
+		if err != nil {
+			// A pattern Go cannot read ([[:alpha:]] and the like) may
+			// match anything.
+			return nil, false
+		}
+		out = append(out, matches...)
+	}
+	return out, true
+}
+
+// expandBraces expands bash's brace alternatives ({a,b}), keeping the word
+// as written as well. A sequence ({a..z}) may name anything, so it gives
+// "" (unknown). Nesting is followed to a small depth.
+func expandBraces(v string, depth int) []string {
+	open := strings.IndexByte(v, '{')
+	if open < 0 || depth > 4 {
+		return []string{v}
+	}
+	level, close := 0, -1
+	var commas []int
+	for i := open; i < len(v) && close < 0; i++ {
+		switch v[i] {
+		case '{':
+			level++
+		case '}':
+			level--
+			if level == 0 {
+				close = i
+			}
+		case ',':
+			if level == 1 {
+				commas = append(commas, i)
+			}
+		}
+	}
+	if close < 0 {
+		return []string{v}
+	}
+	if len(commas) == 0 {
+		if strings.Contains(v[open:close], "..") {
+			return []string{""}
+		}
+		rest := expandBraces(v[close+1:], depth+1)
+		out := make([]string, 0, len(rest))
+		for _, r := range rest {
+			out = append(out, v[:close+1]+r)
+		}
+		return out
+	}
+	out := []string{v}
+	start := open + 1
+	for _, end := range append(commas, close) {
+		out = append(out, expandBraces(v[:open]+v[start:end]+v[close+1:], depth+1)...)
+		start = end + 1
+	}
+	return out
+}
+
+// MovesFolders reports whether a program of that name moves, copies or
+// links whole folders, so that naming a folder that holds a protected
+// file (mv .git g, ln -s .git g, cp -r x .git) reaches the file.
+func MovesFolders(root string) bool {
+	switch root {
+	case "mv", "cp", "ln", "rsync", "tar", "unzip", "install", "rm", "mkdir":
+		return true
+	}
+	return false
+}
+
+// GitDirs are the git directories of the repository whose worktree is
+// root when root/.git is a file (a worktree or a submodule): the folder
+// it names and that folder's commondir. They are empty when .git is a
+// folder or missing.
+func GitDirs(root string) []string {
+	dotGit := filepath.Join(root, ".git")
+	if fi, err := os.Lstat(dotGit); err != nil || fi.IsDir() {
+		return nil
+	}
+	dirs := gitFileDirs(root, dotGit)
+	if len(dirs) == 1 && dirs[0] == "/" {
+		return nil
+	}
+	return dirs
+}
