@@ -32,7 +32,7 @@ import "strings"
 var readOnlyRoots = map[string]func(args []Word) bool{
 	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
-	"git": gitReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
+	"git": gitReadOnly, "go": goReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
 	"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
 	"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
 	"wc": nil, "which": nil, "whoami": nil,
@@ -437,6 +437,49 @@ func allDigits(s string) bool {
 	}
 	for _, c := range s {
 		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// goReadOnly allows go list with options that only choose what is listed
+// and how. Refused: -export and -compiled (they build, and cgo runs the
+// compiler with flags the sources choose), -toolexec, -exec, -overlay,
+// -modfile, -mod other than readonly or vendor (-mod=mod rewrites go.mod),
+// -u and -versions (they ask the network), -o, -pgo, and any option this
+// list does not know. Other go commands ask.
+func goReadOnly(args []Word) bool {
+	if len(args) == 0 || args[0].Value != "list" {
+		return false
+	}
+	for i := 1; i < len(args); i++ {
+		v := args[i].Value
+		if v == "--" {
+			return true
+		}
+		if !strings.HasPrefix(v, "-") {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(v, "-"), "-"), "=")
+		switch name {
+		case "m", "deps", "e", "find", "test", "json", "a", "n", "x", "v", "race", "msan", "asan", "trimpath", "linkshared":
+		case "f", "tags":
+			if !hasVal {
+				i++
+			}
+		case "mod":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return false
+				}
+				i++
+				val = args[i].Value
+			}
+			if val != "readonly" && val != "vendor" {
+				return false
+			}
+		default:
 			return false
 		}
 	}
