@@ -49,17 +49,35 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 	}
 	dir := ctx.Dir
 	for _, s := range a.SubCommands {
-		if s.loop && isCd(s) {
-			// A cd in a loop body also applies to the commands written
-			// before it, on the next pass.
+		if s.loop && (isCd(s) || changesDirUnseen(s)) {
+			// A cd in a loop or function body also applies to commands
+			// written before it: on the next pass, or at the call.
 			dir = ""
 		}
 	}
+	// A cd inside a subshell (a pipeline part, a substitution) ends with
+	// it: leaving a subshell restores the directory it was entered with.
+	saved := map[int]string{}
+	var open []int
 	for i := range a.SubCommands {
 		s := &a.SubCommands[i]
+		k := 0
+		for k < len(open) && k < len(s.scopes) && open[k] == s.scopes[k] {
+			k++
+		}
+		for j := len(open) - 1; j >= k; j-- {
+			dir = saved[open[j]]
+		}
+		for _, id := range s.scopes[k:] {
+			saved[id] = dir
+		}
+		open = s.scopes
 		s.Dir = dir
-		if isCd(*s) {
+		switch {
+		case isCd(*s):
 			dir = ctx.cdTarget(dir, s.Words[1:])
+		case changesDirUnseen(*s):
+			dir = ""
 		}
 		if s.Root == "git" && s.ReadOnly && (!ctx.RepoConfigTrusted || !ctx.gitRepoInside(s.Dir, s.Words[1:])) {
 			s.ReadOnly = false
@@ -71,6 +89,24 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 
 func isCd(s SubCommand) bool {
 	return len(s.Words) > 0 && !s.Words[0].Expanded && s.Words[0].Value == "cd"
+}
+
+// changesDirUnseen reports a sub-command after which the directory is not
+// known: pushd and popd (the stack), and the builtins that run a command
+// or code given to them (builtin cd, command cd, eval, source, .). A
+// command word that is an expansion may be any of them.
+func changesDirUnseen(s SubCommand) bool {
+	if len(s.Words) == 0 {
+		return false
+	}
+	if s.Words[0].Expanded {
+		return true
+	}
+	switch s.Words[0].Value {
+	case "pushd", "popd", "builtin", "command", "eval", "source", ".", "exec":
+		return true
+	}
+	return false
 }
 
 // cdTarget is where cd with args leads from dir ("" when unknown).

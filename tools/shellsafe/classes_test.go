@@ -177,3 +177,41 @@ func TestAllowRulesDoNotCoverRedirections(t *testing.T) {
 		}
 	}
 }
+
+// Analyze follows cd across &&, ; and newlines, restores the directory
+// when a subshell or a pipeline part ends, and gives up ("") where it
+// cannot know: a variable, cd -, a cd in a loop or function, pushd,
+// builtin cd, eval.
+func TestAnalyzeFollowsCd(t *testing.T) {
+	ctx := shellsafe.Context{Dir: "/w", Home: "/h", Inside: func(p string) bool { return strings.HasPrefix(p, "/w") }}
+	for cmd, want := range map[string][]string{
+		"cd a && ls":                        {"/w", "/w/a"},
+		"cd a; cd ../b\nls":                 {"/w", "/w/a", "/w/b"},
+		"(cd a; ls); ls":                    {"/w", "/w/a", "/w"},
+		"cd a | ls; ls":                     {"/w", "/w", "/w"},
+		"cd /x/y && ls":                     {"/w", "/x/y"},
+		"cd && ls":                          {"/w", "/h"},
+		"cd ~/q && ls":                      {"/w", "/h/q"},
+		"cd $D && ls":                       {"/w", ""},
+		"cd - && ls":                        {"/w", ""},
+		"cd a* && ls":                       {"/w", ""},
+		"pushd a && ls":                     {"/w", ""},
+		"builtin cd a && ls":                {"/w", ""},
+		"eval x; ls":                        {"/w", ""},
+		"ls; for i in 1; do ls; cd a; done": {"", "", ""},
+		"ls; f() { cd a; }; f":              {"", "", ""},
+		"if cd a; then ls; fi; ls":          {"/w", "/w/a", "/w/a"},
+	} {
+		a, err := shellsafe.Analyze(cmd, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range a.SubCommands {
+			got = append(got, s.Dir)
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%q: dirs %q, want %q", cmd, got, want)
+		}
+	}
+}

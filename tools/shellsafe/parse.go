@@ -71,7 +71,8 @@ type SubCommand struct {
 	// expansion, a relative target in an unknown directory.
 	Unresolved string
 
-	loop bool // inside a while, until, for or select body
+	loop   bool  // inside a loop or function body
+	scopes []int // the subshells (pipeline parts, substitutions) it is in, outermost first
 }
 
 // Analysis is a command line taken apart for approval (tools.md §3.8,
@@ -98,7 +99,7 @@ func Parse(cmd string) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &shellWalker{src: cmd}
+	w := &shellWalker{src: cmd, lastScope: new(int)}
 	w.stmts(f.Stmts, redirs{})
 	a := &Analysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
 	if n := len(f.Stmts); n > 0 && f.Stmts[n-1].Background {
@@ -147,8 +148,21 @@ type shellWalker struct {
 	src          string
 	subs         []SubCommand
 	substitution bool
-	loop         int // depth of loop bodies
+	loop         int   // depth of loop bodies
+	scopes       []int // the open subshells, outermost first
+	lastScope    *int  // the last subshell number given, shared with inner walkers
 }
+
+// enter opens a subshell scope; leave closes it.
+func (w *shellWalker) enter() {
+	if w.lastScope == nil {
+		w.lastScope = new(int)
+	}
+	*w.lastScope++
+	w.scopes = append(w.scopes[:len(w.scopes):len(w.scopes)], *w.lastScope)
+}
+
+func (w *shellWalker) leave() { w.scopes = w.scopes[:len(w.scopes)-1] }
 
 func (w *shellWalker) text(from, to syntax.Pos) string {
 	a, b := int(from.Offset()), int(to.Offset())
@@ -184,7 +198,7 @@ func (r redirs) with(list []*syntax.Redirect) redirs {
 func (w *shellWalker) clause(root string, from, to syntax.Pos, nodes ...syntax.Node) {
 	for _, n := range nodes {
 		if n != nil && unsafeExpansion(n) {
-			w.subs = append(w.subs, SubCommand{Text: w.text(from, to), Root: root, UnsafeExpansion: true, loop: w.loop > 0})
+			w.subs = append(w.subs, SubCommand{Text: w.text(from, to), Root: root, UnsafeExpansion: true, loop: w.loop > 0, scopes: w.scopes})
 			return
 		}
 	}
@@ -215,11 +229,23 @@ func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 		w.leaf(s, write)
 	case *syntax.BinaryCmd:
 		w.redirSubsts(s.Redirs)
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			// Each part of a pipeline runs in its own subshell.
+			w.enter()
+			w.stmt(c.X, write)
+			w.leave()
+			w.enter()
+			w.stmt(c.Y, write)
+			w.leave()
+			break
+		}
 		w.stmt(c.X, write)
 		w.stmt(c.Y, write)
 	case *syntax.Subshell:
 		w.redirSubsts(s.Redirs)
+		w.enter()
 		w.stmts(c.Stmts, write)
+		w.leave()
 	case *syntax.Block:
 		w.redirSubsts(s.Redirs)
 		w.stmts(c.Stmts, write)
@@ -259,7 +285,11 @@ func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 		}
 	case *syntax.FuncDecl:
 		w.redirSubsts(s.Redirs)
+		// A function body runs wherever the function is called, maybe
+		// many times: for the directory it is like a loop body.
+		w.loop++
 		w.stmt(c.Body, write)
+		w.loop--
 	case *syntax.TimeClause:
 		w.redirSubsts(s.Redirs)
 		w.stmt(c.Stmt, write)
@@ -289,7 +319,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 			end = e
 		}
 	}
-	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, loop: w.loop > 0}
+	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, loop: w.loop > 0, scopes: w.scopes}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, a := range c.Assigns {
@@ -327,7 +357,8 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 	}
 	// The substitutions are found before the sub-command is added, but
 	// their own sub-commands are listed after it.
-	inner := &shellWalker{src: w.src}
+	inner := &shellWalker{src: w.src, loop: w.loop, scopes: w.scopes, lastScope: w.lastScope}
+	inner.enter()
 	if s.Cmd != nil {
 		sub.Substitution = inner.substs(s.Cmd)
 	}
