@@ -152,9 +152,28 @@ var shellForms = []shellForm{
 	{"x='a[$(touch {M})]'; for ((i=x; i<0; i++)); do echo; done", true},
 	{"x='a[$(touch {M})]'; case $((x)) in *) echo;; esac", true},
 	{"x='a[$(touch {M})]'; cat <<EOF\n$((x))\nEOF", true},
+	{"x='a[$(touch {M})]'; ls > /dev/null${y[x]}", true},
+	{"x='a[$(touch {M})]'; y=abc; echo ${#y[x]}", true},
+	{"x='a[$(touch {M})]'; echo $(( x + 1 ))", true},
+	{"x='a[$(touch {M})]'; echo ${y[x]:-z}", true},
+	{"x='a[$(touch {M})]'; echo ${y:-${z[x]}}", true},
+	{"x='a[$(touch {M})]'; y=ab; echo ${y/#/${z[x]}}", true},
+	{"x='a[$(touch {M})]'; case a in ${y[x]}) echo;; esac", true},
+	{"x='a[$(touch {M})]'; for i in ${y[x]}; do echo; done", true},
+	{"x='a[$(touch {M})]'; cat <<<${y[x]}", true},
+	{"x='a[$(touch {M})]'; y[x]+=1; echo", true},
+	{"x='a[$(touch {M})]'; [[ x -eq 0 ]]", true},
+	{"x='a[$(touch {M})]'; ((x))", true},
+	{"x='a[$(touch {M})]'; let x", true},
+	{"x='a[$(touch {M})]'; declare -i y=x", true},
+	{"x='a[$(touch {M})]'; echo \"${!x}\"", true},
+	{"x='$(touch {M})'; echo \"${x@P}\"", true},
+	{"x='a[$(touch {M})]'; while (( x )); do break; done", true},
 	// awk reads a backslash-newline as one line.
 	{"awk 'BEGIN{system \\\n(\"touch {M}\")}'", true},
 	{"awk 'BEGIN{print \"x\" \\\n> \"{M}\"}'", true},
+	{"awk 'BEGIN{print \"x\" | \"cat > {M}\"}'", true},
+	{"awk 'BEGIN { \"touch {M}\" | getline }'", true},
 	// A lesskey file's #env section sets LESSOPEN, run on the file shown.
 	{"less --lesskey-src={D}/lesskeys {V}", true},
 	// A rule-free redirection of a read-only command's output.
@@ -167,7 +186,7 @@ var shellForms = []shellForm{
 // request must have been made, and the command must not have run. Then
 // the same forms, approved, prove that they do what they claim.
 func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
-	if len(shellForms) < 60 {
+	if len(shellForms) < 130 {
 		t.Fatalf("only %d forms", len(shellForms))
 	}
 	a := startAgent(t, "default")
@@ -235,9 +254,14 @@ func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
 		calls = append(calls, modeltest.ToolCall{ID: fmt.Sprintf("live%d", i), Name: "run_shell_command", Arguments: string(args)})
 		live = append(live, i)
 	}
-	b.model.Push(modeltest.Response{ToolCalls: calls}, modeltest.Response{Text: "done"})
-	if _, err := b.prompt("run them"); err != nil {
-		t.Fatal(err)
+	// One response may make at most 128 calls: send them in batches.
+	for len(calls) > 0 {
+		n := min(len(calls), 100)
+		b.model.Push(modeltest.Response{ToolCalls: calls[:n]}, modeltest.Response{Text: "done"})
+		if _, err := b.prompt("run them"); err != nil {
+			t.Fatal(err)
+		}
+		calls = calls[n:]
 	}
 	for _, i := range live {
 		if formEffects(b.root, i) == "" {
@@ -339,9 +363,13 @@ func TestShellFormsDoNotRunInPlanMode(t *testing.T) {
 		args, _ := json.Marshal(map[string]any{"command": expandForm(f.cmd, a.root, i)})
 		calls = append(calls, modeltest.ToolCall{ID: fmt.Sprintf("plan%d", i), Name: "run_shell_command", Arguments: string(args)})
 	}
-	a.model.Push(modeltest.Response{ToolCalls: calls}, modeltest.Response{Text: "done"})
-	if _, err := a.prompt("run them"); err != nil {
-		t.Fatal(err)
+	for len(calls) > 0 {
+		n := min(len(calls), 100)
+		a.model.Push(modeltest.Response{ToolCalls: calls[:n]}, modeltest.Response{Text: "done"})
+		if _, err := a.prompt("run them"); err != nil {
+			t.Fatal(err)
+		}
+		calls = calls[n:]
 	}
 	for i, f := range shellForms {
 		if broke := formEffects(a.root, i); broke != "" {

@@ -207,6 +207,9 @@ func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 // there is one, is the guard for what the analysis cannot see.
 func (e *Env) ShellProtection(sub shellsafe.SubCommand) Protection {
 	best := e.shellTextProtection(sub.Text)
+	if gitConfigWrite(sub) {
+		best = stronger(best, Protection{Reason: gitConfigReason})
+	}
 	for _, p := range sub.Targets {
 		if best.Forbidden {
 			return best
@@ -220,6 +223,46 @@ func (e *Env) ShellProtection(sub shellsafe.SubCommand) Protection {
 		best = stronger(best, Protection{Reason: unresolvedReason + sub.Unresolved, EvenInYolo: true})
 	}
 	return best
+}
+
+// gitConfigWrite reports a git config command that sets, adds, removes or
+// edits a value: it writes .git/config (or the user's ~/.gitconfig, which
+// steers every repository) without naming the file.
+func gitConfigWrite(sub shellsafe.SubCommand) bool {
+	if sub.Root != "git" || len(sub.Words) < 2 {
+		return false
+	}
+	words := sub.Words[1:]
+	for len(words) > 0 && strings.HasPrefix(words[0].Value, "-") {
+		if v := words[0].Value; v == "-C" || v == "-c" {
+			if len(words) < 2 {
+				return false
+			}
+			words = words[1:]
+		}
+		words = words[1:]
+	}
+	if len(words) == 0 || words[0].Value != "config" {
+		return false
+	}
+	operands := 0
+	for _, w := range words[1:] {
+		v := w.Value
+		switch {
+		case w.Expanded:
+			return true
+		case slices.Contains([]string{"--add", "--unset", "--unset-all", "--replace-all", "-e", "--edit",
+			"--rename-section", "--remove-section"}, v):
+			return true
+		case strings.HasPrefix(v, "-"):
+		default:
+			if operands == 0 && slices.Contains([]string{"set", "unset", "edit", "rename-section", "remove-section"}, v) {
+				return true
+			}
+			operands++
+		}
+	}
+	return operands >= 2
 }
 
 // holdsProtected protects a folder that holds a protected path.
