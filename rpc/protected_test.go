@@ -375,3 +375,34 @@ func (a *agent) rejectedShell(t *testing.T, id, command string) {
 		t.Fatalf("%q: %v", command, err)
 	}
 }
+
+// edit in auto-edit, under an Edit allow rule, asks for the files that
+// run later as write_file does, and an ordinary file does not.
+func TestEditOfFilesThatRunLaterAsks(t *testing.T) {
+	a := startAgentWith(t, "auto-edit", rpc.Options{}, func(p *rpctest.InitParams) {
+		p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{"allow": []any{"Edit"}}}
+	})
+	titles := reviewTitles(a)
+	rels := []string{"plain.txt", ".vscode/tasks.json", ".envrc", ".git/info/attributes", ".idea/runConfigurations/app.xml"}
+	var reads, calls []modeltest.ToolCall
+	for _, rel := range rels {
+		p := filepath.Join(a.root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("old\n"), 0o644)
+		reads = append(reads, modeltest.ToolCall{ID: "r" + rel, Name: "read_file", Arguments: jsonArgs("absolute_path", p)})
+		calls = append(calls, modeltest.ToolCall{ID: rel, Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "old", "new_string", "new")})
+	}
+	a.model.Push(modeltest.Response{ToolCalls: reads}, modeltest.Response{ToolCalls: calls}, modeltest.Response{Text: "done"})
+	if _, err := a.prompt("edit them"); err != nil {
+		t.Fatal(err)
+	}
+	got := titles()
+	if len(got) != len(rels)-1 {
+		t.Fatalf("reviews = %q, want one per file that runs later (%s)", got, a.toolMessage(t, ".envrc"))
+	}
+	for i, rel := range rels[1:] {
+		if !strings.Contains(got[i], "(protected: ") || !strings.Contains(got[i], filepath.Base(rel)) {
+			t.Errorf("review for %s: %q", rel, got[i])
+		}
+	}
+}
