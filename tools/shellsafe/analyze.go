@@ -1,6 +1,7 @@
 package shellsafe
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,7 +226,7 @@ func findRepository(dir string) (string, []string) {
 // the folder it names. A file it cannot read names the file system root,
 // which no workspace holds.
 func gitFileDirs(d, dotGit string) []string {
-	b, err := os.ReadFile(dotGit)
+	b, err := readSmallFile(dotGit)
 	line, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 	if err != nil || !ok {
 		if fi, serr := os.Stat(dotGit); serr == nil && fi.IsDir() {
@@ -239,7 +240,7 @@ func gitFileDirs(d, dotGit string) []string {
 		gd = filepath.Join(d, gd)
 	}
 	dirs := []string{gd}
-	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+	if c, err := readSmallFile(filepath.Join(gd, "commondir")); err == nil {
 		cd := strings.TrimSpace(string(c))
 		if !filepath.IsAbs(cd) {
 			cd = filepath.Join(gd, cd)
@@ -247,6 +248,24 @@ func gitFileDirs(d, dotGit string) []string {
 		dirs = append(dirs, cd)
 	}
 	return dirs
+}
+
+// readSmallFile reads a regular file of at most 4 KiB: a .git that is a
+// link to /dev/zero or a named pipe must not hang or exhaust the server.
+func readSmallFile(p string) ([]byte, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return nil, os.ErrInvalid
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 4096))
 }
 
 // isBareRepository is git's test for a git directory: HEAD, objects and
@@ -346,6 +365,16 @@ func (ctx Context) expand(dir, v string) ([]string, bool) {
 		if !strings.ContainsAny(b, "*?[") {
 			continue
 		}
+		wild := 0
+		for _, part := range strings.Split(p, string(filepath.Separator)) {
+			if strings.ContainsAny(part, "*?[") {
+				wild++
+			}
+		}
+		if wild > 2 {
+			// Expanding it could walk much of the file system.
+			return nil, false
+		}
 		matches, err := filepath.Glob(strings.ReplaceAll(p, "[!", "[^"))
 		if err != nil {
 			// A pattern Go cannot read ([[:alpha:]] and the like) may
@@ -390,6 +419,9 @@ func expandBraces(v string, depth int) []string {
 			return []string{""}
 		}
 		rest := expandBraces(v[close+1:], depth+1)
+		if len(rest) == 1 && rest[0] == "" {
+			return rest
+		}
 		out := make([]string, 0, len(rest))
 		for _, r := range rest {
 			out = append(out, v[:close+1]+r)
@@ -400,6 +432,9 @@ func expandBraces(v string, depth int) []string {
 	start := open + 1
 	for _, end := range append(commas, close) {
 		out = append(out, expandBraces(v[:open]+v[start:end]+v[close+1:], depth+1)...)
+		if len(out) > maxTargets {
+			return []string{""}
+		}
 		start = end + 1
 	}
 	return out

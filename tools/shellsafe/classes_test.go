@@ -215,3 +215,34 @@ func TestAnalyzeFollowsCd(t *testing.T) {
 		}
 	}
 }
+
+// Hostile file systems and patterns: a .git that is a link to /dev/zero
+// or a named pipe, brace products and deep globs are judged without
+// hanging or exhausting memory (they ask).
+func TestAnalyzeBoundsHostileInput(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "z"), 0o755)
+	os.Symlink("/dev/zero", filepath.Join(root, "z", ".git"))
+	os.MkdirAll(filepath.Join(root, "p"), 0o755)
+	if err := syscallMkfifo(filepath.Join(root, "p", ".git")); err != nil {
+		t.Skip(err)
+	}
+	ctx := shellsafe.Context{RepoConfigTrusted: true, Dir: root, Home: root,
+		Inside: func(p string) bool { return strings.HasPrefix(p, root) }}
+	for _, cmd := range []string{"git -C z status", "cd p && git status"} {
+		a, err := shellsafe.Analyze(cmd, ctx)
+		if err != nil || a.ReadOnly() {
+			t.Errorf("%q: read-only %v (%v)", cmd, a != nil && a.ReadOnly(), err)
+		}
+	}
+	brace := strings.Repeat("{a,b,c,d,e,f,g,h}", 8)
+	for _, cmd := range []string{"cp x " + brace, "cp x /*/*/*/*/*", "cp x {{{{{{{{{a,b}}}}}}}}}"} {
+		a, err := shellsafe.Analyze(cmd, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := a.SubCommands[0]; s.Unresolved == "" && len(s.Targets) > 600 {
+			t.Errorf("%q: %d targets", cmd, len(s.Targets))
+		}
+	}
+}
