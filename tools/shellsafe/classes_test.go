@@ -246,3 +246,18 @@ func TestAnalyzeBoundsHostileInput(t *testing.T) {
 		}
 	}
 }
+
+// tree's options are an allow-list: -o and -R (with -H) write files, and
+// tree reads a cluster past an option that takes a value (-HR x).
+func TestTreeOptionsAllowList(t *testing.T) {
+	for _, cmd := range []string{"tree -o out", "tree -R -H . -L 1", "tree -HR x", "tree -LR 2", "tree --output=x", "tree -Z"} {
+		if a := mustParse(t, cmd); a.ReadOnly() {
+			t.Errorf("%q should ask", cmd)
+		}
+	}
+	for _, cmd := range []string{"tree", "tree -L 2", "tree -a -I node_modules", "tree -H . -L 1", "tree --dirsfirst -d", "tree --charset=utf8 src"} {
+		if a := mustParse(t, cmd); !a.ReadOnly() {
+			t.Errorf("%q should stay read-only", cmd)
+		}
+	}
+}

@@ -295,13 +295,38 @@ func uniqReadOnly(args []Word) bool {
 	return operands < 2
 }
 
-// treeReadOnly refuses -o (output file) and -R (writes 00Tree.html in
-// every directory with -H).
+// treeReadOnly allows the listing options of tree. -o (output file) and
+// -R (with -H it writes 00Tree.html in every directory) ask, and so does
+// any option this list does not know.
 func treeReadOnly(args []Word) bool {
-	for _, a := range args {
-		v := a.Value
-		if strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "-R") {
-			return false
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		switch {
+		case v == "--":
+			return true
+		case strings.HasPrefix(v, "--"):
+			name, _, hasVal := strings.Cut(v[2:], "=")
+			switch name {
+			case "noreport", "dirsfirst", "filesfirst", "du", "prune", "gitignore", "matchdirs", "ignore-case",
+				"help", "version", "metafirst", "inodes", "device", "si", "info":
+			case "charset", "filelimit", "timefmt", "sort", "fromfile":
+				if !hasVal && name != "fromfile" {
+					i++
+				}
+			default:
+				return false
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			// tree takes the value of -L, -P, -I and -H from the next
+			// argument and reads on in the cluster (-HR x is -H x -R).
+			for _, c := range v[1:] {
+				switch {
+				case strings.ContainsRune("LPIH", c):
+					i++
+				case !strings.ContainsRune("adlfxpshugDFqNQrtvUcCAJSnXi", c):
+					return false
+				}
+			}
 		}
 	}
 	return true
