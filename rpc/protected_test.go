@@ -245,11 +245,11 @@ func TestShellWritesToProtectedFilesAsk(t *testing.T) {
 // under an allow rule that covers the command itself.
 var protectedShellForms = []string{
 	"cd .git && echo '[core] fsmonitor = x' > config",
-	"echo '[core]' > .gi?/config",
-	"echo '[core]' > .g''it/con\"fig\"",
-	"echo '[core]' >> .git/config",
-	"echo '[core]' > linked/config",
-	"cp evil.sh .g{i,o}t/hooks/pre-commit",
+	"echo '[core] glob' > .gi?/config",
+	"echo '[core] quotes' > .g''it/con\"fig\"",
+	"echo '[core] append' >> .git/config",
+	"echo '[core] link' > linked/config",
+	"tee .g{i,o}t/hooks/pre-commit < evil.sh",
 	"cd .git; cp ../evil.sh hooks/post-checkout",
 	"cd sub/../.git/hooks && cp ../../evil.sh pre-push",
 	"printf '{}' > .vscode/tasks.json",
@@ -260,42 +260,53 @@ var protectedShellForms = []string{
 }
 
 // Under allow rules for echo, printf, cp and tee, each protected form asks
-// with its reason, and rejected, changes nothing.
+// with its reason, and rejected, changes nothing. Approved, each changes
+// the workspace, so the rejection proves something.
 func TestShellReachesProtectedFilesAsk(t *testing.T) {
-	a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
-		p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{
-			"allow": []any{"Bash(echo *)", "Bash(printf *)", "Bash(cp *)", "Bash(tee *)", "Bash(cd *)"}}}
-	})
-	var mu sync.Mutex
-	titles := map[string]string{}
-	a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
-		var p struct {
-			ToolCall struct {
-				ID    string `json:"toolCallId"`
-				Title string
-			} `json:"toolCall"`
+	start := func(answer string) (*agent, func() map[string]string) {
+		a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
+			p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{
+				"allow": []any{"Bash(echo *)", "Bash(printf *)", "Bash(cp *)", "Bash(tee *)", "Bash(cd *)"}}}
+		})
+		var mu sync.Mutex
+		titles := map[string]string{}
+		a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+			var p struct {
+				ToolCall struct {
+					ID    string `json:"toolCallId"`
+					Title string
+				} `json:"toolCall"`
+			}
+			json.Unmarshal(params, &p)
+			mu.Lock()
+			titles[p.ToolCall.ID] = p.ToolCall.Title
+			mu.Unlock()
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": answer}}, nil
+		})
+		for _, d := range []string{".git/hooks", ".git/info", ".vscode", ".idea", "sub"} {
+			os.MkdirAll(filepath.Join(a.root, d), 0o755)
 		}
-		json.Unmarshal(params, &p)
-		mu.Lock()
-		titles[p.ToolCall.ID] = p.ToolCall.Title
-		mu.Unlock()
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}, nil
-	})
-	for _, d := range []string{".git/hooks", ".git/info", ".vscode", ".idea", "sub"} {
-		os.MkdirAll(filepath.Join(a.root, d), 0o755)
+		os.WriteFile(filepath.Join(a.root, ".git", "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(a.root, "evil.sh"), []byte("#!/bin/sh\ntouch pwned\n"), 0o755)
+		if err := os.Symlink(".git", filepath.Join(a.root, "linked")); err != nil {
+			t.Fatal(err)
+		}
+		return a, func() map[string]string {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[string]string{}
+			for k, v := range titles {
+				out[k] = v
+			}
+			return out
+		}
 	}
-	os.WriteFile(filepath.Join(a.root, ".git", "config"), []byte("[core]\n"), 0o644)
-	os.WriteFile(filepath.Join(a.root, "evil.sh"), []byte("#!/bin/sh\ntouch pwned\n"), 0o755)
-	if err := os.Symlink(".git", filepath.Join(a.root, "linked")); err != nil {
-		t.Fatal(err)
-	}
+	a, titles := start("cancel")
 	before := snapshotTree(t, a.root)
 	for i, form := range protectedShellForms {
 		id := fmt.Sprintf("p%d", i)
 		a.rejectedShell(t, id, form)
-		mu.Lock()
-		title, ok := titles[id]
-		mu.Unlock()
+		title, ok := titles()[id]
 		if !ok || !strings.Contains(title, "(protected: ") {
 			t.Errorf("%q: asked %v, title %q", form, ok, title)
 		}
@@ -304,10 +315,19 @@ func TestShellReachesProtectedFilesAsk(t *testing.T) {
 		t.Errorf("rejected commands changed the workspace:\nbefore %s\nafter  %s", before, after)
 	}
 	// The plain forms of the same rules still run unasked.
-	n := len(titles)
+	n := len(titles())
 	a.shell(t, "plain", "cp evil.sh copy.sh && echo done")
-	if len(titles) != n {
+	if len(titles()) != n {
 		t.Errorf("cp evil.sh copy.sh asked")
+	}
+
+	b, _ := start("proceed_once")
+	for i, form := range protectedShellForms {
+		before := snapshotTree(t, b.root)
+		b.shell(t, fmt.Sprintf("live%d", i), form)
+		if snapshotTree(t, b.root) == before {
+			t.Errorf("approved, %q changed nothing: its rejection proves nothing", form)
+		}
 	}
 }
 
