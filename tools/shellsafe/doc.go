@@ -12,8 +12,14 @@
 //     whether the folder's repository configuration is trusted).
 //   - Analysis.ReadOnly is the verdict "may run unasked";
 //     Analysis.NeedingApproval lists the sub-commands that are not.
+//   - Each SubCommand carries the directory it runs in (Dir), the paths it
+//     may write (Targets) and why some cannot be known (Unresolved), for the
+//     caller's protected-path check; MovesFolders names the programs judged
+//     also by what their targets hold.
 //   - RuleMatches, Cover and SuggestedRule apply and suggest the
 //     specifiers of Bash(…) permission rules.
+//   - GitDirs names the git directories behind a worktree's .git file, so
+//     that their hooks and config can be protected too.
 //
 // The package imports nothing of qwen-ls but is imported by tools and
 // session; what it needs of the workspace is passed in.
