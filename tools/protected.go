@@ -219,6 +219,15 @@ func (e *Env) ShellProtection(sub shellsafe.SubCommand) Protection {
 			best = stronger(best, e.holdsProtected(p))
 		}
 	}
+	if shellsafe.WritesComputedPaths(sub) {
+		// An archive or a patch names the files it writes, below the
+		// directory it runs in.
+		if sub.Dir == "" {
+			best = stronger(best, Protection{Reason: unresolvedReason + "it unpacks files in a directory that is not known", EvenInYolo: true})
+		} else {
+			best = stronger(best, e.holdsProtected(sub.Dir))
+		}
+	}
 	if sub.Unresolved != "" && !best.Forbidden {
 		best = stronger(best, Protection{Reason: unresolvedReason + sub.Unresolved, EvenInYolo: true})
 	}

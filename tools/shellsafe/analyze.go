@@ -355,8 +355,12 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 // keeps a pattern that matches nothing). An entry "" means a relative
 // path in an unknown directory; false means the word may name anything.
 func (ctx Context) expand(dir, v string) ([]string, bool) {
+	words, ok := expandBraces(v, 0)
+	if !ok {
+		return nil, false
+	}
 	var out []string
-	for _, b := range expandBraces(v, 0) {
+	for _, b := range words {
 		p := ctx.absPath(dir, b)
 		if b == "" || p == "" {
 			return nil, false
@@ -387,12 +391,13 @@ func (ctx Context) expand(dir, v string) ([]string, bool) {
 }
 
 // expandBraces expands bash's brace alternatives ({a,b}), keeping the word
-// as written as well. A sequence ({a..z}) may name anything, so it gives
-// "" (unknown). Nesting is followed to a small depth.
-func expandBraces(v string, depth int) []string {
+// as written as well. ok is false when the word may name anything: a
+// sequence ({a..z}), or more alternatives than are worth checking.
+// Nesting is followed to a small depth.
+func expandBraces(v string, depth int) (words []string, ok bool) {
 	open := strings.IndexByte(v, '{')
 	if open < 0 || depth > 4 {
-		return []string{v}
+		return []string{v}, true
 	}
 	level, close := 0, -1
 	var commas []int
@@ -412,32 +417,36 @@ func expandBraces(v string, depth int) []string {
 		}
 	}
 	if close < 0 {
-		return []string{v}
+		return []string{v}, true
 	}
 	if len(commas) == 0 {
 		if strings.Contains(v[open:close], "..") {
-			return []string{""}
+			return nil, false
 		}
-		rest := expandBraces(v[close+1:], depth+1)
-		if len(rest) == 1 && rest[0] == "" {
-			return rest
+		rest, ok := expandBraces(v[close+1:], depth+1)
+		if !ok {
+			return nil, false
 		}
 		out := make([]string, 0, len(rest))
 		for _, r := range rest {
 			out = append(out, v[:close+1]+r)
 		}
-		return out
+		return out, true
 	}
 	out := []string{v}
 	start := open + 1
 	for _, end := range append(commas, close) {
-		out = append(out, expandBraces(v[:open]+v[start:end]+v[close+1:], depth+1)...)
+		more, ok := expandBraces(v[:open]+v[start:end]+v[close+1:], depth+1)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, more...)
 		if len(out) > maxTargets {
-			return []string{""}
+			return nil, false
 		}
 		start = end + 1
 	}
-	return out
+	return out, true
 }
 
 // MovesFolders reports whether a program of that name moves, copies or
@@ -447,6 +456,36 @@ func MovesFolders(root string) bool {
 	switch root {
 	case "mv", "cp", "ln", "rsync", "tar", "unzip", "install", "rm", "mkdir":
 		return true
+	}
+	return false
+}
+
+// WritesComputedPaths reports a sub-command that writes files whose names
+// come from data rather than its arguments: an archive being unpacked
+// (tar x…, unzip, cpio -i, 7z x) or a patch being applied. They land below
+// the directory it runs in (and elsewhere, for a hostile archive: the OS
+// sandbox is the guard there).
+func WritesComputedPaths(s SubCommand) bool {
+	if len(s.Words) == 0 || s.Words[0].Expanded {
+		return false
+	}
+	switch s.Root {
+	case "unzip", "cpio", "patch", "7z", "7za", "bsdtar", "unrar":
+		return true
+	case "tar":
+		for i, w := range s.Words[1:] {
+			v := w.Value
+			switch {
+			case v == "--extract" || v == "--get":
+				return true
+			case strings.HasPrefix(v, "--"):
+			case strings.HasPrefix(v, "-") && strings.ContainsRune(v, 'x'):
+				return true
+			case i == 0 && !strings.HasPrefix(v, "-") && strings.ContainsRune(v, 'x'):
+				// Old-style: tar xzf a.tgz.
+				return true
+			}
+		}
 	}
 	return false
 }
