@@ -274,24 +274,32 @@ func gitConfigWrite(sub shellsafe.SubCommand) bool {
 	return operands >= 2
 }
 
-// holdsProtected protects a folder that holds a protected path.
+// holdsProtected protects a folder that holds a protected path, with the
+// weightiest reason among those it holds.
 func (e *Env) holdsProtected(dir string) Protection {
 	dir = filepath.Clean(dir)
 	real := workspace.RealPath(dir)
+	var best, generic Protection
 	for _, p := range e.ProtectedPaths() {
 		for _, d := range []string{dir, real} {
-			if p == d || strings.HasPrefix(p, d+string(filepath.Separator)) || d == string(filepath.Separator) {
-				if pr := e.ProtectedWrite(filepath.Join(p, "x")); pr.Reason != "" {
-					return pr
-				}
-				if pr := e.ProtectedWrite(p); pr.Reason != "" {
-					return pr
-				}
-				return Protection{Reason: "it moves or links a folder that holds " + p}
+			if p != d && !strings.HasPrefix(p, d+string(filepath.Separator)) && d != string(filepath.Separator) {
+				continue
 			}
+			pr := e.ProtectedWrite(filepath.Join(p, "x"))
+			if pr.Reason == "" {
+				pr = e.ProtectedWrite(p)
+			}
+			if pr.Reason == "" && generic.Reason == "" {
+				generic = Protection{Reason: "it writes into a folder that holds " + p}
+			}
+			best = stronger(best, pr)
+			break
 		}
 	}
-	return Protection{}
+	if best.Reason == "" {
+		return generic
+	}
+	return best
 }
 
 // shellTextProtection looks for protected names in the text of a shell
