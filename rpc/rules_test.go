@@ -137,7 +137,9 @@ func TestAllowRuleDoesNotCoverRedirections(t *testing.T) {
 			t.Errorf("%q asked", c)
 		}
 	}
-	for _, c := range []string{"git status > out.txt", "git status >> log.txt", "echo x > notes.txt", "npm run a &> build.log", "{ npm run a; } > b.log"} {
+	for _, c := range []string{"git status > out.txt", "git status >> log.txt", "echo x > notes.txt", "npm run a &> build.log", "{ npm run a; } > b.log",
+		// Nor does it cover an expansion that bash evaluates as code.
+		"x='a[$(touch m)]'; echo $((x))", "x='$(touch m)'; echo ${x@P}"} {
 		n := len(*asked)
 		a.shell(t, "w", c)
 		if len(*asked) != n+1 {

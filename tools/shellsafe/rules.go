@@ -139,8 +139,10 @@ type Coverage struct {
 // file: Bash(git status) is not git status > ANY-FILE, and Bash(echo *)
 // is not echo x > .git/config. Redirections are judged on their own, so
 // such a sub-command asks; discarding output (2>/dev/null) and
-// duplicating descriptors (2>&1) are not writes. Only a bare Bash rule,
-// which allows every command, covers them.
+// duplicating descriptors (2>&1) are not writes. Likewise an expansion
+// that bash evaluates as code (UnsafeExpansion): Bash(echo *) allows echo,
+// not the command hidden in x='a[$(rm -rf ~)]'; echo $((x)). Only a bare
+// Bash rule, which allows every command, covers them.
 func Cover(subs []SubCommand, allow, deny []string) Coverage {
 	cov := Coverage{Deny: -1, DeniedSubCommand: -1}
 	for di, spec := range deny {
@@ -161,7 +163,7 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 		allowed := false
 		for _, spec := range allow {
 			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
-			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect)) {
+			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion)) {
 				allowed = true
 				break
 			}
