@@ -175,6 +175,10 @@ func TestShellProtectionResolvesPaths(t *testing.T) {
 	if err := os.Symlink(".git", filepath.Join(e.Root, "g")); err != nil {
 		t.Fatal(err)
 	}
+	// A link whose ".." is .git: Clean would drop "hooks-link/..".
+	if err := os.Symlink(".git/hooks", filepath.Join(e.Root, "hooks-link")); err != nil {
+		t.Fatal(err)
+	}
 	type want struct {
 		why       string // a word of the reason; "" for none
 		forbidden bool
@@ -223,6 +227,8 @@ func TestShellProtectionResolvesPaths(t *testing.T) {
 		"patch -p1 < evil.diff":                                                {why: ".git/hooks"},
 		"cd $D && tar -xf x.tar":                                               {why: "may write a protected file", evenYolo: true},
 		"tar czf out.tgz src":                                                  {},
+		"echo x > hooks-link/../config":                                        {why: "git's config"},
+		"cp a.txt hooks-link/../config":                                        {why: "git's config"},
 		"echo x > notes.txt":                                                   {},
 		"cp a.txt b.txt":                                                       {},
 		"go test ./...":                                                        {},

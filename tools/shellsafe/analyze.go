@@ -366,6 +366,18 @@ func (ctx Context) expand(dir, v string) ([]string, bool) {
 			return nil, false
 		}
 		out = append(out, p)
+		if strings.Contains(b, "..") && !strings.HasPrefix(b, "~") {
+			// The kernel resolves "link/.." from the link's target, not
+			// by dropping both as Clean does: sub/../config reaches
+			// .git/config when sub links to .git/hooks.
+			raw := b
+			if !filepath.IsAbs(raw) {
+				raw = dir + string(filepath.Separator) + raw
+			}
+			if ph := physicalPath(raw); ph != p {
+				out = append(out, ph)
+			}
+		}
 		if !strings.ContainsAny(b, "*?[") {
 			continue
 		}
@@ -388,6 +400,46 @@ func (ctx Context) expand(dir, v string) ([]string, bool) {
 		out = append(out, matches...)
 	}
 	return out, true
+}
+
+// physicalPath resolves an absolute path the way the kernel does: one
+// component at a time, a link replaced by its target before the next
+// component (so ".." after a link leaves the link's target). A missing
+// component ends the walk, the rest appended as written.
+func physicalPath(p string) string {
+	todo := strings.Split(filepath.ToSlash(p), "/")
+	cur := string(filepath.Separator)
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			if err != nil {
+				return filepath.Join(append([]string{next}, todo...)...)
+			}
+			cur = next
+			continue
+		}
+		links++
+		target, err := os.Readlink(next)
+		if err != nil || links > 40 {
+			return filepath.Join(append([]string{next}, todo...)...)
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		todo = append(strings.Split(filepath.ToSlash(target), "/"), todo...)
+	}
+	return cur
 }
 
 // expandBraces expands bash's brace alternatives ({a,b}), keeping the word
