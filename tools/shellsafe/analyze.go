@@ -106,17 +106,29 @@ func changesDirUnseen(s SubCommand) bool {
 	switch s.Words[0].Value {
 	case "pushd", "popd", "builtin", "command", "eval", "source", ".", "exec":
 		return true
+	case "set", "shopt":
+		// set -P (set -o physical) changes what cd does with "..".
+		for _, w := range s.Words[1:] {
+			if w.Expanded || strings.Contains(w.Value, "physical") ||
+				(strings.HasPrefix(w.Value, "-") || strings.HasPrefix(w.Value, "+")) && strings.Contains(w.Value, "P") {
+				return true
+			}
+		}
 	}
 	return false
 }
 
 // cdTarget is where cd with args leads from dir ("" when unknown).
 func (ctx Context) cdTarget(dir string, args []Word) string {
+	physical := false
 	for len(args) > 0 && strings.HasPrefix(args[0].Value, "-") && args[0].Value != "-" && !args[0].Expanded {
 		if args[0].Value == "--" {
 			args = args[1:]
 			break
 		}
+		// cd -P resolves links before "..", as the kernel does; plain cd
+		// (-L) works on the path as written, as Clean does.
+		physical = physical || strings.Contains(args[0].Value, "P")
 		args = args[1:]
 	}
 	if len(args) == 0 {
@@ -129,6 +141,15 @@ func (ctx Context) cdTarget(dir string, args []Word) string {
 	v := a.Value
 	if ctx.CDPath != "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "./") && !strings.HasPrefix(v, "../") && v != "." && v != ".." {
 		return ""
+	}
+	if physical && !strings.HasPrefix(v, "~") {
+		if !filepath.IsAbs(v) {
+			if dir == "" {
+				return ""
+			}
+			v = dir + string(filepath.Separator) + v
+		}
+		return physicalPath(v)
 	}
 	return ctx.absPath(dir, v)
 }
