@@ -317,11 +317,11 @@ var fileWriters = map[string]bool{
 // resolveTargets fills s.Targets and s.Unresolved.
 func (ctx Context) resolveTargets(s *SubCommand) {
 	seen := map[string]bool{}
-	add := func(v string) {
+	add := func(v string, pattern bool) {
 		if s.Unresolved != "" {
 			return
 		}
-		paths, ok := ctx.expand(s.Dir, v)
+		paths, ok := ctx.expand(s.Dir, v, pattern)
 		if !ok {
 			s.Unresolved = "it names a file by a pattern that cannot be worked out before it runs, or by a relative path in a directory that is not known"
 			return
@@ -341,7 +341,7 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 			s.Unresolved = "it redirects output to a file whose name is known only when it runs"
 			continue
 		}
-		add(r.Value)
+		add(r.Value, r.Pattern)
 	}
 	if s.ReadOnly || len(s.Words) == 0 {
 		return
@@ -361,12 +361,12 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 		if s.Dir == "" && !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") && !writer {
 			continue
 		}
-		add(v)
+		add(v, w.Pattern)
 		if _, val, ok := strings.Cut(v, "="); ok && val != "" {
-			add(val)
+			add(val, w.Pattern)
 		}
 		if len(v) > 2 && v[0] == '-' && v[1] != '-' {
-			add(v[2:])
+			add(v[2:], w.Pattern)
 		}
 	}
 }
@@ -375,8 +375,12 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 // globs expanded against the file system, the literal word kept too (bash
 // keeps a pattern that matches nothing). An entry "" means a relative
 // path in an unknown directory; false means the word may name anything.
-func (ctx Context) expand(dir, v string) ([]string, bool) {
-	words, ok := expandBraces(v, 0)
+func (ctx Context) expand(dir, v string, pattern bool) ([]string, bool) {
+	words, ok := []string{v}, true
+	if pattern {
+		// Only unquoted braces are expanded.
+		words, ok = expandBraces(v, 0)
+	}
 	if !ok {
 		return nil, false
 	}
@@ -399,7 +403,12 @@ func (ctx Context) expand(dir, v string) ([]string, bool) {
 				out = append(out, ph)
 			}
 		}
-		if !strings.ContainsAny(b, "*?[") {
+		if pattern && (strings.Contains(b, "**") || strings.Contains(b, "(")) {
+			// globstar and extglob patterns (@(…), !(…), …), which Go's
+			// matcher does not read as bash does; shopt may turn them on.
+			return nil, false
+		}
+		if !pattern || !strings.ContainsAny(b, "*?[") {
 			continue
 		}
 		wild := 0
