@@ -2,6 +2,7 @@ package rpc_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,16 @@ var protectedCases = []struct{ rel, why string }{
 	{".qwen/agents/helper.md", "subagent definitions in .qwen/agents"},
 	{"QWEN.md", "memory files are read into the instructions of every future session"},
 	{"sub/AGENTS.md", "memory files are read into the instructions of every future session"},
+	// Files that run later: editor tasks and launch configurations,
+	// direnv, git's attributes, IDE run configurations.
+	{".vscode/tasks.json", "files in .vscode run later"},
+	{".vscode/settings.json", "files in .vscode run later"},
+	{".vscode/launch.json", "files in .vscode run later"},
+	{".envrc", ".envrc runs as a shell script"},
+	{".git/info/attributes", "files in .git/info"},
+	{".git/info/exclude", "files in .git/info"},
+	{".idea/runConfigurations/app.xml", "files in .idea hold run configurations"},
+	{".idea/workspace.xml", "files in .idea hold run configurations"},
 }
 
 // reviewTitles records the title of every edit review, accepting each.
@@ -197,7 +208,8 @@ func TestShellWritesToProtectedFilesAsk(t *testing.T) {
 	a, asked := rulesAgent(t, "default", map[string]any{"allow": []any{"Bash(echo *)", "Bash(cp *)"}})
 	os.MkdirAll(filepath.Join(a.root, ".git", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(a.root, ".git", "config"), []byte("[core]\n"), 0o644)
-	a.shell(t, "plain", "echo hi > notes.txt")
+	os.WriteFile(filepath.Join(a.root, "a.txt"), []byte("hi\n"), 0o644)
+	a.shell(t, "plain", "cp a.txt notes.txt")
 	a.shell(t, "read", "cat .git/config")
 	if len(*asked) != 0 {
 		t.Fatalf("an allowed or read-only command asked: %s", (*asked)[0])
@@ -225,5 +237,192 @@ func TestShellWritesToProtectedFilesAsk(t *testing.T) {
 	msg := y.shell(t, "trust", `echo '{"/": "TRUST_FOLDER"}' > "$HOME/.qwen/trustedFolders.json"`)
 	if !strings.Contains(msg, "was not run") || !strings.Contains(msg, "trusted folders list") {
 		t.Errorf("yolo shell write to the trust list: %q", msg)
+	}
+}
+
+// protectedShellForms reach a protected file through cd, globs, split
+// quotes, a linked folder, >>, brace alternatives and folder moves, each
+// under an allow rule that covers the command itself.
+var protectedShellForms = []string{
+	"cd .git && echo '[core] fsmonitor = x' > config",
+	"echo '[core] glob' > .gi?/config",
+	"echo '[core] quotes' > .g''it/con\"fig\"",
+	"echo '[core] append' >> .git/config",
+	"echo '[core] link' > linked/config",
+	"tee .g{i,o}t/hooks/pre-commit < evil.sh",
+	"cd .git; cp ../evil.sh hooks/post-checkout",
+	"cd sub/../.git/hooks && cp ../../evil.sh pre-push",
+	"printf '{}' > .vscode/tasks.json",
+	"echo 'touch x' > .envrc",
+	"echo '* filter=x' > .git/info/attributes",
+	"cp evil.sh .idea/workspace.xml",
+	"tee .git/config < evil.sh",
+}
+
+// Under allow rules for echo, printf, cp and tee, each protected form asks
+// with its reason, and rejected, changes nothing. Approved, each changes
+// the workspace, so the rejection proves something.
+func TestShellReachesProtectedFilesAsk(t *testing.T) {
+	start := func(answer string) (*agent, func() map[string]string) {
+		a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
+			p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{
+				"allow": []any{"Bash(echo *)", "Bash(printf *)", "Bash(cp *)", "Bash(tee *)", "Bash(cd *)"}}}
+		})
+		var mu sync.Mutex
+		titles := map[string]string{}
+		a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+			var p struct {
+				ToolCall struct {
+					ID    string `json:"toolCallId"`
+					Title string
+				} `json:"toolCall"`
+			}
+			json.Unmarshal(params, &p)
+			mu.Lock()
+			titles[p.ToolCall.ID] = p.ToolCall.Title
+			mu.Unlock()
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": answer}}, nil
+		})
+		for _, d := range []string{".git/hooks", ".git/info", ".vscode", ".idea", "sub"} {
+			os.MkdirAll(filepath.Join(a.root, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(a.root, ".git", "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(a.root, "evil.sh"), []byte("#!/bin/sh\ntouch pwned\n"), 0o755)
+		if err := os.Symlink(".git", filepath.Join(a.root, "linked")); err != nil {
+			t.Fatal(err)
+		}
+		return a, func() map[string]string {
+			mu.Lock()
+			defer mu.Unlock()
+			out := map[string]string{}
+			for k, v := range titles {
+				out[k] = v
+			}
+			return out
+		}
+	}
+	a, titles := start("cancel")
+	before := snapshotTree(t, a.root)
+	for i, form := range protectedShellForms {
+		id := fmt.Sprintf("p%d", i)
+		a.rejectedShell(t, id, form)
+		title, ok := titles()[id]
+		if !ok || !strings.Contains(title, "(protected: ") {
+			t.Errorf("%q: asked %v, title %q", form, ok, title)
+		}
+	}
+	if after := snapshotTree(t, a.root); after != before {
+		t.Errorf("rejected commands changed the workspace:\nbefore %s\nafter  %s", before, after)
+	}
+	// The plain forms of the same rules still run unasked.
+	n := len(titles())
+	a.shell(t, "plain", "cp evil.sh copy.sh && echo done")
+	if len(titles()) != n {
+		t.Errorf("cp evil.sh copy.sh asked")
+	}
+
+	b, _ := start("proceed_once")
+	for i, form := range protectedShellForms {
+		before := snapshotTree(t, b.root)
+		b.shell(t, fmt.Sprintf("live%d", i), form)
+		if snapshotTree(t, b.root) == before {
+			t.Errorf("approved, %q changed nothing: its rejection proves nothing", form)
+		}
+	}
+}
+
+// snapshotTree lists every path under root with its size and mode.
+func snapshotTree(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err == nil {
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s %v %q\n", strings.TrimPrefix(p, root), fi.Mode(), data)
+		}
+		return nil
+	})
+	return b.String()
+}
+
+// In yolo mode a shell write whose target cannot be known before it runs
+// asks (it may be the trust list), and so does one to the user's
+// settings, which can turn folder trust off; the trust list named by a
+// glob is refused outright.
+func TestShellInYoloAsksForUnknownTargetsAndUserSettings(t *testing.T) {
+	a, asked := rulesAgent(t, "yolo", nil)
+	home := a.e.Home
+	os.MkdirAll(home, 0o755)
+	trust := filepath.Join(home, workspace.TrustFileName)
+	os.WriteFile(trust, []byte("{}\n"), 0o644)
+	a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+		*asked = append(*asked, params)
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}, nil
+	})
+	for _, c := range []string{
+		`F=` + filepath.Join(home, "tr''ustedFolders.json") + `; echo '{"/": "TRUST_FOLDER"}' > "$F"`,
+		`cd "$(dirname ` + filepath.Join(home, "x") + `)" && echo '{}' > "$(ls | head -1)"`,
+		`cp "$SRC" ` + filepath.Join(home, "settings.json"),
+		`printf '{}' > ` + filepath.Join(home, "sett''ings.json"),
+	} {
+		n := len(*asked)
+		a.rejectedShell(t, fmt.Sprintf("y%d", n), c)
+		if len(*asked) != n+1 {
+			t.Errorf("yolo ran %q without asking", c)
+		}
+	}
+	msg := a.shell(t, "glob", `echo '{"/": "TRUST_FOLDER"}' > `+filepath.Join(home, "trusted?olders.json"))
+	if !strings.Contains(msg, "was not run") || !strings.Contains(msg, "trusted folders list") {
+		t.Errorf("yolo shell write to the trust list through a glob: %q", msg)
+	}
+	if data, _ := os.ReadFile(trust); string(data) != "{}\n" {
+		t.Errorf("the trust list changed: %q", data)
+	}
+	// Ordinary writes still run unasked in yolo.
+	n := len(*asked)
+	a.shell(t, "plain", "echo x > notes.txt")
+	if len(*asked) != n {
+		t.Error("yolo asked for echo x > notes.txt")
+	}
+}
+
+// rejectedShell sends one shell call that the editor is expected to
+// reject: the turn ends there, so the model is sent nothing more.
+func (a *agent) rejectedShell(t *testing.T, id, command string) {
+	t.Helper()
+	a.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: id, Name: "run_shell_command", Arguments: jsonArgs("command", command)}}})
+	if _, err := a.prompt("run it"); err != nil {
+		t.Fatalf("%q: %v", command, err)
+	}
+}
+
+// edit in auto-edit, under an Edit allow rule, asks for the files that
+// run later as write_file does, and an ordinary file does not.
+func TestEditOfFilesThatRunLaterAsks(t *testing.T) {
+	a := startAgentWith(t, "auto-edit", rpc.Options{}, func(p *rpctest.InitParams) {
+		p.InitializationOptions.(map[string]any)["settings"] = map[string]any{"permissions": map[string]any{"allow": []any{"Edit"}}}
+	})
+	titles := reviewTitles(a)
+	rels := []string{"plain.txt", ".vscode/tasks.json", ".envrc", ".git/info/attributes", ".idea/runConfigurations/app.xml"}
+	var reads, calls []modeltest.ToolCall
+	for _, rel := range rels {
+		p := filepath.Join(a.root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("old\n"), 0o644)
+		reads = append(reads, modeltest.ToolCall{ID: "r" + rel, Name: "read_file", Arguments: jsonArgs("absolute_path", p)})
+		calls = append(calls, modeltest.ToolCall{ID: rel, Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "old", "new_string", "new")})
+	}
+	a.model.Push(modeltest.Response{ToolCalls: reads}, modeltest.Response{ToolCalls: calls}, modeltest.Response{Text: "done"})
+	if _, err := a.prompt("edit them"); err != nil {
+		t.Fatal(err)
+	}
+	got := titles()
+	if len(got) != len(rels)-1 {
+		t.Fatalf("reviews = %q, want one per file that runs later (%s)", got, a.toolMessage(t, ".envrc"))
+	}
+	for i, rel := range rels[1:] {
+		if !strings.Contains(got[i], "(protected: ") || !strings.Contains(got[i], filepath.Base(rel)) {
+			t.Errorf("review for %s: %q", rel, got[i])
+		}
 	}
 }

@@ -124,3 +124,26 @@ func TestPathRulesAndWholeToolDeny(t *testing.T) {
 		t.Fatal("web_fetch was declared although a deny rule names it")
 	}
 }
+
+// A rule for a command never covers a redirection of its output to a
+// file: an exact Bash(git status) let git status > ANY-FILE write
+// unasked. Discarding output and duplicating descriptors stay covered.
+func TestAllowRuleDoesNotCoverRedirections(t *testing.T) {
+	a, asked := rulesAgent(t, "default", map[string]any{"allow": []any{"run_shell_command(git status)", "Bash(echo *)", "Bash(npm run *)"}})
+	for _, c := range []string{"npm run a 2>/dev/null", "npm run a 2>&1 | npm run b", "echo hi >&2"} {
+		n := len(*asked)
+		a.shell(t, "ok", c)
+		if len(*asked) != n {
+			t.Errorf("%q asked", c)
+		}
+	}
+	for _, c := range []string{"git status > out.txt", "git status >> log.txt", "echo x > notes.txt", "npm run a &> build.log", "{ npm run a; } > b.log",
+		// Nor does it cover an expansion that bash evaluates as code.
+		"x='a[$(touch m)]'; echo $((x))", "x='$(touch m)'; echo ${x@P}"} {
+		n := len(*asked)
+		a.shell(t, "w", c)
+		if len(*asked) != n+1 {
+			t.Errorf("%q ran without asking", c)
+		}
+	}
+}

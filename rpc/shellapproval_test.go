@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
 )
 
@@ -137,6 +139,46 @@ var shellForms = []shellForm{
 	{"PATH={D}; ls {M}", true},
 	{"printf -v PATH %s {D}; ls {M}", true},
 	{"LESSOPEN='|touch {M} %s' less {V}", true},
+	// Bash evaluates variable contents as arithmetic, and arithmetic runs
+	// the command substitution in an array subscript.
+	{"x='a[$(touch {M})]'; echo $((x))", true},
+	{"x='a[$(touch {M})]'; echo $[x]", true},
+	{"x='a[$(touch {M})]'; echo ${y[x]}", true},
+	{"x='a[$(touch {M})]'; y=abc; echo ${y:x}", true},
+	{"x='a[$(touch {M})]'; y=abc; echo \"${y:0:x}\"", true},
+	{"y='a[$(touch {M})]'; echo ${!y}", true},
+	{"x='$(touch {M})'; echo ${x@P}", true},
+	{"x='a[$(touch {M})]'; a[x]=1; echo", true},
+	{"x='a[$(touch {M})]'; for ((i=x; i<0; i++)); do echo; done", true},
+	{"x='a[$(touch {M})]'; case $((x)) in *) echo;; esac", true},
+	{"x='a[$(touch {M})]'; cat <<EOF\n$((x))\nEOF", true},
+	{"x='a[$(touch {M})]'; ls > /dev/null${y[x]}", true},
+	{"x='a[$(touch {M})]'; y=abc; echo ${#y[x]}", true},
+	{"x='a[$(touch {M})]'; echo $(( x + 1 ))", true},
+	{"x='a[$(touch {M})]'; echo ${y[x]:-z}", true},
+	{"x='a[$(touch {M})]'; echo ${y:-${z[x]}}", true},
+	{"x='a[$(touch {M})]'; y=ab; echo ${y/#/${z[x]}}", true},
+	{"x='a[$(touch {M})]'; case a in ${y[x]}) echo;; esac", true},
+	{"x='a[$(touch {M})]'; for i in ${y[x]}; do echo; done", true},
+	{"x='a[$(touch {M})]'; cat <<<${y[x]}", true},
+	{"x='a[$(touch {M})]'; y[x]+=1; echo", true},
+	{"x='a[$(touch {M})]'; [[ x -eq 0 ]]", true},
+	{"x='a[$(touch {M})]'; ((x))", true},
+	{"x='a[$(touch {M})]'; let x", true},
+	{"x='a[$(touch {M})]'; declare -i y=x", true},
+	{"x='a[$(touch {M})]'; echo \"${!x}\"", true},
+	{"x='$(touch {M})'; echo \"${x@P}\"", true},
+	{"x='a[$(touch {M})]'; while (( x )); do break; done", true},
+	// awk reads a backslash-newline as one line.
+	{"awk 'BEGIN{system \\\n(\"touch {M}\")}'", true},
+	{"awk 'BEGIN{print \"x\" \\\n> \"{M}\"}'", true},
+	{"awk 'BEGIN{print \"x\" | \"cat > {M}\"}'", true},
+	{"awk 'BEGIN { \"touch {M}\" | getline }'", true},
+	// A lesskey file's #env section sets LESSOPEN, run on the file shown.
+	{"less --lesskey-src={D}/lesskeys {V}", true},
+	// A rule-free redirection of a read-only command's output.
+	{"git status > {M}", true},
+	{"git status >> {V}", true},
 }
 
 // Each form is sent by the scripted model as a run_shell_command call in a
@@ -144,7 +186,7 @@ var shellForms = []shellForm{
 // request must have been made, and the command must not have run. Then
 // the same forms, approved, prove that they do what they claim.
 func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
-	if len(shellForms) < 60 {
+	if len(shellForms) < 130 {
 		t.Fatalf("only %d forms", len(shellForms))
 	}
 	a := startAgent(t, "default")
@@ -212,9 +254,14 @@ func TestShellFormsAskAndDoNotRunWhenRejected(t *testing.T) {
 		calls = append(calls, modeltest.ToolCall{ID: fmt.Sprintf("live%d", i), Name: "run_shell_command", Arguments: string(args)})
 		live = append(live, i)
 	}
-	b.model.Push(modeltest.Response{ToolCalls: calls}, modeltest.Response{Text: "done"})
-	if _, err := b.prompt("run them"); err != nil {
-		t.Fatal(err)
+	// One response may make at most 128 calls: send them in batches.
+	for len(calls) > 0 {
+		n := min(len(calls), 100)
+		b.model.Push(modeltest.Response{ToolCalls: calls[:n]}, modeltest.Response{Text: "done"})
+		if _, err := b.prompt("run them"); err != nil {
+			t.Fatal(err)
+		}
+		calls = calls[n:]
 	}
 	for _, i := range live {
 		if formEffects(b.root, i) == "" {
@@ -264,6 +311,11 @@ func prepareShellWorkspace(t *testing.T, root string) {
 	if err := os.WriteFile(filepath.Join(root, "ls"), []byte("#!/bin/bash\n: > \"$1\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A key-binding file whose #env section makes less run a command
+	// that empties the file it shows.
+	if err := os.WriteFile(filepath.Join(root, "lesskeys"), []byte("#env\nLESSOPEN=|cp /dev/null %s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(root, "keep.txt"), []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -291,4 +343,96 @@ func programsInstalled(form string) bool {
 		}
 	}
 	return true
+}
+
+// Plan mode runs only what is judged read-only: none of the forms runs
+// there, and none is asked about (plan mode refuses, it does not ask).
+func TestShellFormsDoNotRunInPlanMode(t *testing.T) {
+	a := startAgent(t, "plan")
+	prepareShellWorkspace(t, a.root)
+	var mu sync.Mutex
+	var asked []string
+	a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+		mu.Lock()
+		asked = append(asked, string(params))
+		mu.Unlock()
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "proceed_once"}}, nil
+	})
+	var calls []modeltest.ToolCall
+	for i, f := range shellForms {
+		args, _ := json.Marshal(map[string]any{"command": expandForm(f.cmd, a.root, i)})
+		calls = append(calls, modeltest.ToolCall{ID: fmt.Sprintf("plan%d", i), Name: "run_shell_command", Arguments: string(args)})
+	}
+	for len(calls) > 0 {
+		n := min(len(calls), 100)
+		a.model.Push(modeltest.Response{ToolCalls: calls[:n]}, modeltest.Response{Text: "done"})
+		if _, err := a.prompt("run them"); err != nil {
+			t.Fatal(err)
+		}
+		calls = calls[n:]
+	}
+	for i, f := range shellForms {
+		if broke := formEffects(a.root, i); broke != "" {
+			t.Errorf("%q ran in plan mode: %s", f.cmd, broke)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 0 {
+		t.Errorf("plan mode asked %d times: %s", len(asked), asked[0])
+	}
+}
+
+// In a trusted folder, git aimed at a repository outside the roots asks:
+// that repository's core.fsmonitor (here: a program that leaves a marker)
+// is not the workspace's. Rejected, nothing runs; approved, the marker
+// appears, so the rejection proves something.
+func TestGitOutsideTheRootsAsks(t *testing.T) {
+	if !programsInstalled("git ") {
+		t.Skip("git is not installed")
+	}
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+	monitor := filepath.Join(outside, "monitor.sh")
+	os.WriteFile(monitor, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.fsmonitor", monitor}} {
+		if out, err := exec.Command("git", append([]string{"-C", outside}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	start := func(answer string) (*agent, *[]string) {
+		a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
+			p.InitializationOptions.(map[string]any)["workspaceTrusted"] = true
+		})
+		prepareShellWorkspace(t, a.root)
+		var mu sync.Mutex
+		var asked []string
+		a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+			mu.Lock()
+			asked = append(asked, string(params))
+			mu.Unlock()
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": answer}}, nil
+		})
+		return a, &asked
+	}
+	a, asked := start("cancel")
+	a.shell(t, "inside", "git status --short")
+	if len(*asked) != 0 {
+		t.Fatalf("git status in the workspace's own repository asked")
+	}
+	forms := []string{"git -C " + outside + " status", "cd " + outside + " && git status", "cd " + outside + "; git diff"}
+	for i, c := range forms {
+		a.rejectedShell(t, fmt.Sprintf("out%d", i), c)
+		if len(*asked) != i+1 {
+			t.Errorf("%q ran without asking", c)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the other repository's fsmonitor ran")
+	}
+	b, _ := start("proceed_once")
+	b.shell(t, "approved", forms[0])
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("approved, %q did not run the fsmonitor: the test proves nothing", forms[0])
+	}
 }

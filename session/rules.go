@@ -10,6 +10,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -125,15 +126,14 @@ func mcpToolMatches(rule, alias string, t tools.Tool) bool {
 // ShellAnalyzer is implemented by run_shell_command so rules can judge
 // each sub-command.
 type shellCall struct {
-	analysis *tools.ShellAnalysis
+	analysis *shellsafe.Analysis
 }
 
 func shellOf(env *tools.Env, t tools.Tool, params map[string]any) *shellCall {
 	if t.Name() != "run_shell_command" {
 		return nil
 	}
-	cmd, _ := tools.String(params, "command")
-	a, err := env.AnalyzeShell(cmd)
+	a, err := env.AnalyzeShellCall(params)
 	if err != nil {
 		return nil
 	}
@@ -239,13 +239,13 @@ func (s *Session) decide(t tools.Tool, params map[string]any) ruleDecision {
 		allow, _ := specsFor(rs.allow, t)
 		deny, denyRules := specsFor(rs.deny, t)
 		ask, _ := specsFor(rs.ask, t)
-		cov := tools.CoverShellSubCommands(sh.analysis.SubCommands, allow, deny)
+		cov := shellsafe.Cover(sh.analysis.SubCommands, allow, deny)
 		if cov.Deny >= 0 {
 			d.deniedBy = denyRules[cov.Deny].raw
 			return d
 		}
 		if len(ask) > 0 {
-			askCov := tools.CoverShellSubCommands(sh.analysis.SubCommands, nil, ask)
+			askCov := shellsafe.Cover(sh.analysis.SubCommands, nil, ask)
 			d.ask = askCov.Deny >= 0
 		}
 		d.allowed = len(cov.Uncovered) == 0 && !sh.analysis.Substitution

@@ -225,7 +225,7 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		case pr.Forbidden:
 			r.fail(tools.NewError(tools.ErrorExecutionDenied, fmt.Sprintf("This %s call was not run: %s.", r.tc.Name, pr.Reason)))
 			return
-		case pr.Reason != "" && mode != ModeYolo:
+		case pr.Reason != "" && (mode != ModeYolo || pr.EvenInYolo):
 			// A protected file always asks, whatever the allow rules and
 			// the approval mode, and the question says why.
 			conf.Title += " (protected: " + pr.Reason + ")"
@@ -262,25 +262,13 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 // protectedCall says whether a call changes a protected file: an edit-kind
 // call by the path of its proposal or its locations
 // (tools.Env.ProtectedWrite), a shell command by the sub-commands that are
-// not read-only (tools.Env.ShellProtection). prepare asks only for calls
+// not read-only (tools.Env.ShellCommandProtection). prepare asks only for calls
 // whose tool wants a confirmation, the only ones the answer changes.
 func (s *Session) protectedCall(r *callRun, conf *tools.Confirmation) tools.Protection {
 	env := s.mgr.opts.Env
 	var best tools.Protection
 	if sh := shellOf(env, r.tool, r.params); sh != nil {
-		for _, sub := range sh.analysis.SubCommands {
-			if sub.ReadOnly {
-				continue
-			}
-			pr := env.ShellProtection(sub.Text)
-			if pr.Forbidden {
-				return pr
-			}
-			if best.Reason == "" {
-				best = pr
-			}
-		}
-		return best
+		return env.ShellCommandProtection(sh.analysis)
 	}
 	if r.tool.Kind() != tools.KindEdit {
 		return best

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 //go:embed shell.md
@@ -100,7 +102,7 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if strings.ContainsRune(cmd, 0) {
 		return InvalidParams(`Argument "command" contains a NUL character, which no shell command can hold. Remove it and try again.`)
 	}
-	a, err := ParseShellCommand(cmd)
+	a, err := shellsafe.Parse(cmd)
 	if err != nil {
 		return InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
@@ -176,7 +178,7 @@ func (s *Shell) Describe(params map[string]any) string {
 // sub-commands that are not read-only.
 func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
 	cmd, _ := String(params, "command")
-	a, err := s.env.AnalyzeShell(cmd)
+	a, err := s.env.AnalyzeShellCall(params)
 	if err != nil {
 		return nil, InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
@@ -186,24 +188,51 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 	return ShellConfirmation(cmd, a.NeedingApproval()), nil
 }
 
-// AnalyzeShell parses cmd as ParseShellCommand does and judges it for this
-// workspace. In a folder that is not trusted, git commands are never
-// read-only: the repository's own configuration (core.fsmonitor,
-// diff.external, textconv and clean filters, core.pager) can make even
-// `git status` or `git diff` run a program it names, and a hostile
-// repository may ship that configuration. Trusting the folder trusts its
-// configuration, and git's read-only commands run unasked again.
-func (e *Env) AnalyzeShell(cmd string) (*ShellAnalysis, error) {
-	a, err := ParseShellCommand(cmd)
-	if err != nil || e.repoConfigTrusted() {
-		return a, err
+// AnalyzeShellCall judges the command of a run_shell_command call, in the
+// directory the call names (AnalyzeShell).
+func (e *Env) AnalyzeShellCall(params map[string]any) (*shellsafe.Analysis, error) {
+	cmd, _ := String(params, "command")
+	dir, _ := String(params, "directory")
+	return e.AnalyzeShell(cmd, dir)
+}
+
+// AnalyzeShell judges cmd for this workspace (shellsafe.Analyze), as run
+// in dir: the directory argument of run_shell_command, relative to the
+// primary root ("" is the primary root). A directory outside the roots
+// leaves the analysis without one, so no git command is read-only; the
+// call is refused before it runs anyway.
+func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
+	return shellsafe.Analyze(cmd, e.shellContext(dir))
+}
+
+// shellContext is what the shell analysis is told of the workspace.
+func (e *Env) shellContext(dir string) shellsafe.Context {
+	ctx := shellsafe.Context{RepoConfigTrusted: e.repoConfigTrusted(), CDPath: os.Getenv("CDPATH")}
+	if home, err := os.UserHomeDir(); err == nil {
+		ctx.Home = home
 	}
-	for i := range a.SubCommands {
-		if a.SubCommands[i].Root == "git" {
-			a.SubCommands[i].ReadOnly = false
-		}
+	if e == nil || e.Workspace == nil || e.Workspace.Roots == nil {
+		return ctx
 	}
-	return a, nil
+	roots := e.Workspace.Roots
+	ctx.Inside = func(p string) bool {
+		_, _, err := roots.Resolve(p)
+		return err == nil
+	}
+	d := CleanPathArg(dir)
+	primary := roots.Primary()
+	switch {
+	case d == "":
+		d = primary
+	case !filepath.IsAbs(d) && primary != "":
+		d = filepath.Join(primary, d)
+	case !filepath.IsAbs(d):
+		d = ""
+	}
+	if d != "" && ctx.Inside(d) {
+		ctx.Dir = filepath.Clean(d)
+	}
+	return ctx
 }
 
 // repoConfigTrusted reports whether the workspace's folder is trusted, so
@@ -215,8 +244,7 @@ func (e *Env) repoConfigTrusted() bool {
 // AllowedInPlanMode lets plan mode run a command whose sub-commands are all
 // read-only, without command substitution (tools.md §6.4).
 func (s *Shell) AllowedInPlanMode(params map[string]any) bool {
-	cmd, _ := String(params, "command")
-	a, err := s.env.AnalyzeShell(cmd)
+	a, err := s.env.AnalyzeShellCall(params)
 	return err == nil && a.ReadOnly()
 }
 

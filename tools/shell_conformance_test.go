@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -102,13 +103,13 @@ func TestCase34_RuleMatching(t *testing.T) {
 	allow := []string{"npm run *"}
 
 	a := mustParse(t, "npm run a && npm run b")
-	if cov := tools.CoverShellSubCommands(a.SubCommands, allow, nil); len(cov.Uncovered) != 0 || a.Substitution {
+	if cov := shellsafe.Cover(a.SubCommands, allow, nil); len(cov.Uncovered) != 0 || a.Substitution {
 		t.Errorf("npm run a && npm run b is not covered: %v", cov.Uncovered)
 	}
 
 	cmd := "npm run a && rm -f x"
 	a = mustParse(t, cmd)
-	cov := tools.CoverShellSubCommands(a.SubCommands, allow, nil)
+	cov := shellsafe.Cover(a.SubCommands, allow, nil)
 	if len(cov.Uncovered) != 1 {
 		t.Fatalf("uncovered %v", cov.Uncovered)
 	}
@@ -128,7 +129,7 @@ func TestCase34_RuleMatching(t *testing.T) {
 	}
 	// Even an allow rule for every sub-command leaves the substitution
 	// to the prompt (tools.md §6.1 step 5).
-	if cov := tools.CoverShellSubCommands(a.SubCommands, []string{"echo *", "git *"}, nil); len(cov.Uncovered) != 0 {
+	if cov := shellsafe.Cover(a.SubCommands, []string{"echo *", "git *"}, nil); len(cov.Uncovered) != 0 {
 		t.Errorf("allow rules for every sub-command left %v", cov.Uncovered)
 	}
 }
@@ -137,11 +138,11 @@ func TestCase34_RuleMatching(t *testing.T) {
 // `ls && rm -rf build` because one sub-command matches.
 func TestCase35_DenyRuleMatching(t *testing.T) {
 	a := mustParse(t, "ls && rm -rf build")
-	cov := tools.CoverShellSubCommands(a.SubCommands, nil, []string{"rm *"})
+	cov := shellsafe.Cover(a.SubCommands, nil, []string{"rm *"})
 	if cov.Deny != 0 || cov.DeniedSubCommand != 1 || a.SubCommands[cov.DeniedSubCommand].Text != "rm -rf build" {
 		t.Errorf("coverage %+v", cov)
 	}
-	if !tools.ShellRuleMatches("rm *", a.SubCommands[1]) || tools.ShellRuleMatches("rm *", a.SubCommands[0]) {
+	if !shellsafe.RuleMatches("rm *", a.SubCommands[1]) || shellsafe.RuleMatches("rm *", a.SubCommands[0]) {
 		t.Error("rm * matches the wrong sub-command")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 // The read-only verdict (tools.md §6.3) is checked by running commands.
@@ -34,7 +35,7 @@ import (
 
 // readOnlyPrograms are linked into the sandbox PATH: the §6.3 set.
 var readOnlyPrograms = []string{
-	"awk", "basename", "cat", "column", "cut", "df", "dirname", "du", "env", "find", "git",
+	"awk", "basename", "cat", "column", "cut", "df", "dirname", "du", "env", "find", "git", "go",
 	"grep", "head", "less", "ls", "more", "printenv", "ps", "rg", "sed", "sort", "stat",
 	"tail", "tree", "uniq", "wc", "which", "whoami",
 }
@@ -45,7 +46,7 @@ var shimmedPrograms = []string{
 	"timeout", "nohup", "chmod", "chown", "mkdir", "rmdir", "ln", "install", "truncate", "curl",
 	"wget", "nc", "ssh", "vi", "vim", "nano", "ed", "ex", "editor", "sensible-editor", "pager",
 	"patch", "tar", "gzip", "gunzip", "zcat", "xz", "bzip2", "zip", "unzip", "sudo", "su", "kill",
-	"make", "go", "npm", "node", "date", "id", "true", "false", "sleep", "yes", "seq", "gpg",
+	"make", "npm", "node", "date", "id", "true", "false", "sleep", "yes", "seq", "gpg",
 	"lesspipe", "file", "iconv", "sync", "script", "watch", "strace", "gdb", "setsid", "stdbuf",
 	"flock", "chroot", "unshare", "nsenter", "busybox", "hostname", "sha256sum", "md5sum",
 }
@@ -101,6 +102,14 @@ func newROSandbox(t testing.TB) *roSandbox {
 	files := map[string]string{
 		"a.txt": "alpha\nbeta\ngamma\nalpha\n", "b.txt": "beta\n", "s/a/b/w": "z\n",
 		"sub/c.go": "package c\n", "sub/deep/d.md": "# d\n",
+		// A key-binding file for less whose #env section sets LESSOPEN
+		// to a program outside the read-only set.
+		"k": "#env\nLESSOPEN=|touch %s.opened\n",
+		// Go's telemetry counters (files under the user's config folder,
+		// and a go process that uploads them) are go's own bookkeeping,
+		// not a change the command makes: turned off, as "go telemetry
+		// off" does, so that the comparison sees the command alone.
+		"../home/.config/go/telemetry/mode": "off\n",
 		// Files named like options, where a glob picks them up.
 		"opt/-delete": "x\n", "sedd/-i": "y\n", "sedd/x.txt": "alpha\n",
 	}
@@ -190,6 +199,21 @@ func (sb *roSandbox) snapshot(t testing.TB) map[string]string {
 	return out
 }
 
+// context is what the analysis is told of the sandbox: a trusted folder
+// whose only root is the working directory.
+func (sb *roSandbox) context() shellsafe.Context {
+	return shellsafe.Context{
+		RepoConfigTrusted: true, Dir: sb.work, Home: sb.home,
+		Inside: func(p string) bool {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				real = filepath.Clean(p)
+			}
+			return real == sb.work || strings.HasPrefix(real, sb.work+string(filepath.Separator))
+		},
+	}
+}
+
 // exec runs command in the sandbox and returns what it broke: markers
 // left by shims and changes to the tree.
 func (sb *roSandbox) exec(t testing.TB, command string) []string {
@@ -202,6 +226,8 @@ func (sb *roSandbox) exec(t testing.TB, command string) []string {
 	cmd.Env = []string{
 		"PATH=" + sb.bin, "HOME=" + sb.home, "TMPDIR=" + sb.tmp, "LANG=C", "TERM=dumb",
 		"PAGER=cat", "GIT_PAGER=cat", "QWEN_CODE=1", "GIT_CONFIG_NOSYSTEM=1",
+		// go list may run; it must neither fetch nor fill a cache.
+		"GOCACHE=off", "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=", "GOPATH=" + filepath.Join(sb.tmp, "gopath"),
 	}
 	cmd.Stdin = nil
 	var out bytes.Buffer
@@ -305,6 +331,11 @@ var readOnlyVocabulary = []string{
 	"'$x'", "\"$x\"", "$x", "~", "..", "/", "-C", "sub", "--no-pager", "-c", "core.pager=touch",
 	"show", "HEAD", "--", "-f", "-e", "-F:", "--sort", "u", "-u", "xargs", "-print", "-name", "'*'",
 	"(", ")", "{", "}", "!", "f()", "if", "then", "fi", "for", "in", "do", "done", "<<<", "x",
+	// Evaluated variable contents, awk continuations, lesskey files, git
+	// elsewhere, go list.
+	"x='a[$(touch m)]';", "$((x))", "$[x]", "${y[x]}", "${y:x}", "${!x}", "${x@P}", "a[x]=1", "((x))",
+	"'BEGIN{system \\\n(\"touch m\")}'", "'{print \\\n> \"o\"}'", "--lesskey-src=k", "-k", "k",
+	"--log-file=o", "+!touch", "/tmp", "go", "list", "-export", "-toolexec=touch", "-mod=mod", ">>",
 }
 
 func tokenCommand(script []byte) string {
@@ -330,6 +361,7 @@ func FuzzShellReadOnly(f *testing.F) {
 	f.Add("", []byte{2, 22, 23, 24, 25})
 	f.Add("find . ", []byte{49})
 	f.Add("git ", []byte{38, 39})
+	f.Add("", []byte{byte(len(readOnlyVocabulary) - 27), byte(len(readOnlyVocabulary) - 25), 1})
 	// One sandbox for the whole target (a t.TempDir would vanish with the
 	// first input's subtest); every run compares it before and after.
 	sb := newROSandbox(f)
@@ -346,7 +378,7 @@ func FuzzShellReadOnly(f *testing.F) {
 		if tools.NewShell(env).Validate(map[string]any{"command": command}) != nil {
 			return
 		}
-		a, err := tools.ParseShellCommand(command)
+		a, err := shellsafe.Analyze(command, sb.context())
 		if err != nil || !a.ReadOnly() || !a.HasRoot() || !sb.run {
 			return
 		}
@@ -378,6 +410,15 @@ var readOnlySeeds = []string{
 	"tree -R -H . -L 1", "rg --hostname-bin=touch x", "rg -z x", "git remote show origin",
 	"git branch --edit", "git branch --set-u=x", "uniq *.txt", "BASH_ENV=x ls", "ls | IFS=/ cat",
 	"cat < \"$f\"", "printf \"$f\"",
+	// Classes of issue 18: evaluated variable contents, awk continuations,
+	// lesskey files, git aimed elsewhere, go list.
+	"x='a[$(touch m)]'; echo $((x))", "x='a[$(touch m)]'; echo ${y[x]}", "x='a[$(touch m)]'; y=ab; echo ${y:x}",
+	"y='a[$(touch m)]'; echo ${!y}", "x='$(touch m)'; echo ${x@P}", "x='a[$(touch m)]'; a[x]=1; ls",
+	"x='a[$(touch m)]'; for ((i=x;i<0;i++)); do ls; done", "x='a[$(touch m)]'; cat <<E\n$((x))\nE",
+	"awk 'BEGIN{system \\\n(\"touch m\")}'", "awk 'BEGIN{print 1 \\\n> \"o\"}'",
+	"less --lesskey-src=k a.txt", "less -k k a.txt", "git -C / status", "cd / && git status",
+	"cd .. && git log", "go list", "go list -export", "go list -toolexec=touch ./...",
+	"x=1; echo ${x:-a} ${#x} ${x%1}", "ls ${HOME}",
 }
 
 // The regression cases of the defects found: each of these ran a program
@@ -447,11 +488,11 @@ func TestAllowRuleDoesNotCoverEnvironment(t *testing.T) {
 		"TZ=UTC git log --oneline -1": true,
 	} {
 		a := mustParse(t, cmd)
-		cov := tools.CoverShellSubCommands(a.SubCommands, []string{"git *"}, nil)
+		cov := shellsafe.Cover(a.SubCommands, []string{"git *"}, nil)
 		if got := len(cov.Uncovered) == 0; got != want {
 			t.Errorf("%q with Bash(git *): covered %v, want %v (%v)", cmd, got, want, cov.Uncovered)
 		}
-		if cov := tools.CoverShellSubCommands(a.SubCommands, []string{"*"}, nil); len(cov.Uncovered) != 0 {
+		if cov := shellsafe.Cover(a.SubCommands, []string{"*"}, nil); len(cov.Uncovered) != 0 {
 			t.Errorf("%q: a bare Bash rule should cover it", cmd)
 		}
 	}

@@ -1,11 +1,10 @@
-package tools_test
+package shellsafe_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 // subSummary is what the split tests compare: text, root and verdict of
@@ -15,7 +14,7 @@ type subSummary struct {
 	readOnly   bool
 }
 
-func summarize(a *tools.ShellAnalysis) []subSummary {
+func summarize(a *shellsafe.Analysis) []subSummary {
 	var out []subSummary
 	for _, s := range a.SubCommands {
 		out = append(out, subSummary{s.Text, s.Root, s.ReadOnly})
@@ -23,9 +22,9 @@ func summarize(a *tools.ShellAnalysis) []subSummary {
 	return out
 }
 
-func mustParse(t *testing.T, cmd string) *tools.ShellAnalysis {
+func mustParse(t *testing.T, cmd string) *shellsafe.Analysis {
 	t.Helper()
-	a, err := tools.ParseShellCommand(cmd)
+	a, err := shellsafe.Parse(cmd)
 	if err != nil {
 		t.Fatalf("parse %q: %v", cmd, err)
 	}
@@ -80,7 +79,7 @@ func TestParseShellCommandWords(t *testing.T) {
 		t.Fatal("no sub-command")
 	}
 	got := a.SubCommands[0].Words
-	want := []tools.ShellWord{
+	want := []shellsafe.Word{
 		{Value: "git"}, {Value: "commit"}, {Value: "-m"}, {Value: `fix "the" bug`}, {Value: "x y"},
 		{Value: "a b"}, {Value: "$HOME", Expanded: true}, {Value: `"$(date)"`, Expanded: true},
 		{Value: "*.go", Pattern: true}, {Value: "-de{l,}ete", Pattern: true},
@@ -111,7 +110,7 @@ func TestParseShellCommandTrailingBackground(t *testing.T) {
 
 func TestParseShellCommandErrors(t *testing.T) {
 	for _, cmd := range []string{`echo "hi`, `echo $(`, `a &&`, `if true; then`, `echo 'x`} {
-		if _, err := tools.ParseShellCommand(cmd); err == nil {
+		if _, err := shellsafe.Parse(cmd); err == nil {
 			t.Errorf("%q parsed", cmd)
 		}
 	}
@@ -198,27 +197,9 @@ func TestSuggestedShellRule(t *testing.T) {
 		"touch $F":          "Bash(touch *)",
 	} {
 		a := mustParse(t, cmd)
-		if got := tools.SuggestedShellRule(a.SubCommands[0]); got != want {
+		if got := shellsafe.SuggestedRule(a.SubCommands[0]); got != want {
 			t.Errorf("%q: rule %q, want %q", cmd, got, want)
 		}
-	}
-}
-
-func TestShellConfirmationLists(t *testing.T) {
-	cmd := "npm run a && rm -f x; npm run b | tee log; rm y"
-	a := mustParse(t, cmd)
-	conf := tools.ShellConfirmation(cmd, a.NeedingApproval())
-	if conf.Title != "Confirm Shell Command" {
-		t.Errorf("title %q", conf.Title)
-	}
-	d := conf.Details.(*tools.ExecConfirmation)
-	if d.Command != cmd || d.RootCommand != "npm, rm, tee" ||
-		!slices.Equal(d.Commands, []string{"npm run a", "rm -f x", "npm run b", "tee log", "rm y"}) ||
-		!slices.Equal(d.PermissionRules, []string{"Bash(npm run *)", "Bash(rm *)", "Bash(tee *)"}) {
-		t.Errorf("details = %+v", d)
-	}
-	if !strings.Contains(a.SubCommands[0].String(), `"npm run a"`) {
-		t.Errorf("String() = %s", a.SubCommands[0])
 	}
 }
 
@@ -232,7 +213,7 @@ func TestDevNullIsNotAWrite(t *testing.T) {
 		"ls > out.txt":             false,
 		"ls 2>/dev/null > out.txt": false,
 	} {
-		a, err := tools.ParseShellCommand(cmd)
+		a, err := shellsafe.Parse(cmd)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,13 +1,13 @@
-package tools_test
+package shellsafe_test
 
 import (
 	"testing"
 
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
 // oneSub parses a command that must be a single sub-command.
-func oneSub(t *testing.T, cmd string) tools.ShellSubCommand {
+func oneSub(t *testing.T, cmd string) shellsafe.SubCommand {
 	t.Helper()
 	a := mustParse(t, cmd)
 	if len(a.SubCommands) != 1 {
@@ -60,20 +60,20 @@ func TestShellRuleMatches(t *testing.T) {
 		{"ls a*c", "ls abd", false},
 		{"ls *b*", "ls xby", true},
 	} {
-		if got := tools.ShellRuleMatches(c.spec, oneSub(t, c.cmd)); got != c.want {
-			t.Errorf("ShellRuleMatches(%q, %q) = %v, want %v", c.spec, c.cmd, got, c.want)
+		if got := shellsafe.RuleMatches(c.spec, oneSub(t, c.cmd)); got != c.want {
+			t.Errorf("RuleMatches(%q, %q) = %v, want %v", c.spec, c.cmd, got, c.want)
 		}
 	}
 	// A statement that runs no program matches only the wildcard.
 	a := mustParse(t, "X=1; ls")
-	if tools.ShellRuleMatches("X=1", a.SubCommands[0]) || !tools.ShellRuleMatches("*", a.SubCommands[0]) {
+	if shellsafe.RuleMatches("X=1", a.SubCommands[0]) || !shellsafe.RuleMatches("*", a.SubCommands[0]) {
 		t.Error("an assignment-only sub-command is matched by a word rule, or not by *")
 	}
 }
 
 func TestCoverShellSubCommands(t *testing.T) {
 	a := mustParse(t, "git status && npm run build && rm -f x && npm test")
-	cov := tools.CoverShellSubCommands(a.SubCommands, []string{"npm run *"}, nil)
+	cov := shellsafe.Cover(a.SubCommands, []string{"npm run *"}, nil)
 	if cov.Deny != -1 || cov.DeniedSubCommand != -1 {
 		t.Errorf("nothing should be denied: %+v", cov)
 	}
@@ -86,7 +86,7 @@ func TestCoverShellSubCommands(t *testing.T) {
 		t.Errorf("uncovered = %q", texts)
 	}
 
-	cov = tools.CoverShellSubCommands(a.SubCommands, nil, []string{"docker *", "npm test", "rm *"})
+	cov = shellsafe.Cover(a.SubCommands, nil, []string{"docker *", "npm test", "rm *"})
 	if cov.Deny != 1 || cov.DeniedSubCommand != 3 {
 		t.Errorf("the first matching deny specifier is npm test (1) on sub-command 3: %+v", cov)
 	}
@@ -101,19 +101,19 @@ func TestDenyMatchesOtherSpellings(t *testing.T) {
 		"command rm x", "exec rm x", "stdbuf -oL rm x", "timeout 5 nice /usr/bin/rm x", "FOO=1 rm x", "timeout $T rm x",
 	} {
 		sub := oneSub(t, cmd)
-		if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, nil, []string{"rm *"}); cov.Deny != 0 {
+		if cov := shellsafe.Cover([]shellsafe.SubCommand{sub}, nil, []string{"rm *"}); cov.Deny != 0 {
 			t.Errorf("%q is not denied by rm *", cmd)
 		}
 	}
 	for _, cmd := range []string{"echo rm x", "grep rm f", "timeout 5", "env", "xargs", "rmdir x", "timeout 5 $RM x"} {
 		sub := oneSub(t, cmd)
-		if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, nil, []string{"rm *"}); cov.Deny != -1 {
+		if cov := shellsafe.Cover([]shellsafe.SubCommand{sub}, nil, []string{"rm *"}); cov.Deny != -1 {
 			t.Errorf("%q is denied by rm *", cmd)
 		}
 	}
 	// Allow rules stay literal: allowing rm does not allow a wrapper.
 	sub := oneSub(t, "timeout 5 rm x")
-	if cov := tools.CoverShellSubCommands([]tools.ShellSubCommand{sub}, []string{"rm *"}, nil); len(cov.Uncovered) != 1 {
+	if cov := shellsafe.Cover([]shellsafe.SubCommand{sub}, []string{"rm *"}, nil); len(cov.Uncovered) != 1 {
 		t.Error("allow rm * covered timeout 5 rm x")
 	}
 }

@@ -1,10 +1,10 @@
-package tools
+package shellsafe
 
 import "strings"
 
 // awkReadOnly refuses program files and programs that run commands or
 // write files: system(, getline, pipes, and > in a print statement.
-func awkReadOnly(args []ShellWord) bool {
+func awkReadOnly(args []Word) bool {
 	var programs, operands []string
 	explicit := false
 	for i := 0; i < len(args); i++ {
@@ -55,8 +55,38 @@ func awkReadOnly(args []ShellWord) bool {
 	return true
 }
 
-// awkProgramSafe scans an awk program outside string and regexp literals.
+// awkRefusedWords are the awk names that run a command, read one's
+// output, or act on a stream another program opened. Any of them,
+// anywhere in the program (strings and regexps included, after line
+// continuations are joined), makes it ask: a false alarm costs a
+// question, a miss runs code.
+var awkRefusedWords = []string{"system", "getline", "close", "fflush"}
+
+// awkProgramSafe judges an awk program. Line continuations (a backslash
+// before a newline) are joined first, since awk reads "sys\<newline>tem("
+// and "print \<newline> > f" as one line; carriage returns count as
+// white space. Then the refused words are looked for as whole words
+// anywhere, and outside string and regexp literals there must be no
+// pipe, no "@" (gawk's indirect calls and directives), and no ">" in a
+// print statement.
 func awkProgramSafe(p string) bool {
+	p = strings.ReplaceAll(p, "\\\r\n", "")
+	p = strings.ReplaceAll(p, "\\\n", "")
+	p = strings.ReplaceAll(p, "\r", " ")
+	for _, word := range awkRefusedWords {
+		for i := 0; ; {
+			k := strings.Index(p[i:], word)
+			if k < 0 {
+				break
+			}
+			k += i
+			end := k + len(word)
+			if (k == 0 || !isAwkIdent(p[k-1])) && (end >= len(p) || !isAwkIdent(p[end])) {
+				return false
+			}
+			i = end
+		}
+	}
 	inPrint := false
 	prev := byte('\n') // the last significant character
 	for i := 0; i < len(p); i++ {

@@ -1,4 +1,4 @@
-package tools
+package shellsafe
 
 import "strings"
 
@@ -29,10 +29,10 @@ import "strings"
 // statement that only assigns is read-only unless it sets a variable whose
 // name has an upper-case letter (PATH, IFS, BASH_ENV, GIT_…), which the
 // shell or the programs it starts may read.
-var readOnlyRoots = map[string]func(args []ShellWord) bool{
+var readOnlyRoots = map[string]func(args []Word) bool{
 	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
-	"git": gitReadOnly, "grep": nil, "head": nil, "less": nil, "ls": nil, "more": nil,
+	"git": gitReadOnly, "go": goReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
 	"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
 	"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
 	"wc": nil, "which": nil, "whoami": nil,
@@ -42,8 +42,8 @@ var readOnlyRoots = map[string]func(args []ShellWord) bool{
 // statement without a program (assignments only) is read-only unless it
 // redirects or substitutes. The command word must be a plain name: ./ls
 // runs a file of the workspace, not ls.
-func shellReadOnly(s ShellSubCommand) bool {
-	if s.WriteRedirect || s.Substitution {
+func shellReadOnly(s SubCommand) bool {
+	if s.WriteRedirect || s.Substitution || s.UnsafeExpansion {
 		return false
 	}
 	if len(s.Words) == 0 {
@@ -122,7 +122,7 @@ func longOpt(v string, names ...string) bool {
 
 // printfReadOnly refuses printf -v (it assigns a shell variable, PATH
 // included) and a first argument that could turn into -v.
-func printfReadOnly(args []ShellWord) bool {
+func printfReadOnly(args []Word) bool {
 	if len(args) == 0 {
 		return true
 	}
@@ -133,14 +133,14 @@ func printfReadOnly(args []ShellWord) bool {
 	return !strings.HasPrefix(a.Value, "-v")
 }
 
-func noArgs(args []ShellWord) bool { return len(args) == 0 }
+func noArgs(args []Word) bool { return len(args) == 0 }
 
 var findRefused = map[string]bool{
 	"-delete": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
 	"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
 }
 
-func findReadOnly(args []ShellWord) bool {
+func findReadOnly(args []Word) bool {
 	for _, a := range args {
 		if findRefused[a.Value] {
 			return false
@@ -154,7 +154,7 @@ var gitReadOnlySubs = map[string]bool{
 	"log": true, "ls-files": true, "remote": true, "rev-parse": true, "show": true, "status": true,
 }
 
-func gitReadOnly(args []ShellWord) bool {
+func gitReadOnly(args []Word) bool {
 	// Global options that change nothing may come before the sub-command.
 	i := 0
 	for i < len(args) {
@@ -210,7 +210,7 @@ func gitReadOnly(args []ShellWord) bool {
 
 // gitBranchReadOnly allows listing branches only: no option that deletes,
 // moves, copies or re-points one, and a branch name only in list mode.
-func gitBranchReadOnly(args []ShellWord) bool {
+func gitBranchReadOnly(args []Word) bool {
 	listMode, named := false, false
 	for _, a := range args {
 		v := a.Value
@@ -241,7 +241,7 @@ func gitBranchReadOnly(args []ShellWord) bool {
 	return !named || listMode
 }
 
-func sortReadOnly(args []ShellWord) bool {
+func sortReadOnly(args []Word) bool {
 	for _, a := range args {
 		v := a.Value
 		if strings.HasPrefix(v, "--") {
@@ -271,7 +271,7 @@ func sortReadOnly(args []ShellWord) bool {
 }
 
 // uniqReadOnly refuses a second file operand, which uniq writes to.
-func uniqReadOnly(args []ShellWord) bool {
+func uniqReadOnly(args []Word) bool {
 	operands := 0
 	for _, a := range args {
 		if a.Pattern {
@@ -295,13 +295,38 @@ func uniqReadOnly(args []ShellWord) bool {
 	return operands < 2
 }
 
-// treeReadOnly refuses -o (output file) and -R (writes 00Tree.html in
-// every directory with -H).
-func treeReadOnly(args []ShellWord) bool {
-	for _, a := range args {
-		v := a.Value
-		if strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "-R") {
-			return false
+// treeReadOnly allows the listing options of tree. -o (output file) and
+// -R (with -H it writes 00Tree.html in every directory) ask, and so does
+// any option this list does not know.
+func treeReadOnly(args []Word) bool {
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		switch {
+		case v == "--":
+			return true
+		case strings.HasPrefix(v, "--"):
+			name, _, hasVal := strings.Cut(v[2:], "=")
+			switch name {
+			case "noreport", "dirsfirst", "filesfirst", "du", "prune", "gitignore", "matchdirs", "ignore-case",
+				"help", "version", "metafirst", "inodes", "device", "si", "info":
+			case "charset", "filelimit", "timefmt", "sort", "fromfile":
+				if !hasVal && name != "fromfile" {
+					i++
+				}
+			default:
+				return false
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			// tree takes the value of -L, -P, -I and -H from the next
+			// argument and reads on in the cluster (-HR x is -H x -R).
+			for _, c := range v[1:] {
+				switch {
+				case strings.ContainsRune("LPIH", c):
+					i++
+				case !strings.ContainsRune("adlfxpshugDFqNQrtvUcCAJSnXi", c):
+					return false
+				}
+			}
 		}
 	}
 	return true
@@ -309,7 +334,7 @@ func treeReadOnly(args []ShellWord) bool {
 
 // rgReadOnly refuses the options that start other programs: --pre,
 // --hostname-bin and -z/--search-zip (decompressors).
-func rgReadOnly(args []ShellWord) bool {
+func rgReadOnly(args []Word) bool {
 	for _, a := range args {
 		v := a.Value
 		if v == "--" {
@@ -331,7 +356,7 @@ func rgReadOnly(args []ShellWord) bool {
 // option is an unquoted pattern: as the script of sed or the program of
 // awk, its expansion is not the text that was checked. (Option values
 // counted as operands make this stricter, never looser.)
-func firstOperandIsPattern(args []ShellWord) bool {
+func firstOperandIsPattern(args []Word) bool {
 	for _, a := range args {
 		if a.Value == "--" {
 			continue
@@ -342,4 +367,146 @@ func firstOperandIsPattern(args []ShellWord) bool {
 		return a.Pattern
 	}
 	return false
+}
+
+// lessReadOnly allows only the options of less that change how text is
+// shown. Everything else asks: -k and --lesskey-file/--lesskey-src load a
+// key-binding file whose #env section can set LESSOPEN (a command less
+// runs on every file), -o/-O/--log-file write a file, +cmd and
+// --init-commands... run less commands (which include "!" for a shell
+// command and "|" for a pipe), -t/-T use a tags file, and an option this
+// list does not know may do any of those.
+func lessReadOnly(args []Word) bool {
+	for _, a := range args {
+		v := a.Value
+		switch {
+		case v == "--":
+			return true
+		case strings.HasPrefix(v, "--"):
+			name, _, _ := strings.Cut(v[2:], "=")
+			if !lessLongSafe[name] {
+				return false
+			}
+		case strings.HasPrefix(v, "+"):
+			return false
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			if !shortCluster(v[1:], "aABcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", "bhjxyz#") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lessLongSafe are the long options of less that only change the display.
+var lessLongSafe = map[string]bool{
+	"quit-at-eof": true, "QUIT-AT-EOF": true, "quit-if-one-screen": true, "ignore-case": true, "IGNORE-CASE": true,
+	"long-prompt": true, "LONG-PROMPT": true, "line-numbers": true, "LINE-NUMBERS": true, "quiet": true,
+	"silent": true, "QUIET": true, "SILENT": true, "raw-control-chars": true, "RAW-CONTROL-CHARS": true,
+	"squeeze-blank-lines": true, "chop-long-lines": true, "no-init": true, "tabs": true, "status-column": true,
+	"no-lessopen": true, "hilite-unread": true, "HILITE-UNREAD": true, "no-keypad": true, "tilde": true,
+	"shift": true, "window": true, "max-back-scroll": true, "jump-target": true, "buffers": true,
+	"auto-buffers": true, "force": true, "dumb": true, "clear-screen": true, "CLEAR-SCREEN": true,
+	"hilite-search": true, "HILITE-SEARCH": true, "search-skip-screen": true, "underline-special": true,
+	"UNDERLINE-SPECIAL": true, "follow-name": true, "mouse": true, "wheel-lines": true, "use-color": true,
+	"incsearch": true, "header": true, "wordwrap": true, "version": true, "help": true, "color": true,
+}
+
+// moreReadOnly allows the display options of more, its -n/-NUMBER line
+// counts, and +NUMBER or +/pattern to start at a line; anything else asks.
+func moreReadOnly(args []Word) bool {
+	for i := 0; i < len(args); i++ {
+		v := args[i].Value
+		switch {
+		case v == "--":
+			return true
+		case v == "-n" || v == "--lines":
+			i++
+		case strings.HasPrefix(v, "--"):
+			switch name, _, _ := strings.Cut(v[2:], "="); name {
+			case "silent", "logical", "no-pause", "print-over", "clean-print", "squeeze", "plain", "lines", "help", "version":
+			default:
+				return false
+			}
+		case strings.HasPrefix(v, "+"):
+			if !allDigits(v[1:]) && !strings.HasPrefix(v, "+/") {
+				return false
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			if !allDigits(v[1:]) && !shortCluster(v[1:], "dlfpcsuhV", "n") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shortCluster reports whether a cluster of short options (without its
+// "-") holds only flags from flags and at most one option from valued,
+// which takes the rest of the cluster as its value.
+func shortCluster(c, flags, valued string) bool {
+	for i := 0; i < len(c); i++ {
+		switch {
+		case strings.IndexByte(valued, c[i]) >= 0:
+			return true
+		case strings.IndexByte(flags, c[i]) < 0:
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// goReadOnly allows go list with options that only choose what is listed
+// and how. Refused: -export and -compiled (they build, and cgo runs the
+// compiler with flags the sources choose), -toolexec, -exec, -overlay,
+// -modfile, -mod other than readonly or vendor (-mod=mod rewrites go.mod),
+// -u and -versions (they ask the network), -o, -pgo, and any option this
+// list does not know. Other go commands ask.
+func goReadOnly(args []Word) bool {
+	if len(args) == 0 || args[0].Value != "list" {
+		return false
+	}
+	for i := 1; i < len(args); i++ {
+		v := args[i].Value
+		if v == "--" {
+			return true
+		}
+		if !strings.HasPrefix(v, "-") {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(v, "-"), "-"), "=")
+		switch name {
+		case "m", "deps", "e", "find", "test", "json", "a", "n", "x", "v", "race", "msan", "asan", "trimpath", "linkshared":
+		case "f", "tags":
+			if !hasVal {
+				i++
+			}
+		case "mod":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return false
+				}
+				i++
+				val = args[i].Value
+			}
+			if val != "readonly" && val != "vendor" {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

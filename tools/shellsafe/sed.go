@@ -1,11 +1,11 @@
-package tools
+package shellsafe
 
 import "strings"
 
 // sedReadOnly refuses in-place editing, script files it cannot inspect,
 // options it does not know, and scripts with e or w commands (or the e
 // and w flags of s).
-func sedReadOnly(args []ShellWord) bool {
+func sedReadOnly(args []Word) bool {
 	var scripts, operands []string
 	explicit := false
 	for i := 0; i < len(args); i++ {

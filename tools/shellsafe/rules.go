@@ -1,4 +1,4 @@
-package tools
+package shellsafe
 
 import (
 	"path"
@@ -7,7 +7,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// ShellRuleMatches reports whether the command specifier spec of a shell
+// RuleMatches reports whether the command specifier spec of a shell
 // rule (the text inside Bash(…), Shell(…) or run_shell_command(…)) matches
 // one sub-command, per tools.md §6.2:
 //
@@ -24,7 +24,7 @@ import (
 //
 // A sub-command that runs no program (assignments only) matches nothing
 // but "*".
-func ShellRuleMatches(spec string, sub ShellSubCommand) bool {
+func RuleMatches(spec string, sub SubCommand) bool {
 	words := shellSpecWords(spec)
 	if len(words) == 0 {
 		// Only a blank specifier has no words; one made of assignments
@@ -82,7 +82,7 @@ func isAssignmentWord(w string) bool {
 }
 
 // shellWordMatches matches one specifier word against one word.
-func shellWordMatches(pattern string, w ShellWord) bool {
+func shellWordMatches(pattern string, w Word) bool {
 	if w.Expanded {
 		return pattern == "*"
 	}
@@ -110,8 +110,8 @@ func starMatch(pattern, s string) bool {
 	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }
 
-// ShellRuleCoverage is what a command's rules say about its sub-commands.
-type ShellRuleCoverage struct {
+// Coverage is what a command's rules say about its sub-commands.
+type Coverage struct {
 	// Deny is the index in deny of the first specifier that matches a
 	// sub-command, or -1; DeniedSubCommand is the index of that
 	// sub-command.
@@ -122,10 +122,10 @@ type ShellRuleCoverage struct {
 	// prompt only when Uncovered is empty and the command has no
 	// substitution (tools.md §6.1 step 5); otherwise its prompt lists
 	// these (ShellConfirmation).
-	Uncovered []ShellSubCommand
+	Uncovered []SubCommand
 }
 
-// CoverShellSubCommands judges subs against the specifiers of the allow
+// Cover judges subs against the specifiers of the allow
 // and deny rules that name the shell tool (the session's rule engine
 // strips Bash(…); a bare Bash rule is the specifier "*").
 //
@@ -134,8 +134,17 @@ type ShellRuleCoverage struct {
 // word given as a path is also matched by its basename (/bin/rm as rm),
 // and the command run by a wrapper is matched on its own (timeout 5 rm x,
 // env X=1 rm x, xargs rm, sudo rm x, nice rm x all match rm *).
-func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRuleCoverage {
-	cov := ShellRuleCoverage{Deny: -1, DeniedSubCommand: -1}
+//
+// A rule for a command never covers a redirection of its output to a
+// file: Bash(git status) is not git status > ANY-FILE, and Bash(echo *)
+// is not echo x > .git/config. Redirections are judged on their own, so
+// such a sub-command asks; discarding output (2>/dev/null) and
+// duplicating descriptors (2>&1) are not writes. Likewise an expansion
+// that bash evaluates as code (UnsafeExpansion): Bash(echo *) allows echo,
+// not the command hidden in x='a[$(rm -rf ~)]'; echo $((x)). Only a bare
+// Bash rule, which allows every command, covers them.
+func Cover(subs []SubCommand, allow, deny []string) Coverage {
+	cov := Coverage{Deny: -1, DeniedSubCommand: -1}
 	for di, spec := range deny {
 		for si, sub := range subs {
 			if shellDenyMatches(spec, sub) {
@@ -153,7 +162,8 @@ func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRu
 		}
 		allowed := false
 		for _, spec := range allow {
-			if ShellRuleMatches(spec, sub) && (allowCoversAssigns(sub) || strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == "") {
+			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
+			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion)) {
 				allowed = true
 				break
 			}
@@ -170,7 +180,7 @@ func CoverShellSubCommands(subs []ShellSubCommand, allow, deny []string) ShellRu
 // VAR=value words out (tools.md §6.2), but PATH=. git status runs a
 // workspace program named git, not the git the rule allows; only a bare
 // Bash rule (every command) covers that.
-func allowCoversAssigns(sub ShellSubCommand) bool {
+func allowCoversAssigns(sub SubCommand) bool {
 	for _, name := range sub.Assigns {
 		if !safeEnvAssign(name) {
 			return false
@@ -179,9 +189,9 @@ func allowCoversAssigns(sub ShellSubCommand) bool {
 	return true
 }
 
-func shellDenyMatches(spec string, sub ShellSubCommand) bool {
+func shellDenyMatches(spec string, sub SubCommand) bool {
 	for _, form := range shellDenyForms(sub, 0) {
-		if ShellRuleMatches(spec, form) {
+		if RuleMatches(spec, form) {
 			return true
 		}
 	}
@@ -189,15 +199,15 @@ func shellDenyMatches(spec string, sub ShellSubCommand) bool {
 }
 
 // shellDenyForms lists sub and the other spellings a deny rule must see.
-func shellDenyForms(sub ShellSubCommand, depth int) []ShellSubCommand {
-	forms := []ShellSubCommand{sub}
+func shellDenyForms(sub SubCommand, depth int) []SubCommand {
+	forms := []SubCommand{sub}
 	if len(sub.Words) == 0 || sub.Words[0].Expanded || depth > 4 {
 		return forms
 	}
 	cw := sub.Words[0].Value
 	if base := path.Base(cw); base != cw {
 		alt := sub
-		alt.Words = append([]ShellWord{{Value: base}}, sub.Words[1:]...)
+		alt.Words = append([]Word{{Value: base}}, sub.Words[1:]...)
 		forms = append(forms, alt)
 	}
 	if inner, ok := unwrapShellCommand(sub); ok {
@@ -231,7 +241,7 @@ var shellWrappers = map[string]struct {
 }
 
 // unwrapShellCommand returns the command a wrapper runs.
-func unwrapShellCommand(sub ShellSubCommand) (ShellSubCommand, bool) {
+func unwrapShellCommand(sub SubCommand) (SubCommand, bool) {
 	wr, ok := shellWrappers[path.Base(sub.Words[0].Value)]
 	if !ok {
 		return sub, false
@@ -273,30 +283,6 @@ func unwrapShellCommand(sub ShellSubCommand) (ShellSubCommand, bool) {
 		inner.Root = path.Base(inner.Root)
 	}
 	return inner, true
-}
-
-// ShellConfirmation returns the exec confirmation of tools.md §3.8 for
-// command, listing subs (the sub-commands that still need approval):
-// their texts, their unique roots joined with ", ", and one suggested rule
-// per sub-command (§6.3), without repeats. The session's rule engine calls
-// it again with only the sub-commands its allow rules do not cover.
-func ShellConfirmation(command string, subs []ShellSubCommand) *Confirmation {
-	d := &ExecConfirmation{Command: command, Commands: []string{}, PermissionRules: []string{}}
-	var roots []string
-	for _, s := range subs {
-		d.Commands = append(d.Commands, s.Text)
-		if s.Root == "" {
-			continue
-		}
-		if !containsString(roots, s.Root) {
-			roots = append(roots, s.Root)
-		}
-		if r := SuggestedShellRule(s); !containsString(d.PermissionRules, r) {
-			d.PermissionRules = append(d.PermissionRules, r)
-		}
-	}
-	d.RootCommand = strings.Join(roots, ", ")
-	return &Confirmation{Title: "Confirm Shell Command", Details: d}
 }
 
 func containsString(list []string, s string) bool {
@@ -348,10 +334,10 @@ var knownSubCommands = map[string][]string{
 		"install", "list", "search", "show", "uninstall", "wheel"},
 }
 
-// SuggestedShellRule is the rule of tools.md §6.3 that would allow sub:
+// SuggestedRule is the rule of tools.md §6.3 that would allow sub:
 // Bash(<root>) without arguments, Bash(<root> <sub> *) for a known
 // sub-command, else Bash(<root> *). It is "" when sub runs no program.
-func SuggestedShellRule(sub ShellSubCommand) string {
+func SuggestedRule(sub SubCommand) string {
 	if sub.Root == "" {
 		return ""
 	}

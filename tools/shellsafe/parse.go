@@ -1,4 +1,4 @@
-package tools
+package shellsafe
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// ShellWord is one word of a parsed sub-command.
-type ShellWord struct {
+// Word is one word of a parsed sub-command.
+type Word struct {
 	// Value is the word after quote removal when it is literal; when
 	// Expanded it is the word's source text.
 	Value string
@@ -22,15 +22,15 @@ type ShellWord struct {
 	Pattern bool
 }
 
-// ShellSubCommand is one simple command of a command line (tools.md §3.8,
+// SubCommand is one simple command of a command line (tools.md §3.8,
 // §6.3): the unit that rules match and that is judged read-only.
-type ShellSubCommand struct {
+type SubCommand struct {
 	// Text is the sub-command as written, redirections included.
 	Text string
 	// Words are the command word and its arguments; leading VAR=value
 	// assignments are left out. Empty for a statement that only assigns
 	// variables or only redirects.
-	Words []ShellWord
+	Words []Word
 	// Assigns are the names of the variables the statement assigns before
 	// its command word (or on their own when Words is empty).
 	Assigns []string
@@ -43,17 +43,45 @@ type ShellSubCommand struct {
 	// Substitution: its own words or redirections hold a command or
 	// process substitution ($(…), `…`, <(…), >(…)).
 	Substitution bool
+	// UnsafeExpansion: the sub-command holds an expansion whose value bash
+	// evaluates as code (arithmetic, a subscript, a substring offset,
+	// indirection, a prompt or other @ transform, an assignment that
+	// assigns), or an assignment to an array element: any of these runs
+	// a $(…) hidden in a variable's value.
+	UnsafeExpansion bool
 	// ReadOnly is the verdict of tools.md §6.3.
 	ReadOnly bool
+
+	// Redirects are the targets of the file-writing redirections of the
+	// sub-command and of the groups around it, after quote removal.
+	Redirects []Word
+	// Dir is the directory the sub-command runs in, as Analyze worked it
+	// out from Context.Dir and the cd commands before it ("" when it
+	// cannot be known: cd to a variable, cd -, a cd in a loop).
+	Dir string
+	// Targets are the absolute paths the sub-command may write, as
+	// Analyze resolved them: its redirection targets, and for a
+	// sub-command that is not read-only every argument that names a path
+	// (globs expanded against the file system, ~ resolved). Each is
+	// given as written (made absolute), not with links resolved.
+	Targets []string
+	// Unresolved says why some target could not be known before the
+	// command runs ("" when every one is known): a redirection to a
+	// variable, a path argument of a file-writing program that holds an
+	// expansion, a relative target in an unknown directory.
+	Unresolved string
+
+	loop   bool  // inside a loop or function body
+	scopes []int // the subshells (pipeline parts, substitutions) it is in, outermost first
 }
 
-// ShellAnalysis is a command line taken apart for approval (tools.md §3.8,
+// Analysis is a command line taken apart for approval (tools.md §3.8,
 // §6.3).
-type ShellAnalysis struct {
+type Analysis struct {
 	Command string
 	// SubCommands in source order; those inside a command substitution
 	// follow the sub-command that holds it.
-	SubCommands []ShellSubCommand
+	SubCommands []SubCommand
 	// Substitution is true when a command or process substitution appears
 	// anywhere.
 	Substitution bool
@@ -61,19 +89,19 @@ type ShellAnalysis struct {
 	TrailingBackground bool
 }
 
-// ParseShellCommand parses cmd as bash and splits it into sub-commands on
+// Parse parses cmd as bash and splits it into sub-commands on
 // &&, ||, ;, |, |&, & and newlines, descending into subshells, { } groups,
 // compound commands (if, while, for, case, functions) and command and
 // process substitutions. The error is the parser's message.
-func ParseShellCommand(cmd string) (*ShellAnalysis, error) {
+func Parse(cmd string) (*Analysis, error) {
 	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	f, err := p.Parse(strings.NewReader(cmd), "")
 	if err != nil {
 		return nil, err
 	}
-	w := &shellWalker{src: cmd}
-	w.stmts(f.Stmts, false)
-	a := &ShellAnalysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
+	w := &shellWalker{src: cmd, lastScope: new(int)}
+	w.stmts(f.Stmts, redirs{})
+	a := &Analysis{Command: cmd, SubCommands: w.subs, Substitution: w.substitution}
 	if n := len(f.Stmts); n > 0 && f.Stmts[n-1].Background {
 		a.TrailingBackground = true
 	}
@@ -81,7 +109,7 @@ func ParseShellCommand(cmd string) (*ShellAnalysis, error) {
 }
 
 // HasRoot reports whether any sub-command runs a program.
-func (a *ShellAnalysis) HasRoot() bool {
+func (a *Analysis) HasRoot() bool {
 	for _, s := range a.SubCommands {
 		if s.Root != "" {
 			return true
@@ -92,7 +120,7 @@ func (a *ShellAnalysis) HasRoot() bool {
 
 // ReadOnly reports whether the whole command may run without approval:
 // every sub-command is read-only and there is no command substitution.
-func (a *ShellAnalysis) ReadOnly() bool {
+func (a *Analysis) ReadOnly() bool {
 	if a.Substitution {
 		return false
 	}
@@ -105,8 +133,8 @@ func (a *ShellAnalysis) ReadOnly() bool {
 }
 
 // NeedingApproval returns the sub-commands that are not read-only.
-func (a *ShellAnalysis) NeedingApproval() []ShellSubCommand {
-	var out []ShellSubCommand
+func (a *Analysis) NeedingApproval() []SubCommand {
+	var out []SubCommand
 	for _, s := range a.SubCommands {
 		if !s.ReadOnly {
 			out = append(out, s)
@@ -118,9 +146,23 @@ func (a *ShellAnalysis) NeedingApproval() []ShellSubCommand {
 // shellWalker collects the sub-commands of a parsed command line.
 type shellWalker struct {
 	src          string
-	subs         []ShellSubCommand
+	subs         []SubCommand
 	substitution bool
+	loop         int   // depth of loop bodies
+	scopes       []int // the open subshells, outermost first
+	lastScope    *int  // the last subshell number given, shared with inner walkers
 }
+
+// enter opens a subshell scope; leave closes it.
+func (w *shellWalker) enter() {
+	if w.lastScope == nil {
+		w.lastScope = new(int)
+	}
+	*w.lastScope++
+	w.scopes = append(w.scopes[:len(w.scopes):len(w.scopes)], *w.lastScope)
+}
+
+func (w *shellWalker) leave() { w.scopes = w.scopes[:len(w.scopes)-1] }
 
 func (w *shellWalker) text(from, to syntax.Pos) string {
 	a, b := int(from.Offset()), int(to.Offset())
@@ -130,29 +172,80 @@ func (w *shellWalker) text(from, to syntax.Pos) string {
 	return w.src[a:b]
 }
 
-func (w *shellWalker) stmts(list []*syntax.Stmt, write bool) {
+func (w *shellWalker) stmts(list []*syntax.Stmt, outer redirs) {
 	for _, s := range list {
-		w.stmt(s, write)
+		w.stmt(s, outer)
 	}
 }
 
-// stmt handles one statement; write says a group around it redirects
-// output to a file.
-func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
+// redirs are the file-writing redirections of the groups around a
+// statement.
+type redirs struct {
+	write   bool
+	targets []Word
+}
+
+func (r redirs) with(list []*syntax.Redirect) redirs {
+	if !hasWriteRedirect(list) {
+		return r
+	}
+	return redirs{write: true, targets: append(append([]Word(nil), r.targets...), writeTargets(list)...)}
+}
+
+// clause records the header of a compound command (a for list, a case
+// word and patterns, a group's redirections) as a sub-command that is not
+// read-only when it holds an expansion bash evaluates as code.
+func (w *shellWalker) clause(root string, from, to syntax.Pos, nodes ...syntax.Node) {
+	for _, n := range nodes {
+		if n != nil && unsafeExpansion(n) {
+			w.subs = append(w.subs, SubCommand{Text: w.text(from, to), Root: root, UnsafeExpansion: true, loop: w.loop > 0, scopes: w.scopes})
+			return
+		}
+	}
+}
+
+func (w *shellWalker) redirClause(s *syntax.Stmt) {
+	for _, r := range s.Redirs {
+		w.clause("", r.Pos(), r.End(), r)
+	}
+}
+
+// stmt handles one statement; outer are the redirections of groups around
+// it that write to files.
+func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 	if s == nil {
 		return
 	}
-	write = write || hasWriteRedirect(s.Redirs)
+	write := outer.with(s.Redirs)
+	if _, leaf := s.Cmd.(*syntax.CallExpr); !leaf && s.Cmd != nil {
+		switch s.Cmd.(type) {
+		case *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
+		default:
+			w.redirClause(s)
+		}
+	}
 	switch c := s.Cmd.(type) {
 	case nil, *syntax.CallExpr, *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
 		w.leaf(s, write)
 	case *syntax.BinaryCmd:
 		w.redirSubsts(s.Redirs)
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			// Each part of a pipeline runs in its own subshell.
+			w.enter()
+			w.stmt(c.X, write)
+			w.leave()
+			w.enter()
+			w.stmt(c.Y, write)
+			w.leave()
+			break
+		}
 		w.stmt(c.X, write)
 		w.stmt(c.Y, write)
 	case *syntax.Subshell:
 		w.redirSubsts(s.Redirs)
+		w.enter()
 		w.stmts(c.Stmts, write)
+		w.leave()
 	case *syntax.Block:
 		w.redirSubsts(s.Redirs)
 		w.stmts(c.Stmts, write)
@@ -164,14 +257,25 @@ func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
 		}
 	case *syntax.WhileClause:
 		w.redirSubsts(s.Redirs)
+		w.loop++
 		w.stmts(c.Cond, write)
 		w.stmts(c.Do, write)
+		w.loop--
 	case *syntax.ForClause:
 		w.redirSubsts(s.Redirs)
+		w.loop++
+		w.clause("", c.Loop.Pos(), c.Loop.End(), c.Loop)
 		w.substs(c.Loop)
 		w.stmts(c.Do, write)
+		w.loop--
 	case *syntax.CaseClause:
 		w.redirSubsts(s.Redirs)
+		w.clause("", c.Word.Pos(), c.Word.End(), c.Word)
+		for _, item := range c.Items {
+			for _, p := range item.Patterns {
+				w.clause("", p.Pos(), p.End(), p)
+			}
+		}
 		w.substs(c.Word)
 		for _, item := range c.Items {
 			for _, p := range item.Patterns {
@@ -181,7 +285,11 @@ func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
 		}
 	case *syntax.FuncDecl:
 		w.redirSubsts(s.Redirs)
+		// A function body runs wherever the function is called, maybe
+		// many times: for the directory it is like a loop body.
+		w.loop++
 		w.stmt(c.Body, write)
+		w.loop--
 	case *syntax.TimeClause:
 		w.redirSubsts(s.Redirs)
 		w.stmt(c.Stmt, write)
@@ -191,13 +299,13 @@ func (w *shellWalker) stmt(s *syntax.Stmt, write bool) {
 	default:
 		// A construct of another dialect: judge it as one opaque command
 		// that is never read-only.
-		w.leaf(s, true)
+		w.leaf(s, redirs{write: true})
 	}
 }
 
 // leaf records a simple command (or a builtin clause) as a sub-command,
 // then the sub-commands of the substitutions inside it.
-func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
+func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 	end := s.Pos()
 	if s.Cmd != nil {
 		end = s.Cmd.End()
@@ -211,7 +319,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 			end = e
 		}
 	}
-	sub := ShellSubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write}
+	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, loop: w.loop > 0, scopes: w.scopes}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, a := range c.Assigns {
@@ -223,22 +331,22 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 			sub.Words = append(sub.Words, w.word(a))
 		}
 	case *syntax.DeclClause:
-		sub.Words = append(sub.Words, ShellWord{Value: c.Variant.Value})
+		sub.Words = append(sub.Words, Word{Value: c.Variant.Value})
 		for _, a := range c.Args {
-			sub.Words = append(sub.Words, ShellWord{Value: w.text(a.Pos(), a.End()), Expanded: hasExpansion(a)})
+			sub.Words = append(sub.Words, Word{Value: w.text(a.Pos(), a.End()), Expanded: hasExpansion(a)})
 		}
 	case *syntax.LetClause:
-		sub.Words = []ShellWord{{Value: "let"}}
+		sub.Words = []Word{{Value: "let"}}
 		if len(c.Exprs) > 0 {
-			sub.Words = append(sub.Words, ShellWord{Value: w.text(c.Exprs[0].Pos(), c.End()), Expanded: hasExpansion(c)})
+			sub.Words = append(sub.Words, Word{Value: w.text(c.Exprs[0].Pos(), c.End()), Expanded: hasExpansion(c)})
 		}
 	case *syntax.TestClause:
-		sub.Words = []ShellWord{{Value: "[["}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
+		sub.Words = []Word{{Value: "[["}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
 	case *syntax.ArithmCmd:
-		sub.Words = []ShellWord{{Value: "(("}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
+		sub.Words = []Word{{Value: "(("}, {Value: w.text(c.X.Pos(), c.X.End()), Expanded: hasExpansion(c.X)}}
 	case nil:
 	default:
-		sub.Words = []ShellWord{{Value: sub.Text, Expanded: true}}
+		sub.Words = []Word{{Value: sub.Text, Expanded: true}}
 	}
 	if len(sub.Words) > 0 {
 		if cw := sub.Words[0]; cw.Expanded {
@@ -249,13 +357,15 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write bool) {
 	}
 	// The substitutions are found before the sub-command is added, but
 	// their own sub-commands are listed after it.
-	inner := &shellWalker{src: w.src}
+	inner := &shellWalker{src: w.src, loop: w.loop, scopes: w.scopes, lastScope: w.lastScope}
+	inner.enter()
 	if s.Cmd != nil {
 		sub.Substitution = inner.substs(s.Cmd)
 	}
 	if inner.redirSubsts(s.Redirs) {
 		sub.Substitution = true
 	}
+	sub.UnsafeExpansion = unsafeExpansion(s)
 	sub.ReadOnly = shellReadOnly(sub)
 	w.subs = append(w.subs, sub)
 	w.subs = append(w.subs, inner.subs...)
@@ -288,11 +398,11 @@ func (w *shellWalker) substs(node syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
 			found = true
-			w.stmts(n.Stmts, false)
+			w.stmts(n.Stmts, redirs{})
 			return false
 		case *syntax.ProcSubst:
 			found = true
-			w.stmts(n.Stmts, false)
+			w.stmts(n.Stmts, redirs{})
 			return false
 		}
 		return true
@@ -301,6 +411,95 @@ func (w *shellWalker) substs(node syntax.Node) bool {
 		w.substitution = true
 	}
 	return found
+}
+
+// unsafeExpansion reports whether node, outside the command and process
+// substitutions in it (sub-commands of their own), holds an expansion or
+// an assignment that makes bash evaluate a variable's value as code. The
+// safe forms are an allow-list: $name, ${name}, ${#name}, and ${name}
+// with a default (-, :-, +, :+), a prefix or suffix removed (#, ##, %,
+// %%) or its case changed (^, ^^, ",", ",,"); and an assignment of one
+// word to a plain name. Everything else (arithmetic, subscripts,
+// substring offsets, ${!name}, ${name@P} and the other @ transforms,
+// ${name/x/y}, ${name:=x}, array assignments) is not: bash evaluates the
+// contents of the variables named there, and a value such as
+// 'a[$(touch m)]' runs its substitution.
+func unsafeExpansion(node syntax.Node) bool {
+	found := false
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.TestClause, *syntax.CStyleLoop:
+			found = true
+		case *syntax.ParamExp:
+			found = !safeParamExp(n)
+		case *syntax.Assign:
+			found = n.Index != nil || n.Array != nil || n.Name == nil || n.Naked
+		case *syntax.DeclClause:
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// safeParamExp is the allow-list of unsafeExpansion.
+func safeParamExp(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Flags != nil || p.Excl || p.Width || p.IsSet || p.NestedParam != nil ||
+		p.Index != nil || len(p.Modifiers) > 0 || p.Slice != nil || p.Repl != nil || p.Names != 0 ||
+		p.Split != syntax.OptUnset || p.GlobSubst != syntax.OptUnset || p.RcExpand != syntax.OptUnset {
+		return false
+	}
+	if p.Exp == nil {
+		return true
+	}
+	if p.Length {
+		return false
+	}
+	switch p.Exp.Op {
+	case syntax.AlternateUnset, syntax.AlternateUnsetOrNull, syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
+		syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix,
+		syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
+		return true
+	}
+	return false
+}
+
+// writeTargets are the targets of the redirections in list that write to
+// a file (not /dev/null, not a descriptor).
+func writeTargets(list []*syntax.Redirect) []Word {
+	var out []Word
+	w := &shellWalker{}
+	for _, r := range list {
+		if r.Word == nil || isHeredoc(r.Op) || r.Word.Lit() == "/dev/null" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+			syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		case syntax.DplOut:
+			if isFDWord(r.Word) {
+				continue
+			}
+		default:
+			continue
+		}
+		w.src = ""
+		t := w.word(r.Word)
+		if t.Expanded {
+			t.Value = ""
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func isHeredoc(op syntax.RedirOperator) bool {
+	return op == syntax.Hdoc || op == syntax.DashHdoc || op == syntax.WordHdoc
 }
 
 // hasExpansion reports whether node holds any expansion.
@@ -317,9 +516,9 @@ func hasExpansion(node syntax.Node) bool {
 }
 
 // word computes a word's literal value, or marks it expanded.
-func (w *shellWalker) word(wd *syntax.Word) ShellWord {
+func (w *shellWalker) word(wd *syntax.Word) Word {
 	var b strings.Builder
-	out := ShellWord{}
+	out := Word{}
 	for _, part := range wd.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -350,7 +549,7 @@ func (w *shellWalker) word(wd *syntax.Word) ShellWord {
 		}
 	}
 	if out.Expanded {
-		return ShellWord{Value: w.text(wd.Pos(), wd.End()), Expanded: true}
+		return Word{Value: w.text(wd.Pos(), wd.End()), Expanded: true}
 	}
 	out.Value = b.String()
 	return out
@@ -481,6 +680,6 @@ func isFDWord(wd *syntax.Word) bool {
 }
 
 // String shows a sub-command for test failures and logs.
-func (s ShellSubCommand) String() string {
+func (s SubCommand) String() string {
 	return fmt.Sprintf("%q (root %q, read-only %v)", s.Text, s.Root, s.ReadOnly)
 }
