@@ -46,6 +46,12 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
+	// Fail here, as exec would, rather than in the supervisor.
+	if fi, err := os.Stat(cmd.Path); err != nil {
+		return nil, err
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, &os.PathError{Op: "exec", Path: cmd.Path, Err: syscall.EACCES}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
