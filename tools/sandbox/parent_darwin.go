@@ -9,18 +9,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchParent asks kqueue for the server's exit and turns it into a
-// SIGTERM to the supervisor, which then finds its parent gone.
-func watchParent(parent int) error {
+// pdeathSignal is not used on macOS (kqueue watches the server): an
+// invalid signal, which signal.Notify ignores.
+const pdeathSignal = syscall.Signal(-1)
+
+// watchParent asks kqueue for the server's exit and returns a channel
+// closed then.
+func watchParent(parent int) (<-chan struct{}, error) {
 	kq, err := unix.Kqueue()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ev := unix.Kevent_t{Ident: uint64(parent), Filter: unix.EVFILT_PROC, Flags: unix.EV_ADD | unix.EV_ONESHOT, Fflags: unix.NOTE_EXIT}
 	if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
 		_ = unix.Close(kq)
-		return err
+		return nil, err
 	}
+	died := make(chan struct{})
 	go func() {
 		out := make([]unix.Kevent_t, 1)
 		for {
@@ -32,9 +37,9 @@ func watchParent(parent int) error {
 				break
 			}
 		}
-		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		close(died)
 	}()
-	return nil
+	return died, nil
 }
 
 func parentGone(parent int) bool {

@@ -48,12 +48,12 @@ func probeMounts() bool {
 	return cmd.Run() == nil
 }
 
-// serverAttr adds the supervisor's process attributes: SIGTERM when the
-// server dies, and a private mount namespace (a user namespace with an
+// serverAttr adds the supervisor's process attributes: pdeathSignal when
+// the server dies, and a private mount namespace (a user namespace with an
 // identity map as well when not root) when the policy has paths to make
 // read-only and the kernel gives one.
 func serverAttr(a *syscall.SysProcAttr, p *Policy) {
-	a.Pdeathsig = syscall.SIGTERM
+	a.Pdeathsig = pdeathSignal
 	if len(p.readOnlyPaths()) == 0 {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // The supervisor starts when a binary that links this package runs as
@@ -42,8 +43,9 @@ func supervise(enc string, argv []string) {
 	// was started then.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT)
-	if err := watchParent(parent); err != nil {
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
+	died, err := watchParent(parent)
+	if err != nil {
 		fail("cannot watch the server: %v", err)
 	}
 	if parentGone(parent) {
@@ -94,12 +96,20 @@ func supervise(enc string, argv []string) {
 			}
 			// Every descendant is gone (reap saw ECHILD).
 			exitLike(ws)
+		case <-died:
+			killDescendants()
+			os.Exit(exitCode)
 		case s := <-sigs:
-			if parentGone(parent) {
-				killDescendants()
-				os.Exit(exitCode)
-			}
 			sig := s.(syscall.Signal)
+			if sig == pdeathSignal {
+				// A thread of the server that started us ended; the
+				// server may be dying (died then fires) or not.
+				if died == nil && awaitParentGone(parent) {
+					killDescendants()
+					os.Exit(exitCode)
+				}
+				continue
+			}
 			if !mainDone {
 				_ = syscall.Kill(child.Pid, sig)
 			} else {
@@ -109,6 +119,18 @@ func supervise(enc string, argv []string) {
 			}
 		}
 	}
+}
+
+// awaitParentGone polls, for a short while, whether the server has gone
+// (used where the parent cannot be watched directly).
+func awaitParentGone(parent int) bool {
+	for range 100 {
+		if parentGone(parent) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 // reap waits for every child (orphans that come back to a subreaper
