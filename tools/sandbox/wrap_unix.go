@@ -43,6 +43,16 @@ type Status struct {
 // parent-death signal and, where p needs it and the kernel allows it, a
 // private mount namespace.
 func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return WrapWith(self, cmd, p)
+}
+
+// WrapWith is Wrap with the supervisor run from the binary self, which
+// must link this package (the benchmark measures the real qwen-ls so).
+func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -51,10 +61,6 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		return nil, err
 	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return nil, &os.PathError{Op: "exec", Path: cmd.Path, Err: syscall.EACCES}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
 	}
 	s := &Supervised{Cmd: cmd, exited: make(chan struct{})}
 	if cmd.SysProcAttr == nil {
