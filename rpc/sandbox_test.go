@@ -3,7 +3,9 @@
 package rpc_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,9 @@ import (
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 func requireSandbox(t *testing.T) {
@@ -121,5 +125,47 @@ func TestInitializeReportsSandbox(t *testing.T) {
 	want := sandbox.Probe()
 	if sb.Summary != want.String() || sb.Landlock != want.Landlock || sb.ReadOnly != want.ReadOnly() || !strings.HasPrefix(sb.Summary, "sandbox: ") {
 		t.Fatalf("experimental.qwen.sandbox = %+v, want %s", sb, want)
+	}
+}
+
+// Every form of shellForms, run the way a read-only verdict runs it (as if
+// the parser had been fooled), is stopped by the read-only sandbox: no
+// marker, no victim changed. TestShellFormsAskAndDoNotRunWhenRejected
+// proves that the live forms do have their effect when they may.
+func TestShellFormsContainedByReadOnlySandbox(t *testing.T) {
+	requireSandbox(t)
+	base := t.TempDir()
+	root, _ := filepath.EvalSymlinks(base)
+	root = filepath.Join(root, "W")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prepareShellWorkspace(t, root)
+	ws := workspace.New(workspace.Options{Roots: []string{root}, Settings: workspace.SettingsOptions{
+		UserDir: filepath.Join(base, "home", ".qwen"), SystemPath: filepath.Join(base, "none.json"),
+		Getenv: func(string) (string, bool) { return "", false },
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	ws.Start(ctx)
+	t.Cleanup(func() { cancel(); _ = ws.Close() })
+	env := &tools.Env{Workspace: ws, QwenHome: filepath.Join(base, "home", ".qwen")}
+	sh := tools.NewShell(env)
+	t.Cleanup(env.Processes.KillAll)
+	for i, f := range shellForms {
+		args, _ := json.Marshal(map[string]any{"command": expandForm(f.cmd, root, i), "timeout": 20000})
+		params, terr := tools.PrepareArgs(sh, string(args))
+		if terr != nil {
+			t.Fatalf("%q: %s", f.cmd, terr.Message)
+		}
+		call := &tools.Call{ID: fmt.Sprintf("f%d", i), SessionID: "s", Approval: tools.ApprovalNotNeeded}
+		if _, err := sh.Execute(context.Background(), call, params, func(tools.Output) {}); err != nil {
+			t.Fatalf("%q: %v", f.cmd, err)
+		}
+	}
+	env.Processes.KillAll()
+	for i, f := range shellForms {
+		if broke := formEffects(root, i); broke != "" {
+			t.Errorf("%q got out of the read-only sandbox: %s", f.cmd, broke)
+		}
 	}
 }
