@@ -169,3 +169,38 @@ func TestShellFormsContainedByReadOnlySandbox(t *testing.T) {
 		}
 	}
 }
+
+// Without a sandbox (forced here as on a kernel without Landlock), a
+// command judged read-only asks before it runs; rejected, it does not run.
+func TestNoSandboxReadOnlyCommandAsks(t *testing.T) {
+	t.Setenv(sandbox.EnvDisable, "1")
+	a := startAgent(t, "default")
+	var mu sync.Mutex
+	var titles []string
+	a.e.Handle("qwen/requestPermission", func(params json.RawMessage) (any, error) {
+		var p struct {
+			ToolCall struct {
+				Title string `json:"title"`
+			} `json:"toolCall"`
+		}
+		_ = json.Unmarshal(params, &p)
+		mu.Lock()
+		titles = append(titles, p.ToolCall.Title)
+		mu.Unlock()
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}, nil
+	})
+	args, _ := json.Marshal(map[string]any{"command": "ls -la"})
+	a.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "ls", Name: "run_shell_command", Arguments: string(args)}}},
+		modeltest.Response{Text: "done"})
+	if _, err := a.prompt("list"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(titles) != 1 || !strings.Contains(titles[0], "no sandbox") {
+		t.Fatalf("permission requests: %q; the model saw:\n%s", titles, toolText(a.model, "ls"))
+	}
+	if text := toolText(a.model, "ls"); strings.Contains(text, "Stdout:") {
+		t.Fatalf("the rejected command ran:\n%s", text)
+	}
+}

@@ -220,6 +220,11 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
+	if conf != nil && conf.Unconfined && rd.allowed && !rd.ask {
+		// Allow rules skip read-only sub-commands, which run unasked
+		// only inside a sandbox; there is none, so the mode decides.
+		rd.allowed, rd.narrowed = false, nil
+	}
 	if conf != nil {
 		switch pr := s.protectedCall(r, conf); {
 		case pr.Forbidden:

@@ -183,8 +183,9 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 	if a.ReadOnly() {
 		if s.env.ReadOnlyNeedsAsk() {
 			// No sandbox here to catch a mistake of the parser.
-			conf := ShellConfirmation(cmd, nil)
+			conf := ShellConfirmation(cmd, a.SubCommands)
 			conf.Title += " (no sandbox on this system)"
+			conf.Unconfined = true
 			return conf, nil
 		}
 		return nil, nil

@@ -91,10 +91,13 @@ func restrict(p Policy) error {
 	if err != nil {
 		return err
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWFiles(devices...).IgnoreIfMissing().WithIoctlDev(),
+	dev := landlock.RWFiles(devices...).IgnoreIfMissing()
+	if ABI() >= 5 {
+		// ioctl on the terminal (stty, isatty-driven tools); ABI 4
+		// neither handles nor grants it.
+		dev = dev.WithIoctlDev()
 	}
+	rules := []landlock.Rule{landlock.RODirs("/"), dev}
 	if p.Mode == WorkspaceWrite {
 		var dirs []string
 		for _, d := range append(append([]string(nil), p.Writable...), p.TempDir) {

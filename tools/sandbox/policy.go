@@ -85,6 +85,9 @@ type Policy struct {
 	// ProbeOnly makes the supervisor apply the policy and exit 0 without
 	// running anything (Probe uses it).
 	ProbeOnly bool `json:"probeOnly,omitempty"`
+	// UnsetGORACE: Wrap set GORACE for a race-enabled supervisor; the
+	// command does not get it.
+	UnsetGORACE bool `json:"unsetGORACE,omitempty"`
 }
 
 // Network reports whether the policy lets the command open TCP
@@ -196,6 +199,15 @@ func removeEnv(env []string, name string) []string {
 		}
 	}
 	return out
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // setEnv replaces or adds name=value in env.

@@ -63,6 +63,9 @@ func supervise(enc string, argv []string) {
 		os.Exit(0)
 	}
 	env := os.Environ()
+	if p.UnsetGORACE {
+		env = removeEnv(env, "GORACE")
+	}
 	if p.Mode == ReadOnly {
 		env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
 	}

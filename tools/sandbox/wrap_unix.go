@@ -78,6 +78,15 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	if raceEnabled && !hasEnv(env, "GORACE") {
+		// A race-enabled supervisor (test binaries) would otherwise
+		// sleep a second at exit; the command does not get this.
+		p.UnsetGORACE = true
+		if enc, err = encodePolicy(p); err != nil {
+			return nil, err
+		}
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
 	cmd.Env = setEnv(env, envPolicy, enc)
 	if p.Linger {
 		if len(cmd.ExtraFiles) > 0 {
