@@ -41,7 +41,7 @@ func probeMounts() bool {
 		return false
 	}
 	cmd := exec.Command(self)
-	s, err := Wrap(cmd, Policy{Mode: None, AlwaysProtected: []string{self}, ProbeOnly: true})
+	s, err := Wrap(cmd, Policy{Mode: Protect, Protected: []string{self}, ProbeOnly: true})
 	if err != nil || !s.Policy.Mounts {
 		return false
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -29,6 +30,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv("SANDBOX_TEST_SERVER") != "" {
 		fakeServer()
+	}
+	if spec := os.Getenv("SANDBOX_TEST_RUN"); spec != "" {
+		runOnce(spec)
 	}
 	os.Exit(m.Run())
 }
@@ -441,4 +445,89 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not reached in 10 s")
+}
+
+// runOnce, in a child test binary, runs `bash -c script` in dir under a
+// protect policy for the paths given, and prints whether the supervisor
+// made its mounts, then the command's output.
+func runOnce(spec string) {
+	var in struct {
+		Dir, Script string
+		Protected   []string
+	}
+	if err := json.Unmarshal([]byte(spec), &in); err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("bash", "-c", in.Script)
+	cmd.Dir = in.Dir
+	cmd.Env = removeEnv(os.Environ(), "SANDBOX_TEST_RUN")
+	s, err := Wrap(cmd, Policy{Mode: Protect, Protected: in.Protected})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	out, err := cmd.CombinedOutput()
+	fmt.Printf("mounts=%v err=%v\n%s", s.Policy.Mounts, err, out)
+	os.Exit(0)
+}
+
+// TestProtectAsNonRoot: a server that does not run as root gets its
+// mount namespace from a user namespace with an identity map, and the
+// protected paths are still read-only, while the workspace is writable
+// and the files keep their owner.
+func TestProtectAsNonRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start the server as another user")
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		t.Skip("no user namespaces on this kernel")
+	}
+	dir, err := os.MkdirTemp("", "qwen-sandbox-nonroot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	self, _ := os.Executable()
+	bin := filepath.Join(dir, "sandbox.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	cfg := filepath.Join(ws, ".git", "config")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("orig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, ws, filepath.Dir(cfg), cfg} {
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(map[string]any{"Dir": ws, "Protected": []string{cfg},
+		"Script": "echo x > .git/config; rm -f .git/config; echo ok > out && id -u && stat -c %u out"})
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_RUN="+string(spec), "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.HasPrefix(text, "mounts=true") {
+		t.Fatalf("no mount namespace for a non-root server (unprivileged user namespaces off?):\n%s", text)
+	}
+	checkOrig(t, "non-root protect", cfg)
+	if b, _ := os.ReadFile(filepath.Join(ws, "out")); string(b) != "ok\n" || !strings.Contains(text, "65534\n65534") {
+		t.Fatalf("the workspace write failed or the uid was not kept:\n%s", text)
+	}
 }
