@@ -278,7 +278,8 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 // the sandbox stopped it, whether it may run once outside the sandbox: an
 // ordinary permission request that says what was blocked.
 func (s *Session) offerOutsideSandbox(r *callRun) {
-	if !s.host().CanAsk() {
+	// Plan mode changes nothing, even with a yes.
+	if !s.host().CanAsk() || s.Mode() == ModePlan {
 		return
 	}
 	r.call.AskOutsideSandbox = func(ctx context.Context, reason string) (bool, error) {
