@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -526,9 +527,13 @@ func (b *cappedBuffer) Bytes() []byte {
 // tool calls and stdio MCP servers leads its own process group, so that
 // stopping it stops whatever it started too.
 
-// startInGroup starts cmd as the leader of a new process group.
+// startInGroup starts cmd as the leader of a new process group, under the
+// supervisor that kills it and all it started if qwen-ls dies.
 func startInGroup(cmd *exec.Cmd) error {
 	tools.SetProcessGroup(cmd)
+	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
+		return err
+	}
 	return cmd.Start()
 }
 

@@ -290,6 +290,24 @@ func readPids(t *testing.T, file string) []int {
 
 // liveInGroups returns the processes of /proc, other than zombies, whose
 // process group is one of pgids, or whose pid is.
+// groupsOf lists the process groups of the live pids.
+func groupsOf(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 2 {
+			if g, err := strconv.Atoi(f[2]); err == nil {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
 func liveInGroups(pgids []int) []string {
 	want := map[int]bool{}
 	for _, p := range pgids {
@@ -537,9 +555,11 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 	if len(groups) != 3 {
 		t.Fatalf("server pids %v", groups)
 	}
+	// Each server runs under a supervisor that leads its process group.
+	groups = append(groups, groupsOf(groups)...)
 	// a and b with their children; hang's group is gone already.
-	if live := liveInGroups(groups); len(live) != 4 {
-		t.Fatalf("expected 2 servers and 2 children alive, found %v", live)
+	if live := liveInGroups(groups); len(live) != 6 {
+		t.Fatalf("expected 2 servers, their supervisors and 2 children alive, found %v", live)
 	}
 	e.src.Close()
 	if err := <-got; !errors.Is(err, context.Canceled) {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
 // mcpConn is one connection to a server: for stdio, one process.
@@ -64,6 +65,10 @@ func (c *mcpConn) command(_ context.Context, command string, env []string, args 
 	cmd.Dir = c.server.cfg.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = c.stderr.w
+	// The supervisor kills the server and all it started if qwen-ls dies.
+	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
+		return nil, err
+	}
 	c.cmd = cmd
 	return cmd, nil
 }

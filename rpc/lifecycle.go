@@ -174,6 +174,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 			"protocolVersion": ProtocolVersion,
 			"approvalModes":   approvalModes,
 			"tools":           tools,
+			"sandbox":         sandboxInfo(),
 		},
 	})
 	if err != nil {

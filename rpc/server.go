@@ -18,6 +18,7 @@ import (
 	"github.com/qwen-ls/qwen-ls/registry"
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -226,6 +227,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 		s.log.Warnf("answered a bad message with %d: %s", code, reason)
 	}
 	s.baseCtx, s.cancelAll = context.WithCancel(ctx)
+	s.log.Infof("%s", sandbox.Probe())
 	s.conn = jsonrpc2.NewConn(s.baseCtx, st, s, jsonrpc2.SetLogger(discardLogger{}))
 	close(s.connReady)
 	select {

@@ -220,6 +220,11 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	r.call.Confirmation = conf
+	if conf != nil && conf.Unconfined && rd.allowed && !rd.ask {
+		// Allow rules skip read-only sub-commands, which run unasked
+		// only inside a sandbox; there is none, so the mode decides.
+		rd.allowed, rd.narrowed = false, nil
+	}
 	if conf != nil {
 		switch pr := s.protectedCall(r, conf); {
 		case pr.Forbidden:
@@ -240,15 +245,22 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 			conf = &tools.Confirmation{Title: "Confirm " + r.tool.DisplayName(), Details: &tools.InfoConfirmation{Prompt: tools.GuardDescribe(r.tool, r.params)}}
 		}
 		r.forced = true
-	case conf == nil || rd.allowed:
-		r.approved = true
+	case conf == nil:
+		// The tool asked for nothing (for the shell: a read-only verdict).
+		r.approved, r.call.Approval = true, tools.ApprovalNotNeeded
+		s.offerOutsideSandbox(r)
+		return
+	case rd.allowed:
+		r.approved, r.call.Approval = true, tools.ApprovalRule
+		s.offerOutsideSandbox(r)
 		return
 	case rd.narrowed != nil:
 		rd.narrowed.Title = conf.Title
 		conf = rd.narrowed
 	}
 	if !r.forced && !needsPrompt(mode, conf) {
-		r.approved = true
+		r.approved, r.call.Approval = true, tools.ApprovalRule
+		s.offerOutsideSandbox(r)
 		return
 	}
 	host := s.host()
@@ -257,6 +269,36 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 		return
 	}
 	s.ask(ctx, r, conf)
+	if r.approved {
+		r.call.Approval = tools.ApprovalUser
+	}
+}
+
+// offerOutsideSandbox lets a call that runs unasked ask the person, when
+// the sandbox stopped it, whether it may run once outside the sandbox: an
+// ordinary permission request that says what was blocked.
+func (s *Session) offerOutsideSandbox(r *callRun) {
+	// Plan mode changes nothing, even with a yes.
+	if !s.host().CanAsk() || s.Mode() == ModePlan {
+		return
+	}
+	r.call.AskOutsideSandbox = func(ctx context.Context, reason string) (bool, error) {
+		command, _ := tools.String(r.params, "command")
+		conf := tools.ShellConfirmation(command, nil)
+		conf.Title = "Run outside the sandbox? The command was " + reason
+		req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
+			Locations: locations(r.tool, r.params), Confirmation: conf,
+			Content: []ToolContent{{Type: "content", Content: textBlock("The command was " + reason + ". Run it once outside the sandbox, with no protection?")}},
+			Options: []PermissionOption{
+				{OptionProceedOnce, "Yes, run it outside the sandbox once", kindAllowOnce},
+				{OptionCancel, "No", kindRejectOnce},
+			}}
+		ans, err := s.host().RequestPermission(ctx, s.id, req)
+		if err != nil {
+			return false, err
+		}
+		return !ans.Cancelled && ans.OptionID == OptionProceedOnce, nil
+	}
 }
 
 // protectedCall says whether a call changes a protected file: an edit-kind

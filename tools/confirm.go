@@ -24,6 +24,10 @@ const (
 type Confirmation struct {
 	Title   string
 	Details ConfirmationDetails
+	// Unconfined marks a shell command that would run unasked if a
+	// sandbox could confine it, and there is none: its read-only
+	// sub-commands do not count as covered by the allow rules.
+	Unconfined bool
 }
 
 // Type returns the type of the details, or "" when there are none.

@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
@@ -183,6 +182,13 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 		return nil, InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
 	if a.ReadOnly() {
+		if s.env.ReadOnlyNeedsAsk() {
+			// No sandbox here to catch a mistake of the parser.
+			conf := ShellConfirmation(cmd, a.SubCommands)
+			conf.Title += " (no sandbox on this system)"
+			conf.Unconfined = true
+			return conf, nil
+		}
 		return nil, nil
 	}
 	return ShellConfirmation(cmd, a.NeedingApproval()), nil
@@ -274,8 +280,11 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 		sessionID = call.SessionID
 	}
 	note := s.unsavedNote()
+	pol := s.shellPolicy(call)
 
-	if !background && call != nil && call.Host != nil {
+	// The editor's terminal cannot be sandboxed: only a command the
+	// person approved, or one run with the sandbox off, goes there.
+	if pol.Mode == sandbox.None && !background && call != nil && call.Host != nil {
 		if ct, ok := call.Host.(ClientTerminals); ok {
 			if res, handled, err := s.runInTerminal(ctx, call, ct, command, dir, dirLabel, note, timeout, onOutput); handled {
 				return res, err
@@ -283,9 +292,53 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 		}
 	}
 
-	run, err := s.start(command, dir, background, sessionID)
+	res, err := s.runPolicy(ctx, call, command, dir, dirLabel, note, background, timeout, sessionID, pol, onOutput)
+	if err != nil || res.blocked == "" {
+		return res.Result, err
+	}
+	reason := "blocked by the sandbox: " + res.blocked
+	if call == nil || call.AskOutsideSandbox == nil {
+		return withSandboxNote(res.Result, reason+". The person can allow it to run outside the sandbox."), nil
+	}
+	ok, aerr := call.AskOutsideSandbox(ctx, reason)
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	if aerr != nil || !ok {
+		return withSandboxNote(res.Result, reason+". The person declined to run it outside the sandbox."), nil
+	}
+	pol.Mode = sandbox.None
+	res, err = s.runPolicy(ctx, call, command, dir, dirLabel, note, background, timeout, sessionID, pol, onOutput)
+	return res.Result, err
+}
+
+// policyResult is a command's result and what the sandbox blocked, if it
+// looks like it did.
+type policyResult struct {
+	Result
+	blocked string
+}
+
+// withSandboxNote adds a line saying what the sandbox blocked to the
+// model's text and the display.
+func withSandboxNote(r Result, note string) Result {
+	if r.Error != nil {
+		return r
+	}
+	r.LLMContent = append(r.LLMContent, TextPart("Sandbox: "+note))
+	if md, ok := r.Display.(Markdown); ok {
+		r.Display = Markdown(string(md) + "\n\n" + note)
+	} else if r.Display == nil {
+		r.Display = Markdown(note)
+	}
+	return r
+}
+
+// runPolicy runs the command once under pol.
+func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabel, note string, background bool, timeout int, sessionID string, pol sandbox.Policy, onOutput func(Output)) (policyResult, error) {
+	run, err := s.start(command, dir, background, sessionID, pol)
 	if err != nil {
-		return ErrorResult(ErrorShellExecute, err.Error()), nil
+		return policyResult{Result: ErrorResult(ErrorShellExecute, err.Error())}, nil
 	}
 	run.startTicker(onOutput)
 
@@ -300,15 +353,15 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 			run.detach()
 			run.release()
 			s.forgetWhenDone(run)
-			return Result{}, ctx.Err()
+			return policyResult{}, ctx.Err()
 		case <-wait.C:
 			run.detach()
 			run.release()
 			s.forgetWhenDone(run)
-			return s.stillRunning(run, command, dirLabel), nil
+			return policyResult{Result: s.stillRunning(run, command, dirLabel)}, nil
 		}
 		run.drain()
-		return s.finish(run, command, dirLabel, note, false, timeout), nil
+		return s.finishPolicy(run, command, dirLabel, note, false, timeout), nil
 	}
 
 	limit := time.NewTimer(time.Duration(timeout) * time.Millisecond)
@@ -321,17 +374,30 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 		<-run.waitDone
 		run.drain()
 		run.release()
-		if members, _ := GroupMembers(run.pgid); len(members) == 0 {
+		if len(run.leftovers()) == 0 {
 			s.env.Processes.Forget(run.pgid)
 		}
-		return Result{}, ctx.Err()
+		return policyResult{}, ctx.Err()
 	case <-limit.C:
 		timedOut = true
 		TerminateGroup(run.pgid)
 		<-run.waitDone
 	}
 	run.drain()
-	return s.finish(run, command, dirLabel, note, timedOut, timeout), nil
+	return s.finishPolicy(run, command, dirLabel, note, timedOut, timeout), nil
+}
+
+// finishPolicy is finish, and what the sandbox seems to have blocked when
+// the command failed.
+func (s *Shell) finishPolicy(run *shellRun, command, dirLabel, note string, timedOut bool, timeout int) policyResult {
+	var blocked string
+	if !timedOut && run.status.Code != 0 {
+		run.mu.Lock()
+		stderr, _ := run.streams[1].displayText()
+		run.mu.Unlock()
+		blocked = blockedBySandbox(run.policy, stderr)
+	}
+	return policyResult{Result: s.finish(run, command, dirLabel, note, timedOut, timeout), blocked: blocked}
 }
 
 func stringParam(params map[string]any, name string) string {
@@ -356,7 +422,7 @@ func (s *Shell) stillRunning(run *shellRun, command, dirLabel string) Result {
 // finish builds the result of a command that has exited.
 func (s *Shell) finish(run *shellRun, command, dirLabel, note string, timedOut bool, timeout int) Result {
 	defer run.release()
-	leftovers, _ := GroupMembers(run.pgid)
+	leftovers := run.leftovers()
 	if len(leftovers) == 0 {
 		s.env.Processes.Forget(run.pgid)
 	}
@@ -366,20 +432,17 @@ func (s *Shell) finish(run *shellRun, command, dirLabel, note string, timedOut b
 		errs = append(errs, fmt.Sprintf("the command ran past its %d ms timeout and was stopped.", timeout))
 	}
 	var exit int
-	if st := run.cmd.ProcessState; st != nil {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			signal = unix.SignalName(ws.Signal())
-			if signal == "" {
-				signal = ws.Signal().String()
-			}
-		} else {
-			exit = st.ExitCode()
-			exitCode = strconv.Itoa(exit)
+	if st := run.status; st.Signal != 0 {
+		signal = unix.SignalName(st.Signal)
+		if signal == "" {
+			signal = st.Signal.String()
 		}
+	} else if st.Code >= 0 {
+		exit = st.Code
+		exitCode = strconv.Itoa(exit)
 	}
-	var exitErr *exec.ExitError
-	if run.waitErr != nil && !errors.As(run.waitErr, &exitErr) {
-		errs = append(errs, run.waitErr.Error())
+	if run.status.Err != nil {
+		errs = append(errs, run.status.Err.Error())
 	}
 	for _, st := range run.streams {
 		if st.store != nil && st.store.err != nil {

@@ -5,14 +5,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
-// start launches `bash -c command` in its own process group with the
+// start launches `bash -c command` under the sandbox supervisor with the
+// policy pol, in its own process group (led by the supervisor), with the
 // output pipes read by two goroutines.
-func (s *Shell) start(command, dir string, background bool, sessionID string) (*shellRun, error) {
+func (s *Shell) start(command, dir string, background bool, sessionID string, pol sandbox.Policy) (*shellRun, error) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		return nil, err
@@ -54,16 +58,21 @@ func (s *Shell) start(command, dir string, background bool, sessionID string) (*
 	cmd.Env = append(os.Environ(), "QWEN_CODE=1", "PAGER=cat", "GIT_PAGER=cat", "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = writers[0], writers[1]
 	SetProcessGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	pol.Linger = true
+	sup, err := sandbox.Wrap(cmd, pol)
+	if err == nil {
+		err = sup.Start()
+	}
+	if err != nil {
 		closeFiles(readers[:], writers[:])
 		run.closeBackgroundFile(true)
 		return nil, err
 	}
 	closeFiles(nil, writers[:])
-	run.cmd, run.pgid, run.pipes = cmd, cmd.Process.Pid, readers
+	run.cmd, run.pgid, run.pipes, run.policy = cmd, cmd.Process.Pid, readers, sup.Policy
 	s.env.Processes.Track(run.pgid, sessionID)
 	go func() {
-		run.waitErr = cmd.Wait()
+		run.status = sup.WaitMain()
 		close(run.waitDone)
 	}()
 	var wg sync.WaitGroup
@@ -104,19 +113,29 @@ func closeFiles(lists ...[]*os.File) {
 func (s *Shell) forgetWhenDone(run *shellRun) {
 	go func() {
 		<-run.waitDone
-		if members, _ := GroupMembers(run.pgid); len(members) == 0 {
+		if len(run.leftovers()) == 0 {
 			s.env.Processes.Forget(run.pgid)
 		}
 	}()
 }
 
+// leftovers lists the processes of the command's group other than the
+// supervisor, which stays while they run.
+func (r *shellRun) leftovers() []int {
+	members, _ := GroupMembers(r.pgid)
+	return slices.DeleteFunc(members, func(p int) bool { return p == r.pgid })
+}
+
 // shellRun is one running command: its process, the goroutines that read
 // its two pipes, and what has been kept of the output.
 type shellRun struct {
-	cmd     *exec.Cmd
-	pgid    int
-	pipes   [2]*os.File
-	waitErr error // set before waitDone is closed
+	cmd   *exec.Cmd
+	pgid  int
+	pipes [2]*os.File
+	// status is how bash ended, set before waitDone is closed.
+	status sandbox.Status
+	// policy is the sandbox the command ran in.
+	policy sandbox.Policy
 	// waitDone is closed when bash has exited; readDone when both pipes
 	// are at their end (or were given up); tickDone when the live-output
 	// goroutine has stopped after stopTick was closed.

@@ -127,7 +127,31 @@ type Call struct {
 	// before Execute. exit_plan_mode tells the model which mode the
 	// user's answer switched to (tools.md §3.14).
 	Mode string
+	// Approval says why the call runs, set by the scheduler before
+	// Execute: the shell tool chooses its sandbox from it.
+	Approval Approval
+	// AskOutsideSandbox, set by the scheduler when the person can be
+	// asked, asks whether a command the sandbox stopped may run once
+	// outside it; reason says what was blocked.
+	AskOutsideSandbox func(ctx context.Context, reason string) (bool, error)
 }
+
+// Approval says why a call runs.
+type Approval string
+
+const (
+	// ApprovalUnknown: the caller did not say (direct calls in tests and
+	// embedders); the shell treats it as ApprovalRule.
+	ApprovalUnknown Approval = ""
+	// ApprovalNotNeeded: the tool asked for no confirmation (for the
+	// shell: every sub-command was judged read-only).
+	ApprovalNotNeeded Approval = "not-needed"
+	// ApprovalRule: an allow rule or the approval mode (auto-edit, yolo)
+	// let the call run without a question.
+	ApprovalRule Approval = "rule"
+	// ApprovalUser: the person said yes to this call.
+	ApprovalUser Approval = "user"
+)
 
 // Output is one live update of a running call. Each update replaces the
 // previous one (tools.md §5.6), so Text holds the whole output so far. A

@@ -23,7 +23,7 @@ import (
 )
 
 // sections are the parts of a run, in order; -only picks some.
-var sections = []string{"startup", "goroot", "tree", "soak", "qwen", "go"}
+var sections = []string{"startup", "sandbox", "goroot", "tree", "soak", "qwen", "go"}
 
 type bench struct {
 	root     string // the module's directory
@@ -126,7 +126,7 @@ func (b *bench) run(want map[string]bool, keep bool) int {
 	fmt.Printf("== %s, %d CPUs, %s, load average %s, commit %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), loadBefore, commit(b.root))
 	fmt.Printf("== peers: rg %s, fd %s, qwen %s\n", orMissing(b.peers.rg), orMissing(b.peers.fd), orMissing(b.peers.qwen))
 
-	if want["startup"] || want["soak"] {
+	if want["startup"] || want["soak"] || want["sandbox"] {
 		fmt.Println("== building qwen-ls (and its qwenbench variant for the soak)")
 		b.bin = filepath.Join(b.tmp, "qwen-ls")
 		b.debugBin = filepath.Join(b.tmp, "qwen-ls-qwenbench")
@@ -144,6 +144,7 @@ func (b *bench) run(want map[string]bool, keep bool) int {
 		fn          func(*bench) error
 	}{
 		{"startup", "start-up and idle memory of the real binary", startupBench},
+		{"sandbox", "the cost of the command sandbox", sandboxBench},
 		{"goroot", "search on the Go distribution, against rg and fd", func(b *bench) error {
 			return searchComparison(b, "GOROOT", goRoot())
 		}},

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -35,6 +36,11 @@ Usage:
                         .qwen/settings.json may start MCP servers and discovery
                         commands, add allow rules, raise the approval mode or
                         change the model endpoint
+  qwen-ls sandbox-exec -- PROGRAM [ARG]...
+                        internal: the supervisor qwen-ls starts around every
+                        command it runs (it confines the command and kills it
+                        when the server dies); it needs the policy qwen-ls
+                        passes in its environment
   qwen-ls --version     print the version
   qwen-ls --help        print this help
 
@@ -58,6 +64,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return runScriptedModel(args[1:], stdin, stdout, stderr)
 		case "trust":
 			return runTrust(args[1:], stdout, stderr)
+		case sandbox.Arg:
+			// With its policy, the supervisor took over while the
+			// packages were initialised and never gets here.
+			fmt.Fprintln(stderr, "qwen-ls: sandbox-exec is started by qwen-ls itself, with a policy in its environment")
+			return 2
 		}
 	}
 	fs := flag.NewFlagSet("qwen-ls", flag.ContinueOnError)

@@ -17,7 +17,7 @@ import { ChatViewProvider } from './chat/view';
 import { Agent } from './agent';
 import { ReviewController, ProposeEditParams } from './review/controller';
 import { askPermission, PermissionParams } from './permission';
-import { StatusBar } from './status';
+import { SandboxInfo, StatusBar } from './status';
 import { approvalModeSetting } from './settings';
 
 const secretKey = 'qwen.apiKey';
@@ -189,6 +189,8 @@ export class Extension implements vscode.Disposable {
       return undefined;
     }
     this.status.setError(undefined);
+    const sandbox = (client.initializeResult?.capabilities.experimental as { qwen?: { sandbox?: SandboxInfo } } | undefined)?.qwen?.sandbox;
+    this.status.setSandbox(sandbox);
     this.scheduleFocus();
     return client;
   }

@@ -3,6 +3,12 @@
 // restricted. A click changes the approval mode.
 import * as vscode from 'vscode';
 
+/** experimental.qwen.sandbox of the initialize result. */
+export interface SandboxInfo {
+  summary?: string;
+  readOnly?: boolean;
+}
+
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('qwen.status', vscode.StatusBarAlignment.Right, 100);
   private busy = false;
@@ -11,6 +17,7 @@ export class StatusBar implements vscode.Disposable {
   private mode = 'default';
   private trusted = true;
   private error: string | undefined;
+  private sandbox: SandboxInfo | undefined;
 
   constructor() {
     this.item.name = 'Qwen';
@@ -43,6 +50,12 @@ export class StatusBar implements vscode.Disposable {
 
   setTrusted(trusted: boolean): void {
     this.trusted = trusted;
+    this.render();
+  }
+
+  /** Which OS sandbox confines the commands the agent runs unasked. */
+  setSandbox(sandbox: SandboxInfo | undefined): void {
+    this.sandbox = sandbox;
     this.render();
   }
 
@@ -82,6 +95,10 @@ export class StatusBar implements vscode.Disposable {
         '\n\n$(shield) Restricted workspace: qwen-ls ignores the workspace settings that start processes, widen permissions, raise the approval mode or change the model endpoint.',
       );
     }
+    if (this.sandbox?.summary) {
+      const icon = this.sandbox.readOnly ? '$(lock)' : '$(unlock)';
+      md.appendMarkdown(`\n\n${icon} ${escapeMarkdown(this.sandbox.summary)}`);
+    }
     if (this.error) md.appendMarkdown(`\n\n${this.error}`);
     md.supportThemeIcons = true;
     this.item.tooltip = md;
@@ -92,4 +109,8 @@ export class StatusBar implements vscode.Disposable {
   dispose(): void {
     this.item.dispose();
   }
+}
+
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!<>|]/g, '\\$&');
 }

@@ -43,7 +43,6 @@ function M.check()
   end
   h.ok(vim.trim(out) .. ' (' .. vim.fn.exepath(exe) .. ')')
 
-  h.start('qwen: model')
   local client_mod = require('qwen.client')
   local util = require('qwen.util')
   local c = client_mod.current(true)
@@ -58,6 +57,24 @@ function M.check()
     h.error('qwen-ls did not answer initialize within 10 s')
     return
   end
+  -- Which OS sandbox confines the commands the agent runs unasked
+  -- (experimental.qwen.sandbox of the initialize result).
+  local caps = c.server_capabilities or {}
+  local qwen_caps = type(caps.experimental) == 'table' and caps.experimental.qwen or nil
+  local sandbox = type(qwen_caps) == 'table' and qwen_caps.sandbox or nil
+  h.start('qwen: sandbox')
+  if type(sandbox) ~= 'table' or type(sandbox.summary) ~= 'string' then
+    h.warn('qwen-ls did not say which sandbox it uses (an older qwen-ls?)')
+  elseif sandbox.readOnly then
+    h.ok(sandbox.summary)
+  else
+    h.warn(sandbox.summary, {
+      'Commands judged read-only ask before they run.',
+      'Linux: a kernel with Landlock (5.13+, network rules 6.7+); macOS: /usr/bin/sandbox-exec.',
+    })
+  end
+
+  h.start('qwen: model')
   local session = require('qwen.session')
   local res, err
   -- The model in use is what a new session reports; the key is never read.

@@ -11,6 +11,7 @@ return {
       H.contains(text, 'qwen-ls 0.', 'the version')
       H.contains(text, 'model: scripted', 'the model, from the server')
       H.contains(text, 'Neovim 0.', 'the Neovim version')
+      H.contains(text, 'sandbox: ', 'which sandbox confines commands')
       H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
       H.ok(not text:find('sk-test', 1, true), 'the key never shown')
     end,

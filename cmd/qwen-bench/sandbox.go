@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
+)
+
+// sandboxBench measures what the sandbox costs a command (issue 18,
+// acceptance 5): the start-up of `bash -c true` started the way the shell
+// tool starts it, directly and under the real qwen-ls supervisor in the
+// read-only and protect policies; and the wall time of `git status` on a
+// git repository of the Go distribution's sources, both ways.
+func sandboxBench(b *bench) error {
+	if b.bin == "" {
+		b.bin = filepath.Join(b.tmp, "qwen-ls")
+		if err := b.goCmd("build", "-o", b.bin, "./cmd/qwen-ls"); err != nil {
+			return err
+		}
+	}
+	sup := sandbox.Probe()
+	b.logf("%s", sup)
+	dir := filepath.Join(b.tmp, "sandbox-work")
+	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), nil, 0o644); err != nil {
+		return err
+	}
+	protect := sandbox.Policy{Mode: sandbox.Protect, Protected: []string{filepath.Join(dir, ".git", "config")}}
+	plain, err := timeRuns(b, dir, nil, "true")
+	if err != nil {
+		return err
+	}
+	ro, err := timeRuns(b, dir, &sandbox.Policy{Mode: sandbox.ReadOnly}, "true")
+	if err != nil {
+		return err
+	}
+	pr, err := timeRuns(b, dir, &protect, "true")
+	if err != nil {
+		return err
+	}
+	b.logf("bash -c true: %v ms direct, %v ms read-only, %v ms protect", roundAll(plain), roundAll(ro), roundAll(pr))
+	b.add(row{section: "sandbox", what: "`true` start, direct (the shell tool before the sandbox)", ours: median(plain), unit: "ms"})
+	b.add(row{section: "sandbox", what: "start-up overhead: read-only sandbox (" + sup.String() + ")", ours: median(ro) - median(plain), unit: "ms", target: "< 5 ms", limit: 5, limited: true})
+	b.add(row{section: "sandbox", what: "start-up overhead: protect (mount namespace + bind mount)", ours: median(pr) - median(plain), unit: "ms", target: "< 5 ms", limit: 5, limited: true})
+
+	repo := filepath.Join(b.tmp, "goroot-src")
+	if err := goSourceRepo(b, repo); err != nil {
+		return err
+	}
+	gitPlain, err := timeRuns(b, repo, nil, "git status")
+	if err != nil {
+		return err
+	}
+	gitRO, err := timeRuns(b, repo, &sandbox.Policy{Mode: sandbox.ReadOnly}, "git status")
+	if err != nil {
+		return err
+	}
+	b.logf("git status on the Go sources: %v ms direct, %v ms read-only sandbox", roundAll(gitPlain), roundAll(gitRO))
+	b.add(row{section: "sandbox", what: "`git status` on the Go sources, direct", ours: median(gitPlain), unit: "ms"})
+	b.add(row{section: "sandbox", what: "`git status` on the Go sources, read-only sandbox", ours: median(gitRO), unit: "ms"})
+	return nil
+}
+
+// timeRuns runs `bash -c script` in dir b.runs times (after one warm-up)
+// in its own process group, under the supervisor with pol when pol is not
+// nil, and returns the wall times from start to the command's exit.
+func timeRuns(b *bench, dir string, pol *sandbox.Policy, script string) ([]float64, error) {
+	var out []float64
+	for r := 0; r < b.runs+1; r++ {
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		start := time.Now()
+		if pol == nil {
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("%s: %w", script, err)
+			}
+		} else {
+			p := *pol
+			p.Linger = true
+			s, err := sandbox.WrapWith(b.bin, cmd, p)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Start(); err != nil {
+				return nil, err
+			}
+			if st := s.WaitMain(); st.Code != 0 {
+				return nil, fmt.Errorf("%s in the sandbox: %+v", script, st)
+			}
+			d := time.Since(start)
+			<-s.Exited()
+			if r > 0 {
+				out = append(out, millis(d))
+			}
+			continue
+		}
+		if r > 0 {
+			out = append(out, millis(time.Since(start)))
+		}
+	}
+	return out, nil
+}
+
+// goSourceRepo makes repo a git repository holding a copy of
+// $(go env GOROOT)/src, committed once.
+func goSourceRepo(b *bench, repo string) error {
+	src := filepath.Join(goRoot(), "src")
+	b.logf("copying %s into a git repository", src)
+	if err := exec.Command("cp", "-r", src, repo).Run(); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm", "go sources"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return nil
+}

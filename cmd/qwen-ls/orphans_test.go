@@ -1,0 +1,118 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+)
+
+// markedProcesses lists the live processes whose argv[0] is marker.
+func markedProcesses(marker string) []int {
+	var out []int
+	for _, p := range allPIDs() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if err != nil || !bytes.HasPrefix(b, []byte(marker+"\x00")) || zombie(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// settle polls cond for up to 10 s; the limit only ends a test that would
+// otherwise hang, nothing is timed.
+func settle(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal(what)
+}
+
+// kill -9 of the server while a shell command runs a foreground sleep and
+// left a background one: neither survives (issue 18, acceptance 4).
+func TestKill9DuringShellCommandLeavesNoProcess(t *testing.T) {
+	marker := fmt.Sprintf("qwen-orphan-%d", os.Getpid())
+	command := fmt.Sprintf("(exec -a %[1]s sleep 300) & setsid bash -c 'exec -a %[1]s sleep 302' & (exec -a %[1]s sleep 301); echo done", marker)
+	args, _ := json.Marshal(map[string]any{"command": command})
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: string(args)}}})
+	cmd := exec.Command(binPath, "--stdio")
+	cmd.Env = execEnv(t)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"approvalMode": "yolo", "model": map[string]any{"name": "s", "baseUrl": m.URL}}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	_ = json.Unmarshal(res, &ns)
+	e.Send("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "run it"}}})
+	settle(t, "the three sleeps did not start", func() bool { return len(markedProcesses(marker)) == 3 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, "processes of the command survived the server's kill -9", func() bool { return len(markedProcesses(marker)) == 0 })
+}
+
+// kill -9 of the server while an MCP server that ignores the end of its
+// stdin is starting, with a child of its own: neither survives.
+func TestKill9DuringMCPStartLeavesNoProcess(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mcpserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../registry/testdata/mcpserver").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	pidFile, childFile := filepath.Join(dir, "pids"), filepath.Join(dir, "child")
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	cmd := exec.Command(binPath, "--stdio")
+	cmd.Env = execEnv(t)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"mcpServers": map[string]any{
+			"hang": map[string]any{"command": bin, "args": []any{"-hang-init", "-pidfile", pidFile, "-child", childFile}},
+		}},
+	}})
+	var pids []int
+	settle(t, "the MCP server and its child did not start", func() bool {
+		pids = pids[:0]
+		for _, f := range []string{pidFile, childFile} {
+			b, _ := os.ReadFile(f)
+			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		return len(pids) == 2
+	})
+	for _, p := range pids {
+		if !alive(p) {
+			t.Fatalf("process %d is not running before the kill", p)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, "the MCP server or its child survived the server's kill -9", func() bool {
+		for _, p := range pids {
+			if alive(p) && !zombie(p) {
+				return false
+			}
+		}
+		return true
+	})
+}

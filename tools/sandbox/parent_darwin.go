@@ -1,0 +1,83 @@
+//go:build darwin
+
+package sandbox
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// pdeathSignal is not used on macOS (kqueue watches the server): an
+// invalid signal, which signal.Notify ignores.
+const pdeathSignal = syscall.Signal(-1)
+
+// watchParent asks kqueue for the server's exit and returns a channel
+// closed then.
+func watchParent(parent int) (<-chan struct{}, error) {
+	kq, err := unix.Kqueue()
+	if err != nil {
+		return nil, err
+	}
+	ev := unix.Kevent_t{Ident: uint64(parent), Filter: unix.EVFILT_PROC, Flags: unix.EV_ADD | unix.EV_ONESHOT, Fflags: unix.NOTE_EXIT}
+	if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
+		_ = unix.Close(kq)
+		return nil, err
+	}
+	died := make(chan struct{})
+	go func() {
+		out := make([]unix.Kevent_t, 1)
+		for {
+			n, err := unix.Kevent(kq, nil, out, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if n > 0 || err != nil {
+				break
+			}
+		}
+		close(died)
+	}()
+	return died, nil
+}
+
+func parentGone(parent int) bool {
+	return os.Getppid() != parent
+}
+
+func childAttr() *syscall.SysProcAttr { return nil }
+
+// descendants lists the processes below this one, from the kernel's
+// process table.
+func descendants() []int {
+	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, p := range procs {
+		children[int(p.Eproc.Ppid)] = append(children[int(p.Eproc.Ppid)], int(p.Proc.P_pid))
+	}
+	var out []int
+	queue := []int{os.Getpid()}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// apply runs the command through sandbox-exec with the policy's profile.
+func apply(p Policy, argv []string) (string, []string, error) {
+	name, err := lookPath(argv[0])
+	if err != nil {
+		return "", nil, err
+	}
+	args := append([]string{"sandbox-exec", "-p", SeatbeltProfile(p), name}, argv[1:]...)
+	return SeatbeltPath, args, nil
+}

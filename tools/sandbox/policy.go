@@ -1,0 +1,225 @@
+// Package sandbox runs commands under a supervisor process that dies with
+// the server and confines what the command may change.
+//
+// The server does not run a command directly. It runs its own executable
+// again as `qwen-ls sandbox-exec` (any binary that links this package can
+// play that part: the check happens when the package is initialised), with
+// the policy in an environment variable that the supervisor removes before
+// it starts the command. The supervisor:
+//
+//   - learns when the server dies (Linux: a parent-death signal; macOS:
+//     kqueue on the parent's pid) and then kills every process the command
+//     started, wherever it moved in the process tree (Linux: the supervisor
+//     is a child subreaper, so orphans come back to it);
+//   - applies the policy to itself (Landlock rules and read-only bind
+//     mounts on Linux, a Seatbelt profile on macOS) and then starts the
+//     command, which inherits it;
+//   - forwards the signals it gets and reports the command's exit status.
+//
+// The policies are described on Mode.
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Mode says what a command may change.
+type Mode string
+
+const (
+	// None runs the command as the person's own: they approved it. Only
+	// the trust list and the user's settings file stay read-only (where
+	// the kernel gives a private mount namespace).
+	None Mode = "none"
+	// ReadOnly is for commands the parser judged read-only: no write
+	// anywhere but /dev/null and terminal-like devices, no TCP connect or
+	// bind; read and execute everywhere.
+	ReadOnly Mode = "read-only"
+	// Protect is for commands that run because of an allow rule or an
+	// approval mode: they run as the person's own commands, but the
+	// protected paths are read-only.
+	Protect Mode = "protect"
+	// WorkspaceWrite is the stricter opt-in: writes only inside the
+	// roots and a private temporary folder, no TCP, the protected paths
+	// read-only.
+	WorkspaceWrite Mode = "workspace-write"
+)
+
+// Valid reports whether m is one of the four modes.
+func (m Mode) Valid() bool {
+	switch m {
+	case None, ReadOnly, Protect, WorkspaceWrite:
+		return true
+	}
+	return false
+}
+
+// Policy is what the supervisor applies before it starts the command.
+type Policy struct {
+	Mode Mode `json:"mode"`
+	// Writable are the folders a workspace-write command may write (the
+	// workspace roots); TempDir is its private temporary folder, which
+	// the supervisor also gives as TMPDIR.
+	Writable []string `json:"writable,omitempty"`
+	TempDir  string   `json:"tempDir,omitempty"`
+	// Protected are the paths that stay read-only (protect and
+	// workspace-write); in mode none only the paths of AlwaysProtected.
+	Protected []string `json:"protected,omitempty"`
+	// AlwaysProtected are read-only in every mode (the trust list, the
+	// user's settings file).
+	AlwaysProtected []string `json:"alwaysProtected,omitempty"`
+	// Linger keeps the supervisor alive after the command exits while
+	// processes the command started still run, so that they die with
+	// the server too. The command's status then comes on a pipe (see
+	// Supervised.MainDone).
+	Linger bool `json:"linger,omitempty"`
+	// Mounts is set by Wrap when the supervisor starts in a private mount
+	// namespace and must make the read-only bind mounts; it fails rather
+	// than run the command without them.
+	Mounts bool `json:"mounts,omitempty"`
+	// ProbeOnly makes the supervisor apply the policy and exit 0 without
+	// running anything (Probe uses it).
+	ProbeOnly bool `json:"probeOnly,omitempty"`
+	// UnsetGORACE: Wrap set GORACE for a race-enabled supervisor; the
+	// command does not get it.
+	UnsetGORACE bool `json:"unsetGORACE,omitempty"`
+}
+
+// Network reports whether the policy lets the command open TCP
+// connections and listeners.
+func (p Policy) Network() bool {
+	return p.Mode == None || p.Mode == Protect
+}
+
+// readOnlyPaths are the paths the policy bind-mounts read-only.
+func (p Policy) readOnlyPaths() []string {
+	var out []string
+	add := func(list []string) {
+		for _, x := range list {
+			if x != "" && filepath.IsAbs(x) && !slices.Contains(out, filepath.Clean(x)) {
+				out = append(out, filepath.Clean(x))
+			}
+		}
+	}
+	add(p.AlwaysProtected)
+	if p.Mode == Protect || p.Mode == WorkspaceWrite {
+		add(p.Protected)
+	}
+	return out
+}
+
+// envPolicy carries the JSON policy from the server to the supervisor,
+// which removes it from its environment before it starts the command.
+const envPolicy = "QWEN_LS_SANDBOX_POLICY"
+
+// EnvOptional, set to 1, lets the Landlock check of the tests pass on a
+// kernel without Landlock (developers on old kernels). CI never sets it.
+const EnvOptional = "QWEN_LS_SANDBOX_OPTIONAL"
+
+// EnvDisable, set to 1, makes Probe report no sandbox, as on a kernel
+// without one: read-only commands then ask. Tests use it.
+const EnvDisable = "QWEN_LS_NO_SANDBOX"
+
+// Arg is the first argument that makes a binary act as the supervisor.
+const Arg = "sandbox-exec"
+
+func encodePolicy(p Policy) (string, error) {
+	if !p.Mode.Valid() {
+		return "", fmt.Errorf("sandbox: unknown mode %q", p.Mode)
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+func decodePolicy(s string) (Policy, error) {
+	var p Policy
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return p, fmt.Errorf("sandbox: bad policy: %w", err)
+	}
+	if !p.Mode.Valid() {
+		return p, fmt.Errorf("sandbox: unknown mode %q", p.Mode)
+	}
+	return p, nil
+}
+
+// Support says which protection this machine gives.
+type Support struct {
+	// OS is runtime.GOOS.
+	OS string `json:"os"`
+	// Landlock is the kernel's Landlock ABI version (0: none). Seatbelt
+	// is true on macOS when /usr/bin/sandbox-exec exists.
+	Landlock int  `json:"landlock,omitempty"`
+	Seatbelt bool `json:"seatbelt,omitempty"`
+	// Mounts says whether a private mount namespace with read-only bind
+	// mounts is available (Linux: root or unprivileged user namespaces).
+	Mounts bool `json:"mountNamespaces"`
+	// Reason says why there is no sandbox, when there is none.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ReadOnly reports whether read-only commands can be confined, so that
+// they may run unasked.
+func (s Support) ReadOnly() bool {
+	return s.Reason == "" && (s.Landlock >= 4 || s.Seatbelt)
+}
+
+// String is the one-line summary the server logs and the clients show.
+func (s Support) String() string {
+	switch {
+	case s.Landlock > 0:
+		return fmt.Sprintf("sandbox: landlock ABI %d, mount namespaces: %s", s.Landlock, yesNo(s.Mounts))
+	case s.Seatbelt:
+		return "sandbox: seatbelt (sandbox-exec)"
+	}
+	r := s.Reason
+	if r == "" {
+		r = "not available on " + s.OS
+	}
+	return "sandbox: none (" + r + "); read-only commands ask before they run"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// removeEnv drops every entry of name from env.
+func removeEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// setEnv replaces or adds name=value in env.
+func setEnv(env []string, name, value string) []string {
+	return append(removeEnv(env, name), name+"="+value)
+}
+
+// exitCode is the status the supervisor exits with when it cannot start
+// or confine the command (as a shell does for a command it cannot run).
+const exitCode = 126
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "qwen-ls sandbox: "+format+"\n", args...)
+	os.Exit(exitCode)
+}

@@ -1,0 +1,206 @@
+//go:build linux || darwin
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The supervisor starts when a binary that links this package runs as
+// `BINARY sandbox-exec -- PROGRAM ARGS...` with the policy in envPolicy:
+// package initialisation hands the process over before main runs.
+func init() {
+	if len(os.Args) < 4 || os.Args[1] != Arg || os.Args[2] != "--" {
+		return
+	}
+	enc, ok := os.LookupEnv(envPolicy)
+	if !ok {
+		return
+	}
+	supervise(enc, os.Args[3:])
+}
+
+// statusFD is the descriptor a lingering supervisor reports the command's
+// exit status on (the first of exec.Cmd.ExtraFiles).
+const statusFD = 3
+
+// supervise never returns.
+func supervise(enc string, argv []string) {
+	p, err := decodePolicy(enc)
+	if err != nil {
+		fail("%v", err)
+	}
+	_ = os.Unsetenv(envPolicy)
+	parent := os.Getppid()
+
+	// Signals first: a parent-death signal that arrives from here on is
+	// handled; one that came before would have killed us, and nothing
+	// was started then.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
+	died, err := watchParent(parent)
+	if err != nil {
+		fail("cannot watch the server: %v", err)
+	}
+	if parentGone(parent) {
+		os.Exit(exitCode)
+	}
+	var status *os.File
+	if p.Linger {
+		status = os.NewFile(statusFD, "status")
+	}
+	name, args, err := apply(p, argv)
+	if err != nil {
+		fail("%v", err)
+	}
+	if p.ProbeOnly {
+		os.Exit(0)
+	}
+	env := os.Environ()
+	if p.UnsetGORACE {
+		env = removeEnv(env, "GORACE")
+	}
+	if p.Mode == ReadOnly {
+		env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
+	}
+	if p.Mode == WorkspaceWrite && p.TempDir != "" {
+		env = setEnv(env, "TMPDIR", p.TempDir)
+	}
+	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: childAttr()}
+	child, err := os.StartProcess(name, args, attr)
+	if err != nil {
+		fail("cannot run %s: %v", argv[0], err)
+	}
+	// The command does not inherit the status pipe: StartProcess passes
+	// only Files.
+	exited := make(chan syscall.WaitStatus, 1)
+	go reap(child.Pid, exited)
+	var ws syscall.WaitStatus
+	mainDone := false
+	for {
+		select {
+		case ws = <-exited:
+			if !mainDone {
+				mainDone = true
+				if status != nil {
+					_, _ = fmt.Fprintln(status, encodeStatus(ws))
+					_ = status.Close()
+				}
+				if status == nil {
+					exitLike(ws)
+				}
+				continue
+			}
+			// Every descendant is gone (reap saw ECHILD).
+			exitLike(ws)
+		case <-died:
+			killDescendants()
+			os.Exit(exitCode)
+		case s := <-sigs:
+			sig := s.(syscall.Signal)
+			if sig == pdeathSignal {
+				// A thread of the server that started us ended; the
+				// server may be dying (died then fires) or not.
+				if died == nil && awaitParentGone(parent) {
+					killDescendants()
+					os.Exit(exitCode)
+				}
+				continue
+			}
+			if !mainDone {
+				_ = syscall.Kill(child.Pid, sig)
+			} else {
+				for _, pid := range descendants() {
+					_ = syscall.Kill(pid, sig)
+				}
+			}
+		}
+	}
+}
+
+// awaitParentGone polls, for a short while, whether the server has gone
+// (used where the parent cannot be watched directly).
+func awaitParentGone(parent int) bool {
+	for range 100 {
+		if parentGone(parent) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// reap waits for every child (orphans that come back to a subreaper
+// included). It sends the status of main, and then, once no child is
+// left, the same status again.
+func reap(main int, exited chan<- syscall.WaitStatus) {
+	var mainStatus syscall.WaitStatus
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			exited <- mainStatus
+			return
+		}
+		if pid == main {
+			mainStatus = ws
+			exited <- ws
+		}
+	}
+}
+
+// encodeStatus is the line a lingering supervisor writes: "exit N" or
+// "signal N".
+func encodeStatus(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "signal " + strconv.Itoa(int(ws.Signal()))
+	}
+	return "exit " + strconv.Itoa(ws.ExitStatus())
+}
+
+// exitLike ends the supervisor the way the command ended: with its exit
+// code, or killed by the same signal.
+func exitLike(ws syscall.WaitStatus) {
+	if ws.Signaled() {
+		sig := ws.Signal()
+		signal.Reset(sig)
+		_ = syscall.Kill(os.Getpid(), sig)
+		os.Exit(128 + int(sig))
+	}
+	os.Exit(ws.ExitStatus())
+}
+
+// killDescendants kills every process below the supervisor, again until
+// none is left (one may fork while the others die).
+func killDescendants() {
+	for range 50 {
+		ds := descendants()
+		if len(ds) == 0 {
+			return
+		}
+		for _, pid := range ds {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		// Let the kernel reparent the orphans of the killed ones.
+		reapNoHang()
+	}
+}
+
+func reapNoHang() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,186 @@
+//go:build linux || darwin
+
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Supervised is a command that runs under the supervisor.
+type Supervised struct {
+	Cmd *exec.Cmd
+	// Policy is the policy the supervisor applies (Mounts set when it
+	// makes its bind mounts).
+	Policy Policy
+
+	statusR, statusW *os.File
+	mainOnce         sync.Once
+	main             Status
+	exited           chan struct{}
+	waitErr          error
+}
+
+// Status is how the command ended.
+type Status struct {
+	// Code is the exit code (-1 when killed by a signal).
+	Code int
+	// Signal is the signal that killed it, 0 if none.
+	Signal syscall.Signal
+	// Err is a failure to wait for it, other than a non-zero status.
+	Err error
+}
+
+// Wrap changes cmd, made for the real command by exec.Command, so that it
+// starts the supervisor, which applies p and runs the command. The
+// caller's SysProcAttr (a process group) is kept; the supervisor gets a
+// parent-death signal and, where p needs it and the kernel allows it, a
+// private mount namespace.
+func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return WrapWith(self, cmd, p)
+}
+
+// WrapWith is Wrap with the supervisor run from the binary self, which
+// must link this package (the benchmark measures the real qwen-ls so).
+func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	// Fail here, as exec would, rather than in the supervisor.
+	if fi, err := os.Stat(cmd.Path); err != nil {
+		return nil, err
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, &os.PathError{Op: "exec", Path: cmd.Path, Err: syscall.EACCES}
+	}
+	s := &Supervised{Cmd: cmd, exited: make(chan struct{})}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	serverAttr(cmd.SysProcAttr, &p)
+	enc, err := encodePolicy(p)
+	if err != nil {
+		return nil, err
+	}
+	s.Policy = p
+	cmd.Args = append([]string{self, Arg, "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = self
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if raceEnabled && !hasEnv(env, "GORACE") {
+		// A race-enabled supervisor (test binaries) would otherwise
+		// sleep a second at exit; the command does not get this.
+		p.UnsetGORACE = true
+		if enc, err = encodePolicy(p); err != nil {
+			return nil, err
+		}
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	cmd.Env = setEnv(env, envPolicy, enc)
+	if p.Linger {
+		if len(cmd.ExtraFiles) > 0 {
+			return nil, errors.New("sandbox: a lingering supervisor needs the first extra file")
+		}
+		s.statusR, s.statusW, err = os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{s.statusW}
+	}
+	return s, nil
+}
+
+// Start starts the supervisor. With Linger, a goroutine then waits for it
+// (Exited); the command's own end is WaitMain.
+func (s *Supervised) Start() error {
+	err := s.Cmd.Start()
+	if s.statusW != nil {
+		_ = s.statusW.Close()
+	}
+	if err != nil {
+		if s.statusR != nil {
+			_ = s.statusR.Close()
+		}
+		return err
+	}
+	if s.statusR != nil {
+		go func() {
+			s.waitErr = s.Cmd.Wait()
+			close(s.exited)
+		}()
+	}
+	return nil
+}
+
+// WaitMain returns when the command itself has ended (with Linger), and
+// how it ended. Processes it left may still run under the supervisor.
+// Without Linger, use Cmd.Wait.
+func (s *Supervised) WaitMain() Status {
+	s.mainOnce.Do(func() {
+		line, _ := bufio.NewReader(s.statusR).ReadString('\n')
+		_ = s.statusR.Close()
+		if st, ok := parseStatus(line); ok {
+			s.main = st
+			return
+		}
+		// The supervisor ended without a word: it could not start the
+		// command, or was killed.
+		<-s.exited
+		s.main = StatusOf(s.Cmd.ProcessState, s.waitErr)
+	})
+	return s.main
+}
+
+// Exited is closed when the supervisor has exited (with Linger).
+func (s *Supervised) Exited() <-chan struct{} { return s.exited }
+
+// Pid is the supervisor's pid (the process group's when the caller asked
+// for one).
+func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
+
+func parseStatus(line string) (Status, bool) {
+	kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
+	if !ok {
+		return Status{}, false
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return Status{}, false
+	}
+	switch kind {
+	case "exit":
+		return Status{Code: n}, true
+	case "signal":
+		return Status{Code: -1, Signal: syscall.Signal(n)}, true
+	}
+	return Status{}, false
+}
+
+// StatusOf reads a finished process's state.
+func StatusOf(ps *os.ProcessState, waitErr error) Status {
+	st := Status{Code: -1}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		st.Err = waitErr
+	}
+	if ps == nil {
+		return st
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		st.Signal = ws.Signal()
+		return st
+	}
+	st.Code = ps.ExitCode()
+	return st
+}
