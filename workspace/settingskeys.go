@@ -58,6 +58,7 @@ var knownSettings = []knownSetting{
 	{Path: "tools.disabled"},
 	{Path: "tools.discoveryCommand"},
 	{Path: "tools.exclude"},
+	{Path: "tools.sandbox"},
 	{Path: "tools.toolCallCommand"},
 	{Path: "tools.toolDiscoveryCommand"},
 	{Path: "tools.truncateToolOutputLines"},
