@@ -385,7 +385,7 @@ func (w *containWorkspace) expand(cmd string, i int) string {
 		"{V}", filepath.Join(w.root, "victims", fmt.Sprintf("v%d", i)),
 		"{D}", w.root,
 		"{O}", w.outside,
-		"{K}", filepath.Join(w.root, "lesskeys", fmt.Sprintf("k%d", i)),
+		"{K}", filepath.Join(w.root, "lk", fmt.Sprintf("k%d", i)),
 	).Replace(cmd)
 }
 
@@ -497,20 +497,23 @@ func prepareContainment(t *testing.T, root, qhome string, n int, hooks bool) *co
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{"marks", "victims", "lesskeys", "sub2", ".qwen/agents", ".idea/runConfigurations"} {
+	for _, d := range []string{"marks", "victims", "lk", "sub2", ".qwen/agents", ".idea/runConfigurations"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write(filepath.Join(root, "keep.txt"), "keep\n", 0o644)
 	write(filepath.Join(root, "ls"), "#!/bin/bash\n: > \"$1\"\n", 0o755)
+	// The approval battery's key-binding file (shellapproval_test.go):
+	// its #env section makes less empty the file it shows.
+	write(filepath.Join(root, "lesskeys"), "#env\nLESSOPEN=|cp /dev/null %s\n", 0o644)
 	write(filepath.Join(root, "prog.awk"), "BEGIN { system(\"touch \" m) }\n", 0o644)
 	gitIn(t, root, "init", "-q", ".")
 	gitIn(t, root, "add", "keep.txt")
 	gitIn(t, root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
 	for i := 0; i < n; i++ {
 		write(filepath.Join(root, "victims", fmt.Sprintf("v%d", i)), "keep\n", 0o644)
-		write(filepath.Join(root, "lesskeys", fmt.Sprintf("k%d", i)), "#env\nLESSOPEN=|touch "+w.marker(i)+" %s\n", 0o644)
+		write(filepath.Join(root, "lk", fmt.Sprintf("k%d", i)), "#env\nLESSOPEN=|touch "+w.marker(i)+" %s\n", 0o644)
 	}
 
 	// The program git's configuration names: it creates the marker

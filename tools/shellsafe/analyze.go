@@ -80,8 +80,9 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 		case changesDirUnseen(*s):
 			dir = ""
 		}
-		if s.Root == "git" && s.ReadOnly && (!ctx.RepoConfigTrusted || !ctx.gitRepoInside(s.Dir, s.Words[1:])) {
+		if s.Root == "git" && (!ctx.RepoConfigTrusted || !ctx.gitRepoInside(s.Dir, s.Words[1:])) {
 			s.ReadOnly = false
+			s.ForeignGit = true
 		}
 		ctx.resolveTargets(s)
 	}

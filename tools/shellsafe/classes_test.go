@@ -269,3 +269,54 @@ func TestTreeOptionsAllowList(t *testing.T) {
 		}
 	}
 }
+
+// An allow rule does not cover a builtin that sets a variable a later,
+// allowed command depends on (printf -v PATH …; ls), nor a git command
+// whose repository is not the trusted workspace's own: its configuration
+// (core.fsmonitor, aliases) runs programs the rule never named.
+func TestAllowRulesDoNotCoverForeignGitOrBuiltinAssigns(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{root, outside} {
+		if err := os.MkdirAll(filepath.Join(d, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inside := func(p string) bool { return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) }
+	for _, c := range []struct {
+		rules   []string
+		cmd     string
+		trusted bool
+		covered bool
+	}{
+		{[]string{"git status"}, "git status", true, true},
+		{[]string{"git status"}, "cd " + outside + " && git status", true, false},
+		{[]string{"git status"}, "git -C " + outside + " status", true, false},
+		{[]string{"git status"}, "git status", false, false},
+		{[]string{"git commit *"}, "cd " + outside + " && git commit -m x", true, false},
+		{[]string{"*"}, "cd " + outside + " && git status", true, true},
+		{[]string{"printf *", "ls *"}, "printf -v PATH %s /tmp; ls x", true, false},
+		{[]string{"printf *", "ls *"}, "printf -vPATH %s /tmp; ls x", true, false},
+		{[]string{"printf *"}, "printf -v LC_ALL %s C", true, true},
+		{[]string{"printf *"}, "printf '%s' x", true, true},
+		{[]string{"read *", "ls *"}, "read PATH <<< /tmp; ls x", true, false},
+		{[]string{"export *"}, "export LD_PRELOAD=/tmp/x.so", true, false},
+	} {
+		a, err := shellsafe.Analyze(c.cmd, shellsafe.Context{RepoConfigTrusted: c.trusted, Dir: root, Home: t.TempDir(), Inside: inside})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range a.SubCommands {
+			if a.SubCommands[i].Root != "" && a.SubCommands[i].Root != "cd" {
+				a.SubCommands[i].ReadOnly = false
+			}
+		}
+		cov := shellsafe.Cover(a.SubCommands, c.rules, nil)
+		if got := len(cov.Uncovered) == 0; got != c.covered {
+			t.Errorf("%v on %q (trusted %v): covered %v, want %v", c.rules, c.cmd, c.trusted, got, c.covered)
+		}
+	}
+}

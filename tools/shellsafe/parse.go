@@ -51,6 +51,13 @@ type SubCommand struct {
 	UnsafeExpansion bool
 	// ReadOnly is the verdict of tools.md §6.3.
 	ReadOnly bool
+	// ForeignGit: a git command that would read the configuration of a
+	// repository that is not the trusted workspace's own (one outside the
+	// roots, or any repository of a folder that is not trusted). That
+	// configuration can run programs (core.fsmonitor, aliases, pagers),
+	// so an allow rule for the command does not cover it; only a bare
+	// Bash rule does.
+	ForeignGit bool
 
 	// Redirects are the targets of the file-writing redirections of the
 	// sub-command and of the groups around it, after quote removal.

@@ -163,7 +163,7 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 		allowed := false
 		for _, spec := range allow {
 			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
-			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion)) {
+			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion && !sub.ForeignGit)) {
 				allowed = true
 				break
 			}
@@ -186,7 +186,66 @@ func allowCoversAssigns(sub SubCommand) bool {
 			return false
 		}
 	}
+	names, ok := builtinAssigns(sub)
+	if !ok {
+		return false
+	}
+	for _, name := range names {
+		if !safeEnvAssign(name) {
+			return false
+		}
+	}
 	return true
+}
+
+// builtinAssigns lists the variables a builtin sets through its arguments
+// (printf -v NAME, read NAME…, declare/export/local NAME=…): printf -v
+// PATH … under Bash(printf *) would choose which program a later,
+// allowed ls runs. ok is false when a name cannot be known (an expanded
+// word).
+func builtinAssigns(sub SubCommand) (names []string, ok bool) {
+	if len(sub.Words) == 0 || sub.Words[0].Expanded {
+		return nil, true
+	}
+	args := sub.Words[1:]
+	switch sub.Words[0].Value {
+	case "printf":
+		for i := 0; i < len(args); i++ {
+			v := args[i]
+			if v.Expanded {
+				return nil, false
+			}
+			switch {
+			case v.Value == "--" || !strings.HasPrefix(v.Value, "-"):
+				return names, true
+			case v.Value == "-v":
+				if i+1 >= len(args) || args[i+1].Expanded {
+					return nil, false
+				}
+				names = append(names, args[i+1].Value)
+				i++
+			case strings.HasPrefix(v.Value, "-v"):
+				names = append(names, v.Value[2:])
+			}
+		}
+		return names, true
+	case "read", "mapfile", "readarray", "declare", "typeset", "export", "local", "readonly", "getopts", "let", "unset":
+		for _, v := range args {
+			if v.Expanded {
+				return nil, false
+			}
+			if strings.HasPrefix(v.Value, "-") {
+				continue
+			}
+			name, _, _ := strings.Cut(v.Value, "=")
+			names = append(names, name)
+		}
+		if len(names) == 0 && sub.Words[0].Value == "read" {
+			names = append(names, "REPLY")
+		}
+		return names, true
+	}
+	return nil, true
 }
 
 func shellDenyMatches(spec string, sub SubCommand) bool {
