@@ -160,7 +160,10 @@ func (s *stream) readFrame() ([]byte, error) {
 		sawHeader = true
 		// After a frame whose Content-Length overstated its body, the next
 		// header arrives glued to leftover bytes; find it to resync.
-		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 {
+		// The search folds ASCII letters only: a Unicode lower-casing
+		// changes the byte length of some letters and of invalid UTF-8,
+		// so an index into the folded copy would not fit the line.
+		if i := indexASCIIFold(line, "content-length:"); i > 0 {
 			line = line[i:]
 		}
 		name, value, ok := strings.Cut(line, ":")
@@ -349,6 +352,28 @@ func messageID(body []byte) json.RawMessage {
 		return nil
 	}
 	return env.ID
+}
+
+// indexASCIIFold is strings.Index with ASCII letters compared without
+// case. lower must be lower-case ASCII. The result is an index into s.
+func indexASCIIFold(s, lower string) int {
+	n := len(lower)
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == n {
+			return i
+		}
+	}
+	return -1
 }
 
 func truncate(s string, n int) string {

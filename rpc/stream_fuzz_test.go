@@ -104,6 +104,8 @@ func FuzzLSPFraming(f *testing.F) {
 		frame(`{"jsonrpc":"2.0","id":-1,"method":"x"}`), frame(`{"jsonrpc":"2.0","id":1.5,"method":"x"}`),
 		frame(`{"jsonrpc":"2.0","method":"x","params":3}`), "Content-Length: 3\n\n{}\n",
 		"garbage" + frame(ok), strings.Repeat("H: v\r\n", 2000) + "\r\n" + frame(ok),
+		// Lines whose Unicode lower-casing changes their byte length.
+		strings.Repeat("Ⱥ", 30) + frame(ok), "\xff\xfe" + frame(ok), "ẞẞẞẞẞẞcontent-length: 0\r\n\r\n",
 	} {
 		f.Add([]byte(seed))
 	}
