@@ -192,8 +192,8 @@ func tightenGC() (release func()) {
 	tightGC.Lock()
 	if tightGC.turns == 0 {
 		tightGC.saved = debug.SetGCPercent(largeCallGCPercent)
-		if tightGC.saved >= 0 && tightGC.saved < largeCallGCPercent {
-			debug.SetGCPercent(tightGC.saved) // already tighter
+		if tightGC.saved < largeCallGCPercent {
+			debug.SetGCPercent(tightGC.saved) // already tighter, or off (GOGC=off)
 		}
 	}
 	tightGC.turns++
