@@ -44,6 +44,9 @@ type discoveryConfig struct {
 	Timeout time.Duration
 	// Dir is the primary root, where both commands run.
 	Dir string
+	// Settings name the secrets kept from the discovery command's
+	// environment (tools.ChildEnv); nil keeps only the key variables out.
+	Settings *workspace.Settings
 }
 
 // readDiscoveryConfig reads the discovery settings: the older
@@ -63,6 +66,7 @@ func readDiscoveryConfig(s *workspace.Settings, primaryRoot string) discoveryCon
 		Call:      first("tools.toolCallCommand", "tools.callCommand"),
 		Timeout:   defaultCommandTimeout,
 		Dir:       primaryRoot,
+		Settings:  s,
 	}
 	if ms := s.Int("tools.commandToolTimeout", 0); ms > 0 {
 		cfg.Timeout = time.Duration(ms) * time.Millisecond
@@ -101,6 +105,7 @@ func runDiscovery(ctx context.Context, cfg discoveryConfig) ([]declaration, []st
 	stderr := &cappedBuffer{limit: discoveryOutputLimit, over: over}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
+	cmd.Env = tools.ChildEnv(cfg.Settings)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = killGrace
 	if err := startInGroup(cmd); err != nil {
@@ -330,6 +335,7 @@ func (t *discoveredTool) Execute(ctx context.Context, _ *tools.Call, params map[
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(r.call, t.Name())
 	cmd.Dir = r.dir
+	cmd.Env = childEnv(r.env)
 	cmd.Stdin = strings.NewReader(compactJSON(params))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = killGrace

@@ -58,10 +58,13 @@ type mcpConn struct {
 }
 
 // command makes the stdio server's process: its own process group, the
-// configured working directory, the environment overlaid on qwen-ls's.
+// configured working directory, the environment overlaid on qwen-ls's
+// without its secrets (tools.ChildEnv). The overlay is the server's own
+// "env" setting, so a variable named there reaches it even when it holds
+// a secret: "env": {"GITHUB_TOKEN": "$GITHUB_TOKEN"} passes it on.
 func (c *mcpConn) command(_ context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 	cmd := exec.Command(command, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(childEnv(c.server.host.env), env...)
 	cmd.Dir = c.server.cfg.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = c.stderr.w
@@ -71,6 +74,15 @@ func (c *mcpConn) command(_ context.Context, command string, env []string, args 
 	}
 	c.cmd = cmd
 	return cmd, nil
+}
+
+// childEnv is the environment of a process the registry starts: qwen-ls's
+// own without its secrets, as the settings of env name them.
+func childEnv(env *tools.Env) []string {
+	if env == nil || env.Workspace == nil {
+		return tools.ChildEnv(nil)
+	}
+	return tools.ChildEnv(env.Settings())
 }
 
 // watchExit closes c.exited when the server process exits. It waits with

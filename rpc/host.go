@@ -60,7 +60,14 @@ func (h *host) Update(sessionID string, u session.Update) {
 		method = "session/update"
 		u = acpUpdate(u)
 	}
-	_ = h.s.conn.Notify(context.Background(), method, map[string]any{"sessionId": sessionID, "update": u})
+	params := map[string]any{"sessionId": sessionID, "update": u}
+	select {
+	case <-h.s.conn.DisconnectNotify():
+		return
+	default:
+	}
+	// Written straight to the stream: an update may carry a whole file.
+	_ = h.s.stream.notify(method, params)
 }
 
 // CanAsk implements session.Host: rich clients ask through qwen/*, plain

@@ -2,10 +2,10 @@ package rpc
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 
+	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -43,44 +43,12 @@ func (ss *secretSet) scrub(text string) string {
 	return scrubSecrets(text)
 }
 
-// secretKey matches the names of settings that hold secrets.
-var secretKey = regexp.MustCompile(`(?i)(api[_-]?key|token|secret|password|authorization)`)
-
-// minSecretLen is the shortest configured value treated as a secret:
-// shorter ones would redact ordinary words.
-const minSecretLen = 8
-
 // configuredSecrets are the values a session file, a log line or an error
-// reply must never hold: the model's key (from the settings or the
-// environment), and every string in the settings under a name that says
-// secret, or in an MCP server's env or headers; those of minSecretLen or
-// more, longest first, so that a secret that contains another is replaced
-// whole.
+// reply must never hold (tools.ConfiguredSecrets; the children's
+// environment leaves them out too, tools.ChildEnv).
 func configuredSecrets(st *workspace.Settings) []string {
-	var out []string
-	if key := st.Model().APIKey; len(key) >= minSecretLen {
-		out = append(out, key)
-	}
-	var walk func(v any, secret bool)
-	walk = func(v any, secret bool) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				walk(x, secret || secretKey.MatchString(k) || k == "env" || k == "headers")
-			}
-		case []any:
-			for _, x := range v {
-				walk(x, secret)
-			}
-		case string:
-			if secret && len(v) >= minSecretLen {
-				out = append(out, v)
-			}
-		}
-	}
-	walk(st.Merged(), false)
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	all, _ := tools.ConfiguredSecrets(st)
+	return all
 }
 
 // secretPattern matches the shapes API keys take in the wild (OpenAI and

@@ -126,7 +126,10 @@ type Server struct {
 
 	// conn is set once in Serve; connReady is closed after that, and the
 	// read goroutine (which jsonrpc2 starts inside NewConn) waits on it.
-	conn      *jsonrpc2.Conn
+	conn *jsonrpc2.Conn
+	// stream is conn's stream, for notifications too large to encode
+	// twice (host.Update).
+	stream    *stream
 	connReady chan struct{}
 
 	// mu guards the lifecycle, the negotiated capabilities and the
@@ -229,6 +232,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	s.baseCtx, s.cancelAll = context.WithCancel(ctx)
 	s.log.Infof("%s", sandbox.Probe())
 	s.conn = jsonrpc2.NewConn(s.baseCtx, st, s, jsonrpc2.SetLogger(discardLogger{}))
+	s.stream = st
 	close(s.connReady)
 	select {
 	case <-s.exited:

@@ -50,34 +50,69 @@ func newStream(r io.Reader, w io.Writer, c io.Closer, ndjson bool) *stream {
 	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson}
 }
 
-// WriteObject implements jsonrpc2.ObjectStream.
+// WriteObject implements jsonrpc2.ObjectStream. jsonrpc2's messages
+// marshal themselves (their params already encoded); calling MarshalJSON
+// directly saves json.Marshal's two copies of the result (validate and
+// compact, then copy out), which for a notification that carries a large
+// file are megabytes each.
 func (s *stream) WriteObject(obj interface{}) error {
-	data, err := json.Marshal(obj)
+	var data []byte
+	var err error
+	if m, ok := obj.(json.Marshaler); ok {
+		data, err = m.MarshalJSON()
+	} else {
+		data, err = json.Marshal(obj)
+	}
 	if err != nil {
 		return err
 	}
 	return s.writeRaw(data)
 }
 
-func (s *stream) writeRaw(data []byte) error {
+func (s *stream) writeRaw(data []byte) error { return s.writeParts(data) }
+
+// writeParts writes one message whose body is the concatenation of parts,
+// without joining them first.
+func (s *stream) writeParts(parts ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.ndjson {
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", n); err != nil {
+			return err
+		}
+	}
+	for _, p := range parts {
+		if _, err := s.w.Write(p); err != nil {
+			return err
+		}
+	}
 	if s.ndjson {
-		if _, err := s.w.Write(data); err != nil {
-			return err
-		}
 		if err := s.w.WriteByte('\n'); err != nil {
-			return err
-		}
-	} else {
-		if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(data)); err != nil {
-			return err
-		}
-		if _, err := s.w.Write(data); err != nil {
 			return err
 		}
 	}
 	return s.w.Flush()
+}
+
+// notify writes a notification with params encoded once. jsonrpc2's
+// Notify encodes the params, then the message around them again, each
+// time into a growing buffer and out of it: for a session update that
+// carries a file of megabytes (a write's content, its diff) that is
+// several copies of it at once.
+func (s *stream) notify(method string, params any) error {
+	body, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	head, err := json.Marshal(method)
+	if err != nil {
+		return err
+	}
+	return s.writeParts([]byte(`{"jsonrpc":"2.0","method":`), head, []byte(`,"params":`), body, []byte("}"))
 }
 
 // Close implements jsonrpc2.ObjectStream.
@@ -160,7 +195,10 @@ func (s *stream) readFrame() ([]byte, error) {
 		sawHeader = true
 		// After a frame whose Content-Length overstated its body, the next
 		// header arrives glued to leftover bytes; find it to resync.
-		if i := strings.Index(strings.ToLower(line), "content-length:"); i > 0 {
+		// The search folds ASCII letters only: a Unicode lower-casing
+		// changes the byte length of some letters and of invalid UTF-8,
+		// so an index into the folded copy would not fit the line.
+		if i := indexASCIIFold(line, "content-length:"); i > 0 {
 			line = line[i:]
 		}
 		name, value, ok := strings.Cut(line, ":")
@@ -349,6 +387,28 @@ func messageID(body []byte) json.RawMessage {
 		return nil
 	}
 	return env.ID
+}
+
+// indexASCIIFold is strings.Index with ASCII letters compared without
+// case. lower must be lower-case ASCII. The result is an index into s.
+func indexASCIIFold(s, lower string) int {
+	n := len(lower)
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == n {
+			return i
+		}
+	}
+	return -1
 }
 
 func truncate(s string, n int) string {

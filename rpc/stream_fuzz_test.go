@@ -104,6 +104,8 @@ func FuzzLSPFraming(f *testing.F) {
 		frame(`{"jsonrpc":"2.0","id":-1,"method":"x"}`), frame(`{"jsonrpc":"2.0","id":1.5,"method":"x"}`),
 		frame(`{"jsonrpc":"2.0","method":"x","params":3}`), "Content-Length: 3\n\n{}\n",
 		"garbage" + frame(ok), strings.Repeat("H: v\r\n", 2000) + "\r\n" + frame(ok),
+		// Lines whose Unicode lower-casing changes their byte length.
+		strings.Repeat("Ⱥ", 30) + frame(ok), "\xff\xfe" + frame(ok), "ẞẞẞẞẞẞcontent-length: 0\r\n\r\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -171,6 +173,30 @@ func FuzzACPLines(f *testing.F) {
 		}
 		if len(answers) != wantAnswers {
 			t.Fatalf("%d answers, want %d", len(answers), wantAnswers)
+		}
+	})
+}
+
+// FuzzLSPHeaderPrefix puts arbitrary bytes before a well-formed
+// Content-Length header, as leftovers of a frame that overstated its
+// length do. Unless the bytes hold a Content-Length header of their own,
+// the reader must find the real one: the body behind it and the next frame
+// both go through. (Lines whose Unicode lower-casing has another length
+// once made the reader cut the line at the wrong place, or panic.)
+func FuzzLSPHeaderPrefix(f *testing.F) {
+	for _, seed := range []string{"", "garbage", `{"jsonrpc":"2.0"`, "X-Other: 1 ", "\xff", "Ⱥ"} {
+		f.Add([]byte(seed))
+	}
+	ok := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`
+	f.Fuzz(func(t *testing.T, prefix []byte) {
+		if len(prefix) > 4096 || bytes.ContainsAny(prefix, "\r\n") || indexASCIIFold(string(prefix), "content-length:") >= 0 {
+			t.Skip()
+		}
+		data := string(prefix) + "Content-Length: " + strconv.Itoa(len(ok)) + "\r\n\r\n" + ok + frame(ok)
+		msgs, out, err := readAll(t, []byte(data), false)
+		checkCommon(t, msgs, err, lspFrames(t, out))
+		if len(msgs) != 2 || string(msgs[0]) != ok || string(msgs[1]) != ok {
+			t.Fatalf("after the prefix %q: %d messages went through, answers %q", prefix, len(msgs), out)
 		}
 	})
 }

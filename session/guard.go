@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"unicode"
@@ -63,17 +62,18 @@ func (g *loopGuard) screenCalls(calls []ToolCall) (kept []ToolCall, refused map[
 				"The tool name %s is not valid: tool names have no control characters and are at most %d bytes. Call tools by their exact registered names.",
 				quoteName(c.Name), MaxToolNameBytes)))
 			continue
-		case len(c.Arguments) > MaxArgumentBytes:
+		case c.DroppedBytes > 0 || len(c.Arguments) > MaxArgumentBytes:
 			refuse(i, tools.NewError(tools.ErrorInvalidToolParams, fmt.Sprintf(
 				"This call was not run: its arguments are %d bytes, over the limit of %d MiB for one call. Write large content in smaller pieces: create the file with a short skeleton, then add sections with edit.",
-				len(c.Arguments), MaxArgumentBytes>>20)))
+				max(c.DroppedBytes, len(c.Arguments)), MaxArgumentBytes>>20)))
 			if !copied {
 				kept, copied = append([]ToolCall(nil), calls...), true
 			}
-			kept[i].Arguments = "{}"
+			kept[i].Arguments, kept[i].DroppedBytes = "{}", 0
 			continue
 		}
-		sig := sha256.Sum256([]byte(c.Name + "\x00" + c.Arguments))
+		// Hashed in place: a concatenation would copy the arguments twice.
+		sig := tools.HashStrings(c.Name, "\x00", c.Arguments)
 		if sig == g.last {
 			g.repeat++
 		} else {

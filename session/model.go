@@ -51,6 +51,10 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+	// DroppedBytes, when above zero, is the size of arguments that were
+	// over MaxArgumentBytes and so were not kept while streaming
+	// (Arguments is then empty): the call is refused without holding them.
+	DroppedBytes int `json:"-"`
 }
 
 // ToolDecl is a function declaration sent to the model.
@@ -284,12 +288,17 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 	// Arguments arrive in many small pieces; a builder per call keeps
 	// collecting them linear (appending to a string copies all of it
 	// each time: minutes for a few megabytes sent a token at a time).
+	// Arguments past MaxArgumentBytes are only counted: such a call is
+	// refused anyway, and holding them would cost their size again at
+	// every growth of the builder.
 	type callParts struct {
 		id         string
 		name, args strings.Builder
+		dropped    int
 	}
 	calls := map[int64]*callParts{}
 	var order []int64
+	tight := false
 	shown := false
 	size := 0
 	limit := m.cfg.MaxResponseBytes
@@ -345,7 +354,21 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 			if tc.Function.Name != "" {
 				c.name.WriteString(tc.Function.Name)
 			}
-			c.args.WriteString(tc.Function.Arguments)
+			switch a := tc.Function.Arguments; {
+			case c.dropped > 0:
+				c.dropped += len(a)
+			case c.args.Len()+len(a) > MaxArgumentBytes:
+				c.dropped = c.args.Len() + len(a)
+				c.args = strings.Builder{}
+			default:
+				c.args.WriteString(a)
+			}
+			if !tight && c.args.Len()+c.dropped > largeArgumentBytes {
+				// Each chunk's decoding leaves garbage; with large
+				// arguments held, collect it sooner (tightenGC).
+				tight = true
+				defer tightenGC()()
+			}
 			size += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
 		}
 		if ch.FinishReason != "" {
@@ -362,7 +385,7 @@ func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompleti
 	out.Text, out.Reasoning, out.Refusal = text.String(), reasoning.String(), refusal.String()
 	for _, i := range order {
 		c := calls[i]
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String()})
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String(), DroppedBytes: c.dropped})
 	}
 	return out, shown, nil
 }

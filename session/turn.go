@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
@@ -65,6 +67,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	host := s.host()
 	st := s.mgr.opts.Env.Settings()
 	res := PromptResult{}
+	freeAfter := false
 	s.append(s.userMessage(blocks))
 	if ready := s.mgr.opts.Ready; ready != nil {
 		if err := ready(ctx); err != nil && ctx.Err() != nil {
@@ -120,6 +123,17 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
 		s.calibrate(sent, resp.Usage.InputTokens)
 		calls, refused, looping := guard.screenCalls(s.fixCallIDs(resp.ToolCalls))
+		if largeArguments(resp.ToolCalls) && !freeAfter {
+			freeAfter = true
+			// A large call makes copies of its arguments (decoded
+			// arguments, file text, diffs, messages to the editor,
+			// the session file's event) that turn to garbage one
+			// after another: collect sooner while the turn runs, and
+			// give the memory back when it ends, rather than hold it
+			// until the heap grows into it again.
+			defer tightenGC()()
+			defer debug.FreeOSMemory()
+		}
 		s.appendCounted(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls}, resp.Usage.OutputTokens)
 		res.LastText = resp.Text
 		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
@@ -141,6 +155,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		for _, m := range out.messages {
 			s.append(m)
 		}
+		resp.ToolCalls = nil
 		if ctx.Err() != nil {
 			res.StopReason = StopCancelled
 			return res, nil
@@ -155,6 +170,51 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			return res, nil
 		}
 	}
+}
+
+// largeArgumentBytes is the size of one call's arguments past which the
+// turn returns the memory of the call's copies to the system once it ran.
+const largeArgumentBytes = 1 << 20
+
+// largeCallGCPercent is the GOGC of the process while a turn with a
+// large call runs: the heap may grow 25% past what is live, not 100%.
+const largeCallGCPercent = 25
+
+var tightGC struct {
+	sync.Mutex
+	turns int
+	saved int
+}
+
+// tightenGC sets largeCallGCPercent until the returned function is called;
+// concurrent turns share it, and the last one restores the setting.
+func tightenGC() (release func()) {
+	tightGC.Lock()
+	if tightGC.turns == 0 {
+		tightGC.saved = debug.SetGCPercent(largeCallGCPercent)
+		if tightGC.saved < largeCallGCPercent {
+			debug.SetGCPercent(tightGC.saved) // already tighter, or off (GOGC=off)
+		}
+	}
+	tightGC.turns++
+	tightGC.Unlock()
+	return func() {
+		tightGC.Lock()
+		tightGC.turns--
+		if tightGC.turns == 0 {
+			debug.SetGCPercent(tightGC.saved)
+		}
+		tightGC.Unlock()
+	}
+}
+
+func largeArguments(calls []ToolCall) bool {
+	for _, c := range calls {
+		if len(c.Arguments) > largeArgumentBytes || c.DroppedBytes > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // request sends the history to the model, streaming the answer to the

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -234,22 +235,47 @@ func UnifiedDiff(rel, oldLabel, newLabel, oldText, newText string) string {
 	if len(changes) == 0 {
 		return ""
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "--- %s\t%s\n+++ %s\t%s\n", rel, oldLabel, rel, newLabel)
-	for len(changes) > 0 {
-		// A hunk takes changes while the unchanged gap between them is at
-		// most twice the context.
-		n := 1
-		for n < len(changes) && changes[n].OldStart-changes[n-1].OldEnd <= 2*diffContext {
-			n++
+	write := func(w diffWriter) {
+		fmt.Fprintf(w, "--- %s\t%s\n+++ %s\t%s\n", rel, oldLabel, rel, newLabel)
+		for rest := changes; len(rest) > 0; {
+			// A hunk takes changes while the unchanged gap between them
+			// is at most twice the context.
+			n := 1
+			for n < len(rest) && rest[n].OldStart-rest[n-1].OldEnd <= 2*diffContext {
+				n++
+			}
+			writeHunk(w, a, b, rest[:n])
+			rest = rest[n:]
 		}
-		writeHunk(&sb, a, b, changes[:n])
-		changes = changes[n:]
 	}
+	// Measured first, then written into a buffer of that size: a diff of
+	// a large file grown by doubling would allocate it about three times.
+	var size byteCounter
+	write(&size)
+	var sb strings.Builder
+	sb.Grow(int(size))
+	write(&sb)
 	return sb.String()
 }
 
-func writeHunk(sb *strings.Builder, a, b []string, changes []LineChange) {
+// diffWriter is what a diff is written to: a strings.Builder, or a
+// byteCounter that only measures it.
+type diffWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+type byteCounter int
+
+func (c *byteCounter) Write(p []byte) (int, error) { *c += byteCounter(len(p)); return len(p), nil }
+func (c *byteCounter) WriteString(s string) (int, error) {
+	*c += byteCounter(len(s))
+	return len(s), nil
+}
+func (c *byteCounter) WriteByte(byte) error { *c++; return nil }
+
+func writeHunk(sb diffWriter, a, b []string, changes []LineChange) {
 	first, last := changes[0], changes[len(changes)-1]
 	pre := min(diffContext, first.OldStart)
 	post := min(diffContext, len(a)-last.OldEnd)
@@ -285,7 +311,7 @@ func hunkRange(start, count int) string {
 	return fmt.Sprintf("%d,%d", start+1, count)
 }
 
-func writeLine(sb *strings.Builder, mark byte, line string) {
+func writeLine(sb diffWriter, mark byte, line string) {
 	sb.WriteByte(mark)
 	sb.WriteString(line)
 	if !strings.HasSuffix(line, "\n") {

@@ -59,7 +59,25 @@ func NewLedger() *Ledger {
 }
 
 // HashText is the ledger's hash of a text.
-func HashText(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+func HashText(s string) [32]byte { return HashStrings(s) }
+
+// HashStrings is the SHA-256 of the concatenation of parts, computed
+// through a small buffer: a conversion to []byte would copy each part
+// whole, megabytes for a large file or tool call.
+func HashStrings(parts ...string) [32]byte {
+	h := sha256.New()
+	var buf [16 << 10]byte
+	for _, s := range parts {
+		for len(s) > 0 {
+			n := copy(buf[:], s)
+			h.Write(buf[:n])
+			s = s[n:]
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
 
 // Record stores e for path (any path; it is keyed by its real path).
 func (l *Ledger) Record(path string, e LedgerEntry) {

@@ -71,14 +71,16 @@ func parseArgs(raw string) (map[string]any, *ToolError) {
 	if strings.TrimSpace(raw) == "" {
 		return map[string]any{}, nil
 	}
-	// The standard decoder's messages are the ones the model is shown.
-	var probe json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &probe); err != nil {
-		return nil, InvalidParams(fmt.Sprintf(
-			"Invalid JSON in tool call arguments: %s. Arguments must be a JSON object.", err))
-	}
 	v, err := decodeJSON(raw)
 	if err != nil {
+		// The standard decoder's messages are the ones the model is
+		// shown. They are worked out only for arguments that failed:
+		// the probe copies the arguments twice, megabytes for a large
+		// write.
+		var probe json.RawMessage
+		if perr := json.Unmarshal([]byte(raw), &probe); perr != nil {
+			err = perr
+		}
 		return nil, InvalidParams(fmt.Sprintf(
 			"Invalid JSON in tool call arguments: %s. Arguments must be a JSON object.", err))
 	}

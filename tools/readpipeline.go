@@ -383,6 +383,7 @@ func pdfText(ctx context.Context, path string) (text string, ok bool, failure st
 	rctx, cancel := context.WithTimeout(ctx, pdfTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, bin, "-layout", "-l", "20", "--", path, "-")
+	cmd.Env = ChildEnv(nil) // no API keys for a parser of untrusted files
 	cmd.WaitDelay = time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

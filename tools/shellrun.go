@@ -55,7 +55,7 @@ func (s *Shell) start(command, dir string, background bool, sessionID string, po
 	}
 	cmd := exec.Command(bash, "-c", command)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "QWEN_CODE=1", "PAGER=cat", "GIT_PAGER=cat", "TERM=dumb")
+	cmd.Env = append(ChildEnv(s.env.Settings()), "QWEN_CODE=1", "PAGER=cat", "GIT_PAGER=cat", "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = writers[0], writers[1]
 	SetProcessGroup(cmd)
 	pol.Linger = true

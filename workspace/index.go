@@ -46,9 +46,8 @@ type Index struct {
 	ig    *Ignorer
 	w     *Watcher
 	ready chan struct{}
-	// since is when the index was made; a walk removes WriteFileAtomic
-	// temp files older than that by staleTempMargin (leftovers of a
-	// killed process).
+	// since is when the index was made; a walk removes the WriteFileAtomic
+	// temp files that IsStaleTemp calls leftovers of a killed process.
 	since time.Time
 	// workers is the number of goroutines of a walk.
 	workers int
@@ -96,13 +95,6 @@ type indexJob struct {
 	ev   Event
 	done chan struct{}
 }
-
-// staleTempMargin is how much older than the index a temp file must be to
-// count as a leftover. File times come from a coarser clock than
-// time.Now, so a temp file this process creates just after the index
-// may carry a time a few milliseconds before it; a live write of another
-// server is younger still.
-const staleTempMargin = time.Second
 
 var errIndexClosed = errors.New("the file index is closed")
 

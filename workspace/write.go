@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -97,34 +99,147 @@ func WriteFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(
 		_ = d.Sync()
 		_ = d.Close()
 	}
+	sweepStaleTemps(dir)
 	return nil
 }
 
 // tempPrefix marks qwen-ls's temp files, so that a file index or a person
 // can tell a leftover from a crash for what it is. A temp file is named
-// tempPrefix + the target's name (cut to 100 bytes) + "." + a random
-// base-36 number.
+// tempPrefix + the target's name (cut to 100 bytes) + "." + its owner +
+// "." + a random base-36 number. The owner is the writing process's pid
+// and start time, in base 36 ("<pid>-<start>"), so that a leftover whose
+// writer is gone can be told from a write in progress by any process.
+// Servers before the owner was recorded left the owner part out.
 const tempPrefix = ".qwen-tmp-"
 
 // IsTempName reports whether a file name has the shape of WriteFileAtomic's
 // temp files. A process killed between writing the temp file and renaming
-// it leaves one behind; the file index removes those it finds that are
-// older than the server (see Index).
+// it leaves one behind; IsStaleTemp says when one can go.
 func IsTempName(name string) bool {
 	rest, ok := strings.CutPrefix(name, tempPrefix)
 	if !ok {
 		return false
 	}
 	i := strings.LastIndexByte(rest, '.')
-	if i < 0 || i == len(rest)-1 || len(rest)-i-1 > 13 {
+	return i >= 0 && isBase36(rest[i+1:], 13)
+}
+
+// isBase36 reports whether s is 1 to max lower-case base-36 digits.
+func isBase36(s string, max int) bool {
+	if s == "" || len(s) > max {
 		return false
 	}
-	for _, c := range rest[i+1:] {
+	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') {
 			return false
 		}
 	}
 	return true
+}
+
+// tempOwner parses the owner part of a temp file's name; ok is false for a
+// name without one.
+func tempOwner(name string) (pid int, start uint64, ok bool) {
+	if !IsTempName(name) {
+		return 0, 0, false
+	}
+	rest := name[:strings.LastIndexByte(name, '.')]
+	i := strings.LastIndexByte(rest, '.')
+	if i <= len(tempPrefix) { // no owner part, or no target name before it
+		return 0, 0, false
+	}
+	p, s, found := strings.Cut(rest[i+1:], "-")
+	if !found || !isBase36(p, 13) || !isBase36(s, 13) {
+		return 0, 0, false
+	}
+	pid64, err1 := strconv.ParseInt(p, 36, 32)
+	start, err2 := strconv.ParseUint(s, 36, 64)
+	if err1 != nil || err2 != nil || pid64 <= 0 {
+		return 0, 0, false
+	}
+	return int(pid64), start, true
+}
+
+// self is this process as temp file names record it.
+var self = sync.OnceValue(func() string {
+	start, _ := procStart(os.Getpid())
+	return strconv.FormatInt(int64(os.Getpid()), 36) + "-" + strconv.FormatUint(start, 36)
+})
+
+// processStart is when this process began, for leftovers without an owner.
+var processStart = time.Now()
+
+// staleTempMargin is how much older than a server a temp file without an
+// owner must be to count as a leftover: file times are coarser than the
+// clock, so a younger one may be a write in progress.
+const staleTempMargin = time.Second
+
+// IsStaleTemp reports whether the temp file name (IsTempName), last
+// modified at mtime, is a leftover that no live process can still rename:
+// its owner is neither this process nor any other running one. A name
+// without an owner (written by an older server) is a leftover when it is
+// older than since, the start of the server that asks, by more than
+// staleTempMargin.
+func IsStaleTemp(name string, mtime, since time.Time) bool {
+	pid, start, ok := tempOwner(name)
+	if !ok {
+		return IsTempName(name) && mtime.Before(since.Add(-staleTempMargin))
+	}
+	if strconv.FormatInt(int64(pid), 36)+"-"+strconv.FormatUint(start, 36) == self() {
+		return false // a write of this process, in progress
+	}
+	return !ownerAlive(pid, start)
+}
+
+// sweepEvery bounds how often a write sweeps its folder for leftovers.
+const sweepEvery = time.Minute
+
+var sweeps struct {
+	sync.Mutex
+	last map[string]time.Time
+}
+
+// sweepStaleTemps removes from dir the temp files that IsStaleTemp calls
+// leftovers, at most once per sweepEvery per folder, so that a write cut
+// by a kill does not leave its temp file until a server restarts. Only
+// regular files are removed, never a symlink or a folder of that name.
+func sweepStaleTemps(dir string) {
+	now := time.Now()
+	sweeps.Lock()
+	if t, ok := sweeps.last[dir]; ok && now.Sub(t) < sweepEvery {
+		sweeps.Unlock()
+		return
+	}
+	if sweeps.last == nil || len(sweeps.last) > 4096 {
+		sweeps.last = map[string]time.Time{}
+	}
+	sweeps.last[dir] = now
+	sweeps.Unlock()
+
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, n := range names {
+			if !strings.HasPrefix(n, tempPrefix) || !IsTempName(n) {
+				continue
+			}
+			p := filepath.Join(dir, n)
+			fi, err := os.Lstat(p)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if IsStaleTemp(n, fi.ModTime(), processStart) {
+				_ = os.Remove(p)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // createTemp creates a new, empty temp file next to the target. The name
@@ -135,7 +250,7 @@ func createTemp(dir, base string, mode os.FileMode) (string, *os.File, error) {
 		base = base[:100]
 	}
 	for range 100 {
-		name := filepath.Join(dir, tempPrefix+base+"."+strconv.FormatUint(rand.Uint64(), 36))
+		name := filepath.Join(dir, tempPrefix+base+"."+self()+"."+strconv.FormatUint(rand.Uint64(), 36))
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 		if err == nil {
 			return name, f, nil

@@ -32,6 +32,9 @@ var goBenches = []goBench{
 	{pkg: "./workspace", name: "BenchmarkIndexBuildGOROOT/build", metric: "ns/op", scale: 1e-6, unit: "ms", what: "index GOROOT (walk only)", target: "—"},
 	{pkg: "./workspace", name: "BenchmarkIndexBuildGOROOT/build+watch", metric: "ns/op", scale: 1e-6, unit: "ms", what: "index GOROOT (walk + watch)", target: "—"},
 	{pkg: "./tools", name: "BenchmarkReadFile1MB", metric: "ns/op", scale: 1e-6, unit: "ms", what: "read_file of a 1 MB file", target: "< 2 ms", limit: 2},
+	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/7.5MB-written", metric: "peak-RSS-MiB", scale: 1, unit: "MiB", what: "peak RSS, write_file of 7.5 MB", target: "—"},
+	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/7.5MB-written", metric: "RSS-3s-after-MiB", scale: 1, unit: "MiB", what: "RSS 3 s after that write", target: "—"},
+	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/20MB-refused", metric: "peak-RSS-MiB", scale: 1, unit: "MiB", what: "peak RSS, 20 MB arguments refused", target: "—"},
 }
 
 // goBenchRuns are the go test runs, by package, -bench filter and
@@ -46,6 +49,7 @@ var goBenchRuns = [][3]string{
 	{"./workspace", "^BenchmarkOverlayIncrementalEdits$", ""},
 	{"./workspace", "^BenchmarkIndexBuildGOROOT$/^(build|build\\+watch)$", ""},
 	{"./tools", "^BenchmarkReadFile1MB$", ""},
+	{"./cmd/qwen-ls", "^BenchmarkLargeWriteArgument$", "1x"},
 }
 
 // goBenchmarks runs the existing Go benchmarks -count times and adds the

@@ -107,10 +107,10 @@ func TestKillDuringWriteKeepsOriginalAndNextStartCleansUp(t *testing.T) {
 		t.Fatalf("the temp file should still be there before the next start: %v", err)
 	}
 
-	// The next start, a release build, removes the leftover. A server
-	// leaves temp files younger than itself (by a second's margin) alone,
-	// since another server may be writing them; date this one a minute
-	// back, as a restart after a crash rarely comes within the second.
+	// The next start, a release build, removes the leftover: its name
+	// says which process wrote it, and that one is gone. Its age does not
+	// matter (tempclean_test.go); it is dated a minute back here only as
+	// a restart after a crash usually is.
 	old := time.Now().Add(-time.Minute)
 	if err := os.Chtimes(paused.Tmp, old, old); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestDemoShowsTheWholeTurn(t *testing.T) {
 	}
 }
 
-func execEnv(t *testing.T, extra ...string) []string {
+func execEnv(t testing.TB, extra ...string) []string {
 	home := t.TempDir()
 	env := append(filteredEnv(), "QWEN_HOME="+filepath.Join(home, ".qwen"), "QWEN_CODE_SYSTEM_SETTINGS_PATH="+filepath.Join(home, "none.json"))
 	return append(env, extra...)

@@ -193,6 +193,8 @@ func call(s *server.MCPServer) server.ToolHandlerFunc {
 		case "env":
 			wd, _ := os.Getwd()
 			return mcp.NewToolResultText(os.Getenv("QWEN_TEST_VAR") + " " + wd), nil
+		case "environ":
+			return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
 		}
 		return mcp.NewToolResultText(*name + ":" + tool), nil
 	}
