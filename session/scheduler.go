@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/qwen-ls/qwen-ls/tools"
 )
@@ -622,7 +623,9 @@ func rawInput(args string) json.RawMessage {
 	if strings.TrimSpace(args) == "" {
 		return json.RawMessage("{}")
 	}
-	if json.Valid([]byte(args)) {
+	// Validate the string in place: a large call's arguments are
+	// megabytes, and the one copy kept is the RawMessage below.
+	if json.Valid(unsafe.Slice(unsafe.StringData(args), len(args))) {
 		return json.RawMessage(args)
 	}
 	b, _ := json.Marshal(args)
