@@ -85,7 +85,7 @@ func restrict(p Policy) error {
 		// Best effort: on a kernel without Landlock the binds alone are
 		// left.
 		cfg := landlock.MustConfig(allFS).BestEffort()
-		return cfg.RestrictPaths(landlock.PathAccess(allFS, "/"))
+		return restrictThread(cfg, landlock.PathAccess(allFS, "/"))
 	}
 	cfg, err := strictConfig()
 	if err != nil {
@@ -110,7 +110,25 @@ func restrict(p Policy) error {
 		}
 	}
 	// No network rule: every TCP connect and bind is denied.
-	return cfg.Restrict(rules...)
+	return restrictThread(cfg, rules...)
+}
+
+// restrictThread confines the calling OS thread, which the supervisor's
+// goroutine is locked to and which starts the command: the command and
+// everything it starts inherit the domain. Confining only this thread,
+// not every thread of the supervisor as Config.Restrict does, saves the
+// round of signals to each thread that costs about a millisecond per
+// command; the other threads run only the supervisor's own code.
+func restrictThread(cfg landlock.Config, rules ...landlock.Rule) error {
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return llsys.LandlockRestrictSelf(fd, flags)
 }
 
 // strictConfig is the newest configuration the kernel fully supports,

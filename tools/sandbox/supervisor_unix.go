@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -31,6 +32,9 @@ const statusFD = 3
 
 // supervise never returns.
 func supervise(enc string, argv []string) {
+	// The Landlock domain is put on this thread alone (restrictThread),
+	// so the command must be started from it: keep this goroutine on it.
+	runtime.LockOSThread()
 	p, err := decodePolicy(enc)
 	if err != nil {
 		fail("%v", err)
