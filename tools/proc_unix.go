@@ -3,14 +3,13 @@
 package tools
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
 // KillGrace is how long a process group has between SIGTERM and SIGKILL
@@ -89,31 +88,13 @@ func groupAlive(pgid int) bool {
 // GroupMembers lists the live (not zombie) processes of the group pgid, in
 // pid order, from /proc. ok is false when /proc cannot be read.
 func GroupMembers(pgid int) (pids []int, ok bool) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	procs, ok := sandbox.Procs()
+	if !ok {
 		return nil, false
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp …: comm may hold spaces and parens,
-		// so the fields start after the last ')'.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 3 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(string(f[2])); err == nil && g == pgid {
-			pids = append(pids, pid)
+	for _, p := range procs {
+		if p.PGRP == pgid {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids, true

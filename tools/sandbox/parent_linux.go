@@ -3,9 +3,7 @@
 package sandbox
 
 import (
-	"bytes"
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,31 +56,10 @@ func childAttr() *syscall.SysProcAttr {
 
 // descendants lists the processes below this one, from /proc.
 func descendants() []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
+	procs, _ := Procs()
 	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:])
-		if len(f) < 2 || string(f[0]) == "Z" || string(f[0]) == "X" {
-			continue
-		}
-		if ppid, err := strconv.Atoi(string(f[1])); err == nil {
-			children[ppid] = append(children[ppid], pid)
-		}
+	for _, p := range procs {
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	var out []int
 	queue := []int{os.Getpid()}
