@@ -39,6 +39,7 @@ type deferredKey struct{ session, call string }
 
 // Update implements session.Host: rich clients get qwen/sessionUpdate.
 func (h *host) Update(sessionID string, u session.Update) {
+	h.s.plainUpdate(sessionID, u)
 	if u.Kind == session.UpdateToolCall {
 		if p := h.s.turns.get(sessionID); p != nil {
 			p.report(u.Title)
@@ -458,8 +459,7 @@ func (h *host) ask(ctx context.Context, message string) (string, error) {
 }
 
 func (h *host) reviewPlain(ctx context.Context, r session.EditReview) (session.EditAnswer, error) {
-	added, removed := lineCounts(r.OldText, r.NewText)
-	title, err := h.ask(ctx, fmt.Sprintf("%s: %s (+%d -%d)", r.Title, r.Path, added, removed))
+	title, err := h.ask(ctx, h.s.plainReviewMessage(r))
 	if err != nil {
 		return session.EditAnswer{}, err
 	}
