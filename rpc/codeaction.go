@@ -176,6 +176,11 @@ func (s *Server) selection(path string, r lspRange) (quoted, error) {
 	if end < start {
 		end = start
 	}
+	// A selection that ends in the indentation of a line (a linewise
+	// selection sent with the next line's first column) ends before it.
+	if i := strings.LastIndexByte(text[start:end], '\n'); i >= 0 && strings.TrimSpace(text[start+i+1:end]) == "" {
+		end = start + i + 1
+	}
 	q := quoted{rel: s.env.Rel(path), lang: strings.TrimPrefix(filepath.Ext(path), "."), text: text[start:end]}
 	q.first = strings.Count(text[:start], "\n") + 1
 	q.end = q.first + strings.Count(strings.TrimRight(q.text, "\n"), "\n")

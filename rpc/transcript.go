@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/workspace"
@@ -190,14 +191,19 @@ func (s *Server) drainTranscript(t *transcript) {
 // stays below it.
 func (s *Server) writeTranscript(path, written, chunk string) string {
 	if buf, ok := s.ws.Overlay.Get(path); ok && s.Caps().ApplyEdit {
-		cur := buf.Text
-		newText, mine := placeChunk(cur, written, chunk)
-		err := s.host.ApplyToBuffer(s.baseCtx, path, buf.Version, newText)
+		at, insert := placeChunk(buf.Text, written, chunk)
+		err := s.insertInBuffer(path, buf, at, insert)
 		if err == nil {
-			return mine
+			return buf.Text[:at] + insert
 		}
 		if s.baseCtx.Err() != nil {
 			return written
+		}
+		if !errors.Is(err, errNotApplied) {
+			// The editor took the edit but shows other text: go on from
+			// what it holds, without writing under it.
+			s.log.Warnf("qwen: the transcript %s in the editor: %v", path, err)
+			return buf.Text[:at] + insert
 		}
 		s.log.Warnf("qwen: the transcript %s could not be updated in the editor (%v); writing it to disk", path, err)
 	}
@@ -207,37 +213,90 @@ func (s *Server) writeTranscript(path, written, chunk string) string {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warnf("qwen: the transcript %s could not be read: %v", path, err)
 	}
-	newText, mine := placeChunk(cur, written, chunk)
+	at, insert := placeChunk(cur, written, chunk)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		s.log.Warnf("qwen: the transcript folder could not be made: %v", err)
 		return written
 	}
-	if err := workspace.WriteFileAtomic(path, []byte(newText), 0o600); err != nil {
+	if err := workspace.WriteFileAtomic(path, []byte(cur[:at]+insert+cur[at:]), 0o600); err != nil {
 		s.log.Warnf("qwen: the transcript %s could not be written: %v", path, err)
 		return written
 	}
-	return mine
+	return cur[:at] + insert
 }
 
-// placeChunk returns cur with chunk placed after the server's part
-// written, and the new server part. When cur is behind written (an editor
-// that loaded the file before the last write), written is restored.
-func placeChunk(cur, written, chunk string) (newText, mine string) {
+// placeChunk says where chunk goes in cur, the document's text: after
+// written, the server's part, with what the person wrote below it kept
+// below. When cur is behind written (an editor that loaded the file before
+// the last write), the missing part is inserted too; when the person
+// changed the server's part, chunk goes at the end.
+func placeChunk(cur, written, chunk string) (at int, insert string) {
 	switch {
 	case strings.HasPrefix(cur, written):
-		tail := cur[len(written):]
-		// What the person wrote below the server's part counts as the
-		// server's part from now on only when it was sent as a question
-		// (transcript.take); here it stays below.
-		return written + chunk + tail, written + chunk
+		return len(written), chunk
 	case strings.HasPrefix(written, cur):
-		return written + chunk, written + chunk
-	default:
-		// The person changed the server's part: go on at the end.
-		if cur != "" && !strings.HasSuffix(cur, "\n") {
-			cur += "\n"
+		return len(cur), written[len(cur):] + chunk
+	case cur != "" && !strings.HasSuffix(cur, "\n"):
+		return len(cur), "\n" + chunk
+	}
+	return len(cur), chunk
+}
+
+var errNotApplied = errors.New("the editor did not apply the change")
+
+// insertInBuffer inserts text at byte offset at of the open buffer buf
+// with workspace/applyEdit, and waits (2 s at most) for the buffer to
+// show it. An insertion at the very end of a text that ends in a newline
+// is sent before that newline (the same result): editors differ on a
+// position past the last line.
+func (s *Server) insertInBuffer(path string, buf workspace.Buffer, at int, text string) error {
+	c := s.Caps()
+	want := buf.Text[:at] + text + buf.Text[at:]
+	off, ins := at, text
+	if at == len(buf.Text) && at > 0 && buf.Text[at-1] == '\n' && strings.HasSuffix(text, "\n") {
+		off, ins = at-1, "\n"+text[:len(text)-1]
+	}
+	edits := []map[string]any{textEdit(buf.Text, off, off, ins, c.Encoding)}
+	uri := pathToURI(path)
+	var edit map[string]any
+	if c.DocumentChanges {
+		edit = map[string]any{"documentChanges": []any{map[string]any{
+			"textDocument": map[string]any{"uri": uri, "version": buf.Version},
+			"edits":        edits,
+		}}}
+	} else {
+		edit = map[string]any{"changes": map[string]any{uri: edits}}
+	}
+	ov := s.ws.Overlay
+	changed := ov.Changed()
+	var res struct {
+		Applied       bool   `json:"applied"`
+		FailureReason string `json:"failureReason"`
+	}
+	if err := s.host.call(s.baseCtx, "workspace/applyEdit", map[string]any{"label": "qwen-ls transcript", "edit": edit}, &res); err != nil {
+		return fmt.Errorf("%w: %v", errNotApplied, err)
+	}
+	if !res.Applied {
+		return fmt.Errorf("%w: %s", errNotApplied, res.FailureReason)
+	}
+	deadline := time.NewTimer(applyWait)
+	defer deadline.Stop()
+	for {
+		b, ok := ov.Get(path)
+		if !ok {
+			return fmt.Errorf("%w: the document was closed", errNotApplied)
 		}
-		return cur + chunk, cur + chunk
+		if b.Text == want {
+			return nil
+		}
+		select {
+		case <-changed:
+			changed = ov.Changed()
+		case <-deadline.C:
+			return errors.New("the editor's text differs from the change sent")
+		case <-s.baseCtx.Done():
+			return s.baseCtx.Err()
+		}
 	}
 }
 
