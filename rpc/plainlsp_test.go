@@ -480,3 +480,40 @@ func TestPlainFailedTurnIsShown(t *testing.T) {
 		t.Fatalf("transcript:\n%s", data)
 	}
 }
+
+// Malformed code action and command arguments are answered, never fatal.
+func TestPlainBadArgumentsAreAnswered(t *testing.T) {
+	c := startPlain(t, true, true)
+	p := filepath.Join(c.root, "a.txt")
+	os.WriteFile(p, []byte("one\ntwo\n"), 0o644)
+	for _, params := range []any{
+		map[string]any{},
+		map[string]any{"textDocument": map[string]any{"uri": "not a uri"}, "range": lspRange(0, 0, 0, 0)},
+		map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(p)}, "range": lspRange(-5, -1, 99, 1e6)},
+		map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(p)}, "range": lspRange(1, 3, 0, 0),
+			"context": map[string]any{"diagnostics": []any{42, map[string]any{"message": ""}, map[string]any{"message": "x", "range": "no"}}}},
+		map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(filepath.Join(c.root, "missing.txt"))}, "range": lspRange(0, 0, 0, 0)},
+		[]any{1, 2},
+	} {
+		_, err := c.e.Call("textDocument/codeAction", params)
+		t.Logf("codeAction %v: %v", params, err)
+	}
+	for _, args := range []any{nil, []any{42}, []any{map[string]any{"uri": 7}}, []any{map[string]any{"uri": rpctest.URI(p), "range": "x"}}} {
+		_, err := c.e.Call("workspace/executeCommand", map[string]any{"command": "qwen-ls.ask", "arguments": args})
+		if !isCode(err, rpc.CodeInvalidParams) {
+			t.Errorf("qwen-ls.ask %v: %v", args, err)
+		}
+	}
+	// Reversed and out-of-range ranges still quote the file's text.
+	acts := c.codeActions(t, p, 9, 0, 1, 0)
+	var text string
+	json.Unmarshal(find(t, acts, "Qwen: explain").Command.Arguments[0], &text)
+	if !strings.Contains(text, "```txt\ntwo\n```") {
+		t.Fatalf("explain = %s", text)
+	}
+	// The server still serves.
+	c.model.Push(modeltest.Response{Text: "fine"})
+	if res, err := c.execPrompt("still there?"); err != nil || !strings.Contains(string(res), "fine") {
+		t.Fatalf("%s %v", res, err)
+	}
+}

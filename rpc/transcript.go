@@ -134,6 +134,8 @@ func (s *Server) transcriptOf(sessionID string) *transcript {
 // append queues chunk for the document. Chunks are written in order by
 // one goroutine at a time, so a tool update never waits for the editor.
 func (s *Server) appendTranscript(t *transcript, chunk string) {
+	// Secrets are kept out of the transcript as out of session files.
+	chunk = s.secrets.scrub(chunk)
 	t.mu.Lock()
 	t.pending = append(t.pending, chunk)
 	start := !t.draining
