@@ -345,7 +345,7 @@ func (s *Server) transcriptEnd(t *transcript, answer string, err error) {
 }
 
 // transcriptUpdate adds a finished tool call's line to the transcript of
-// a running turn.
+// a running turn: its outcome, kind and title.
 func (s *Server) transcriptUpdate(t *transcript, u session.Update) {
 	t.mu.Lock()
 	if !t.running {
@@ -353,7 +353,7 @@ func (s *Server) transcriptUpdate(t *transcript, u session.Update) {
 		return
 	}
 	if u.Kind == session.UpdateToolCall {
-		t.titles[u.ToolCallID] = u.Title
+		t.titles[u.ToolCallID] = strings.TrimSpace(u.ToolKind + " " + oneLine(u.Title))
 		t.mu.Unlock()
 		return
 	}
@@ -363,25 +363,25 @@ func (s *Server) transcriptUpdate(t *transcript, u session.Update) {
 		return
 	}
 	if title == "" {
-		title = u.Title
+		title = oneLine(u.Title)
 	}
 	if title == "" {
 		title = "tool call " + u.ToolCallID
 	}
-	s.appendTranscript(t, "- "+outcomeMark(u)+" "+oneLine(title)+"\n")
+	s.appendTranscript(t, toolLine(updateOutcome(u), title))
 }
 
-// outcomeMark is a finished call's look: ✓, or ✗/⊘ with how it ended.
-func outcomeMark(u session.Update) string {
-	switch updateOutcome(u) {
+// toolLine is a finished call's line: ✓, or ✗/⊘ and how it ended.
+func toolLine(outcome, title string) string {
+	switch outcome {
 	case "completed":
-		return "✓"
+		return "- ✓ " + title + "\n"
 	case "rejected":
-		return "✗ rejected:"
+		return "- ✗ " + title + " (rejected)\n"
 	case "cancelled":
-		return "⊘ cancelled:"
+		return "- ⊘ " + title + " (cancelled)\n"
 	}
-	return "✗ failed:"
+	return "- ✗ " + title + " (failed)\n"
 }
 
 // question returns what the person wrote under the last "## You" heading
