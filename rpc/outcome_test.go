@@ -135,13 +135,17 @@ func TestACPToolCallOutcome(t *testing.T) {
 		{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", filepath.Join(root, "new.txt"), "content", "x\n")},
 	}})
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "write"}}})
-	var got string
+	var final map[string]json.RawMessage
 	for _, u := range c.updates() {
 		if string(u["toolCallId"]) == `"w"` && string(u["status"]) == `"failed"` {
-			got = string(u["_meta"])
+			final = u
 		}
 	}
-	if got != `{"qwen":{"outcome":"rejected"}}` {
+	if got := string(final["_meta"]); got != `{"qwen":{"outcome":"rejected"}}` {
 		t.Fatalf("the rejected call's _meta = %s", got)
+	}
+	// The reason is shown once: in the content, not again as rawOutput.
+	if !strings.Contains(string(final["content"]), "The user rejected") || final["rawOutput"] != nil {
+		t.Errorf("the rejected call's content %s and rawOutput %s", final["content"], final["rawOutput"])
 	}
 }
