@@ -170,9 +170,14 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	} else {
 		tools = append(tools, s.registry.Snapshot().Names()...)
 	}
+	var model any
+	if name := s.sessions.ModelName(); name != "" {
+		model = name
+	}
 	exp, err := json.Marshal(map[string]any{
 		"qwen": map[string]any{
 			"protocolVersion": ProtocolVersion,
+			"model":           model,
 			"approvalModes":   approvalModes,
 			"tools":           tools,
 			"sandbox":         sandboxInfo(),

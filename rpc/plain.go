@@ -3,10 +3,13 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/tools"
@@ -93,6 +96,8 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 			json.Unmarshal(p.Arguments[0], &at)
 		}
 		return s.askAbout(ctx, at.URI, at.Range)
+	case "qwen-ls.checkSetup":
+		return s.checkSetup(ctx, req)
 	case "qwen-ls.cancel":
 		sid := arg(0)
 		if sid == "" {
@@ -111,7 +116,7 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 }
 
 // plainCommands are the commands of executeCommandProvider.
-var plainCommands = []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.ask"}
+var plainCommands = []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup", "qwen-ls.ask"}
 
 // runPrompt runs one turn of session sid. For a plain client the turn is
 // also written to the session's transcript, which the editor is asked to
@@ -155,7 +160,7 @@ const answerShown = 600
 // showAnswer shows the turn's answer (or failure) with window/showMessage.
 func (s *Server) showAnswer(t *transcript, res session.PromptResult, err error) {
 	if err != nil {
-		s.showMessage(LevelError, fmt.Sprintf("qwen: %s (transcript: %s)", err.Error(), t.path))
+		s.showMessage(LevelError, fmt.Sprintf("qwen: %s (transcript: %s)", errText(err), t.path))
 		return
 	}
 	answer := strings.TrimSpace(res.LastText)
@@ -274,12 +279,26 @@ func (s *Server) plainUpdate(sessionID string, u session.Update) {
 	}
 }
 
-// updateOutcome is how a finished tool call ended.
+// updateOutcome is how a finished tool call ended: its _meta outcome, or
+// its status when it has none.
 func updateOutcome(u session.Update) string {
-	if u.Status == session.StatusCompleted {
-		return "completed"
+	if u.Meta != nil && u.Meta.Qwen.Outcome != "" {
+		return u.Meta.Qwen.Outcome
 	}
-	return "failed"
+	if u.Status == session.StatusCompleted {
+		return session.OutcomeCompleted
+	}
+	return session.OutcomeFailed
+}
+
+// errText is an error's message for a person: a JSON-RPC error's own
+// message, without the library's "code … message" wrapping.
+func errText(err error) string {
+	var je *jsonrpc2.Error
+	if errors.As(err, &je) {
+		return je.Message
+	}
+	return err.Error()
 }
 
 // reviewLines caps the diff of an edit confirmation.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,7 @@ func TestPlainClientIsOfferedCodeActionsRichIsNot(t *testing.T) {
 	if !strings.Contains(string(c.init), `"codeActionProvider":true`) {
 		t.Fatalf("plain initialize result has no codeActionProvider: %s", c.init)
 	}
-	for _, cmd := range []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.ask"} {
+	for _, cmd := range []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup", "qwen-ls.ask"} {
 		if !strings.Contains(string(c.init), `"`+cmd+`"`) {
 			t.Errorf("executeCommandProvider lacks %s: %s", cmd, c.init)
 		}
@@ -472,11 +473,11 @@ func TestPlainFailedTurnIsShown(t *testing.T) {
 	if _, err := c.execPrompt("hi"); err == nil {
 		t.Fatal("a failed turn answered no error")
 	}
-	if msgs := c.messages(1); len(msgs) != 1 || !strings.HasPrefix(msgs[0], "qwen: ") {
+	if msgs := c.messages(1); len(msgs) != 1 || !strings.HasPrefix(msgs[0], "qwen: ") || strings.Contains(msgs[0], "jsonrpc2") || !strings.Contains(msgs[0], "model.name") {
 		t.Fatalf("error messages = %q", msgs)
 	}
 	data, _ := os.ReadFile(c.transcriptFile(t))
-	if !strings.Contains(string(data), "**Error:** ") || !strings.HasSuffix(string(data), "## You\n\n") {
+	if !strings.Contains(string(data), "**Error:** ") || strings.Contains(string(data), "jsonrpc2") || !strings.HasSuffix(string(data), "## You\n\n") {
 		t.Fatalf("transcript:\n%s", data)
 	}
 }
@@ -515,5 +516,38 @@ func TestPlainBadArgumentsAreAnswered(t *testing.T) {
 	c.model.Push(modeltest.Response{Text: "fine"})
 	if res, err := c.execPrompt("still there?"); err != nil || !strings.Contains(string(res), "fine") {
 		t.Fatalf("%s %v", res, err)
+	}
+}
+
+// Each finished call's line says how it ended: a rejected edit, a failed
+// read and a completed one read differently.
+func TestPlainTranscriptToolLinesSayHowCallsEnded(t *testing.T) {
+	c := startPlain(t, false, false)
+	p := filepath.Join(c.root, "a.txt")
+	os.WriteFile(p, []byte("old\n"), 0o644)
+	c.e.Handle("window/showMessageRequest", func(json.RawMessage) (any, error) { return map[string]any{"title": "Reject"}, nil })
+	c.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{
+			{ID: "r1", Name: "read_file", Arguments: jsonArgs("absolute_path", p)},
+			{ID: "r2", Name: "read_file", Arguments: jsonArgs("absolute_path", filepath.Join(c.root, "missing.txt"))},
+		}},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "ed", Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "old", "new_string", "new")}}},
+		modeltest.Response{Text: "ok"},
+	)
+	if _, err := c.execPrompt("try"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(c.transcriptFile(t))
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "- ") {
+			lines = append(lines, l)
+		}
+	}
+	// The two reads run together and finish in either order.
+	sort.Strings(lines[:min(2, len(lines))])
+	if len(lines) != 3 || lines[0] != "- ✓ read a.txt" || lines[1] != "- ✗ read missing.txt (failed)" ||
+		lines[2] != "- ✗ edit a.txt: old... => new... (rejected)" {
+		t.Fatalf("tool lines = %q", lines)
 	}
 }

@@ -332,7 +332,7 @@ func (s *Server) transcriptEnd(t *transcript, answer string, err error) {
 		b.WriteString("\n" + strings.TrimSpace(answer) + "\n")
 	}
 	if err != nil {
-		fmt.Fprintf(&b, "\n**Error:** %s\n", s.secrets.scrub(err.Error()))
+		fmt.Fprintf(&b, "\n**Error:** %s\n", errText(err))
 	}
 	b.WriteString("\n" + youHeading + "\n\n")
 	t.mu.Lock()
