@@ -97,7 +97,17 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 		}
 		return s.askAbout(ctx, at.URI, at.Range)
 	case "qwen-ls.checkSetup":
-		return s.checkSetup(ctx, req)
+		res, err := s.checkSetup(ctx, req)
+		if c, ok := res.(session.SetupCheck); ok && err == nil && !s.Caps().Rich {
+			// A plain client drops the command's result: the person
+			// reads it in a message.
+			level := LevelInfo
+			if !c.OK {
+				level = LevelWarn
+			}
+			s.showMessage(level, "qwen: "+c.Message)
+		}
+		return res, err
 	case "qwen-ls.cancel":
 		sid := arg(0)
 		if sid == "" {

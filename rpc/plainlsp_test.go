@@ -551,3 +551,17 @@ func TestPlainTranscriptToolLinesSayHowCallsEnded(t *testing.T) {
 		t.Fatalf("tool lines = %q", lines)
 	}
 }
+
+// qwen-ls.checkSetup from a plain client is also shown: its result would
+// be dropped.
+func TestPlainCheckSetupIsShown(t *testing.T) {
+	c := startPlain(t, false, false)
+	c.model.Push(modeltest.Response{Text: "x"})
+	res, err := c.e.Call("workspace/executeCommand", map[string]any{"command": "qwen-ls.checkSetup"})
+	if err != nil || !strings.Contains(string(res), `"ok":true`) {
+		t.Fatalf("%s %v", res, err)
+	}
+	if msgs := c.messages(3); len(msgs) != 1 || !strings.HasPrefix(msgs[0], "qwen: scripted at ") {
+		t.Fatalf("showMessage = %q", msgs)
+	}
+}
