@@ -141,6 +141,13 @@ func (s *Server) runPrompt(ctx context.Context, sid, text string, taken *transcr
 	t := taken
 	if plain && t == nil {
 		t = s.transcriptFor(sid)
+		if t.isRunning() {
+			// The running turn keeps the transcript; this prompt is
+			// refused as qwen/prompt refuses it.
+			err := sessionError(fmt.Errorf("%w (the command qwen-ls.cancel cancels it)", session.ErrBusy))
+			s.showMessage(LevelWarn, "qwen: "+errText(err))
+			return session.PromptResult{}, err
+		}
 		s.transcriptStart(t, text)
 		s.flushTranscript(t)
 		// The person started this prompt: the conversation comes to the

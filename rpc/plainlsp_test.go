@@ -565,3 +565,29 @@ func TestPlainCheckSetupIsShown(t *testing.T) {
 		t.Fatalf("showMessage = %q", msgs)
 	}
 }
+
+// A second prompt while a turn runs is refused and leaves the running
+// turn's transcript alone.
+func TestPlainSecondPromptWhileATurnRunsIsRefused(t *testing.T) {
+	c := startPlain(t, false, false)
+	c.model.Push(modeltest.Response{Text: "slow answer", Delay: 60e9})
+	id, ch := c.e.Send("workspace/executeCommand", map[string]any{"command": "qwen-ls.prompt", "arguments": []any{"first"}})
+	c.model.WaitRequests(1, rpctest.DefaultTimeout)
+	_, err := c.execPrompt("second")
+	if !isCode(err, rpc.CodeRequestFailed) || !strings.Contains(err.Error(), "already running a prompt; cancel it or wait for it to end (the command qwen-ls.cancel cancels it)") {
+		t.Fatalf("second prompt: %v", err)
+	}
+	if _, err := c.e.Call("workspace/executeCommand", map[string]any{"command": "qwen-ls.cancel"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.e.Wait(id, ch); err != nil || !strings.Contains(string(res), "cancelled") {
+		t.Fatalf("%s %v", res, err)
+	}
+	data, _ := os.ReadFile(c.transcriptFile(t))
+	if strings.Contains(string(data), "second") || !strings.Contains(string(data), "## You\n\nfirst\n\n## qwen\n") {
+		t.Fatalf("transcript:\n%s", data)
+	}
+	if msgs := c.messages(2); len(msgs) != 1 || !strings.Contains(msgs[0], "already running a prompt") {
+		t.Fatalf("warnings = %q", msgs)
+	}
+}

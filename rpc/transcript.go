@@ -90,6 +90,12 @@ func safeName(s string) string {
 	return s
 }
 
+func (t *transcript) isRunning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
 // transcriptFor returns the transcript of sessionID, creating the file
 // with its header when it does not exist yet.
 func (s *Server) transcriptFor(sessionID string) *transcript {
