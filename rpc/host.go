@@ -472,33 +472,6 @@ func (h *host) reviewPlain(ctx context.Context, r session.EditReview) (session.E
 	return session.EditAnswer{Outcome: "rejected"}, nil
 }
 
-func (h *host) permissionPlain(ctx context.Context, r session.PermissionRequest) (session.PermissionAnswer, error) {
-	msg := r.Title
-	for _, c := range r.Content {
-		if c.Content != nil && c.Content.Text != "" {
-			msg += ": " + firstLine(c.Content.Text)
-			break
-		}
-	}
-	title, err := h.ask(ctx, msg)
-	if err != nil {
-		return session.PermissionAnswer{}, err
-	}
-	want := session.OptionCancel
-	switch title {
-	case "Allow":
-		want = session.OptionProceedOnce
-	case "Allow for session":
-		want = session.OptionProceedAlways
-	}
-	for _, o := range r.Options {
-		if o.OptionID == want && want != session.OptionCancel {
-			return session.PermissionAnswer{OptionID: want}, nil
-		}
-	}
-	return session.PermissionAnswer{Cancelled: true}, nil
-}
-
 func lineCounts(oldText, newText string) (added, removed int) {
 	for _, hk := range tools.Hunks(oldText, newText) {
 		removed += hk.OldEnd - hk.OldStart

@@ -318,6 +318,56 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// permissionLines caps the details of a plain client's permission
+// request.
+const permissionLines = 20
+
+// permissionPlain asks a plain client with window/showMessageRequest,
+// offering the server's options by name, in the server's order: the same
+// choices a rich client shows. A dismissed request (null) is cancelled.
+func (h *host) permissionPlain(ctx context.Context, r session.PermissionRequest) (session.PermissionAnswer, error) {
+	var b strings.Builder
+	b.WriteString(r.Title)
+	for _, c := range r.Content {
+		if c.Content == nil || strings.TrimSpace(c.Content.Text) == "" {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(c.Content.Text), "\n")
+		if len(lines) == 1 && lines[0] == r.Title {
+			continue
+		}
+		b.WriteString("\n")
+		for i, l := range lines {
+			if i == permissionLines {
+				fmt.Fprintf(&b, "\n… %d more lines", len(lines)-i)
+				break
+			}
+			b.WriteString("\n" + l)
+		}
+	}
+	actions := make([]any, 0, len(r.Options))
+	for _, o := range r.Options {
+		actions = append(actions, map[string]any{"title": o.Name})
+	}
+	var res *struct {
+		Title string `json:"title"`
+	}
+	params := map[string]any{"type": int(LevelInfo), "message": b.String(), "actions": actions}
+	if err := h.call(ctx, "window/showMessageRequest", params, &res); err != nil {
+		return session.PermissionAnswer{}, err
+	}
+	if res == nil {
+		return session.PermissionAnswer{Cancelled: true}, nil
+	}
+	for _, o := range r.Options {
+		if o.Name == res.Title {
+			return session.PermissionAnswer{OptionID: o.OptionID}, nil
+		}
+	}
+	// A title that was not offered is never taken as an allow.
+	return session.PermissionAnswer{Cancelled: true}, nil
+}
+
 // reviewLines caps the diff of an edit confirmation.
 const reviewLines = 60
 

@@ -591,3 +591,70 @@ func TestPlainSecondPromptWhileATurnRunsIsRefused(t *testing.T) {
 		t.Fatalf("warnings = %q", msgs)
 	}
 }
+
+// A command's permission request offers a plain client the server's own
+// options, by name and in order (the same set a rich client gets), and
+// the chosen name is answered as its option.
+func TestPlainPermissionOffersTheServersOptions(t *testing.T) {
+	c := startPlain(t, false, false)
+	var mu sync.Mutex
+	var asked []struct {
+		Message string
+		Actions []struct{ Title string }
+	}
+	answer := "Allow"
+	c.e.Handle("window/showMessageRequest", func(params json.RawMessage) (any, error) {
+		var m struct {
+			Message string
+			Actions []struct{ Title string }
+		}
+		json.Unmarshal(params, &m)
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, m)
+		if answer == "" {
+			return nil, nil
+		}
+		return map[string]any{"title": answer}, nil
+	})
+	out := filepath.Join(c.root, "out.txt")
+	run := func(id string) {
+		args, _ := json.Marshal(map[string]any{"command": "echo " + id + " > out.txt"})
+		c.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: id, Name: "run_shell_command", Arguments: string(args)}}}, modeltest.Response{Text: "ok"})
+		if _, err := c.execPrompt("run it"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("one")
+	mu.Lock()
+	if len(asked) != 1 || !strings.Contains(asked[0].Message, "echo one > out.txt") {
+		t.Fatalf("asked = %+v", asked)
+	}
+	var titles []string
+	for _, a := range asked[0].Actions {
+		titles = append(titles, a.Title)
+	}
+	mu.Unlock()
+	// An untrusted folder: no project-rule option.
+	if len(titles) != 4 || titles[0] != "Allow" || titles[1] != "Allow echo for this session" ||
+		!strings.HasPrefix(titles[2], "Always allow for this user: ") || titles[3] != "Reject" {
+		t.Fatalf("actions = %q", titles)
+	}
+	for _, ti := range titles {
+		if strings.Contains(ti, "proceed_") || strings.Contains(ti, "cancel") {
+			t.Fatalf("an option id is shown: %q", titles)
+		}
+	}
+	if data, _ := os.ReadFile(out); string(data) != "one\n" {
+		t.Fatalf("out.txt = %q", data)
+	}
+	for _, ans := range []string{"Reject", "", "Allow proceed_once"} {
+		mu.Lock()
+		answer = ans
+		mu.Unlock()
+		run("two")
+		if data, _ := os.ReadFile(out); string(data) != "one\n" {
+			t.Fatalf("answer %q ran the command: out.txt = %q", ans, data)
+		}
+	}
+}
