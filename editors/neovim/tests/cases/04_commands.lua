@@ -78,7 +78,8 @@ return {
       H.wait_client()
       H.type_prompt('Shorten the Add comment and make Scale take a percentage')
       local r = H.wait_review()
-      H.feed('cA')
+      -- decided from the chat, without opening the file
+      vim.cmd('QwenReview accept-all')
       H.wait_turn()
       local util = require('qwen.util')
       H.contains(util.buf_text(r.buf), 'out[i] = p * factor / 100', 'the edit applied')
