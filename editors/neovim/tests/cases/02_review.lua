@@ -86,6 +86,58 @@ return {
     end,
   },
   {
+    name = 'review: the keys leave c{motion} and operator prefixes to Vim (ciw, ci(, a cr plugin map)',
+    run = function(H)
+      -- a plugin's operator map on cr, as vim-abolish has (crs: snake_case)
+      local abolish = 0
+      vim.keymap.set('n', 'crs', function()
+        abolish = abolish + 1
+      end)
+      H.defer(function()
+        pcall(vim.keymap.del, 'n', 'crs')
+      end)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      local function starts_operator(lhs)
+        return lhs:match('^[cdyg=<>!zZ]') ~= nil
+      end
+      local ours = 0
+      for _, m in ipairs(vim.api.nvim_buf_get_keymap(buf, 'n')) do
+        if (m.desc or ''):find('qwen', 1, true) or (m.rhs or ''):find('qwen', 1, true) then
+          ours = ours + 1
+          H.ok(not starts_operator(m.lhs), 'a review key starting with an operator: ' .. m.lhs)
+        end
+      end
+      H.eq(9, ours, 'the buffer-local review keys')
+      for _, m in ipairs(vim.api.nvim_get_keymap('n')) do
+        if (m.desc or ''):find('qwen', 1, true) then
+          H.ok(m.lhs:match('^<Plug>') ~= nil, 'global qwen maps are <Plug> only: ' .. m.lhs)
+        end
+      end
+      -- (Neovim's own defaults map some g and z keys, so only c is asked)
+      for _, prefix in ipairs({ 'ca', 'cA', 'ce', 'cf', 'cq', 'cR' }) do
+        H.eq('', vim.fn.mapcheck(prefix, 'n'), 'no mapping starting with ' .. prefix)
+      end
+      -- Vim's own c{motion} edits the text as in any buffer
+      vim.api.nvim_win_set_cursor(0, { 4, 5 }) -- "func Add(a, b int) int {", on Add
+      H.feed('ciwSum<Esc>')
+      H.eq('func Sum(a, b int) int {', vim.api.nvim_buf_get_lines(buf, 3, 4, false)[1], 'ciw')
+      vim.api.nvim_win_set_cursor(0, { 4, 10 }) -- inside the parentheses
+      H.feed('ci(x int<Esc>')
+      H.eq('func Sum(x int) int {', vim.api.nvim_buf_get_lines(buf, 3, 4, false)[1], 'ci(')
+      H.feed('crs')
+      H.eq(1, abolish, "the plugin's crs ran")
+      vim.cmd('silent undo 0')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'undone')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided by c{motion}')
+      -- the review keys still work afterwards
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed(K.accept_all)
+      H.wait_turn()
+      H.contains(require('qwen.util').buf_text(buf), '// Add returns a + b.', 'accepted')
+    end,
+  },
+  {
     name = 'review: navigate, accept all, one u undoes both hunks',
     run = function(H)
       local ws, r = start_edit(H)
