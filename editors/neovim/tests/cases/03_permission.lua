@@ -45,6 +45,13 @@ return {
         return o.optionId
       end, asked.items)
       H.eq({ 'proceed_once', 'proceed_always', 'proceed_always_project', 'proceed_always_user', 'cancel' }, ids, 'the options')
+      -- shown by the server's labels, in its order, never by id
+      H.eq(vim.tbl_map(function(o)
+        return o.name
+      end, asked.items), asked.formatted, 'the labels shown')
+      for i, label in ipairs(asked.formatted) do
+        H.ok(not label:find(ids[i], 1, true), 'no option id in the label ' .. label)
+      end
       H.ok(H.exists(ws .. '/created-by-agent.txt'), 'the command to have run')
       -- the shell output is behind the tool line
       local lines = H.chat_lines()

@@ -9,7 +9,13 @@ return {
       vim.cmd('silent checkhealth qwen')
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
       H.contains(text, 'qwen-ls 0.', 'the version')
-      H.contains(text, 'model: scripted', 'the model, from the server')
+      H.contains(text, 'scripted at ' .. H.current_model.url .. ' answered in', 'the model tried with one real request')
+      local _, chats = 0, 0
+      for _, req in ipairs(H.requests()) do
+        H.eq(1, req.max_tokens or req.max_completion_tokens, 'a one-token request')
+        chats = chats + 1
+      end
+      H.eq(1, chats, 'one request to the model')
       H.contains(text, 'Neovim 0.', 'the Neovim version')
       H.contains(text, 'sandbox: ', 'which sandbox confines commands')
       H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
@@ -17,7 +23,8 @@ return {
     end,
   },
   {
-    name = 'health: no model configured is a warning that says what to set',
+    name = 'health: no model configured is an error that says what to set',
+    allow_errors = true,
     run = function(H)
       H.workspace()
       vim.opt.runtimepath:prepend(H.plugin)
@@ -28,8 +35,10 @@ return {
       require('qwen').setup({ cmd = { H.bin, '--stdio' }, cmd_env = none })
       vim.cmd('silent checkhealth qwen')
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
-      H.contains(text, 'no model is configured', 'the warning')
-      H.contains(text, 'OPENAI_API_KEY', 'what to set')
+      H.contains(text, 'ERROR', 'an error: nothing can work')
+      H.contains(text, 'model.name', 'the setting to set')
+      H.contains(text, 'OPENAI_API_KEY', 'the variable to set')
+      H.eq('qwen: no model', require('qwen').statusline(), 'the statusline says no model, not idle')
     end,
   },
   {
@@ -60,6 +69,10 @@ return {
         return offered ~= nil
       end, 'the session list')
       H.contains(offered, 'What does main.go do?', 'the session title')
+      for _, item in ipairs(offered) do
+        H.ok(not item:find('%d%d%d%d%-%d%d%-%d%dT%d'), 'no raw ISO time in ' .. item)
+      end
+      H.contains(offered, 'What does main.go do?  (just now)', 'a local, relative time')
       H.wait(5000, function()
         return table.concat(H.chat_lines(), '\n'):find('I read main.go as it is in your editor.', 1, true) ~= nil
       end, 'the session to be replayed')

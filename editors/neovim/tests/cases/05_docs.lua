@@ -75,6 +75,7 @@ return {
       local cmd = string.format('cd %s && env %s %s --headless -u %s -i NONE -n -c %s -c %s </dev/null 2>&1',
         vim.fn.shellescape(tmp), env, vim.fn.shellescape(H.nvim), vim.fn.shellescape(init),
         vim.fn.shellescape('luafile ' .. tmp .. '/probe.lua'), vim.fn.shellescape('qa!'))
+      vim.cmd('cd ' .. vim.fn.fnameescape(tmp))
       local log = vim.fn.system(cmd)
       local got = H.read(out)
       H.ok(got, 'the child Neovim to write its result; it said:\n' .. log)
