@@ -235,9 +235,9 @@ local function render_block(b)
   elseif b.kind == 'review' then
     local key = config.options.keys.toggle_tool
     if b.result then
-      return { 'Review: ' .. b.what .. ' -- ' .. b.result, '' }
+      return { '', 'Review: ' .. b.what .. ' -- ' .. b.result, '' }
     end
-    return { 'Review: ' .. b.what .. ' -- :QwenReview' .. (key and (' or ' .. key .. ' here') or '') .. ' to open', '' }
+    return { '', 'Review: ' .. b.what .. ' -- :QwenReview' .. (key and (' or ' .. key .. ' here') or '') .. ' to open', '' }
   elseif b.kind == 'note' then
     local lines = indent(vim.split(b.text, '\n', { plain = true }), '')
     lines[1] = '_' .. lines[1]
