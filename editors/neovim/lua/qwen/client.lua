@@ -175,7 +175,8 @@ function M.on_model(caps)
     status.set({ no_model = true })
     if not told_no_model then
       told_no_model = true
-      util.notify_user('no model is configured: set model.name and model.baseUrl (setup{ model = ... } or ~/.qwen/settings.json), or OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; :checkhealth qwen', vim.log.levels.WARN)
+      util.notify_fit('no model is configured: set model.name and model.baseUrl (setup{ model = ... } or ~/.qwen/settings.json), or OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; :checkhealth qwen',
+        'no model configured: see :checkhealth qwen', vim.log.levels.WARN)
     end
   elseif type(q.model) == 'string' then
     status.set({ no_model = false })
@@ -194,9 +195,11 @@ local function runnable(cmd)
   if not M.not_found then
     M.not_found = true
     require('qwen.status').set({ not_found = true })
-    -- One line, scheduled: no hit-enter prompt in the middle of opening a file.
+    -- One line that fits, scheduled: no hit-enter prompt in the middle of
+    -- opening a file.
     vim.schedule(function()
-      util.notify_user(string.format('%s not found: install it (go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls) or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }', tostring(exe)), vim.log.levels.ERROR)
+      util.notify_fit(string.format('%s not found: install it (go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls) or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }', tostring(exe)),
+        'qwen-ls not found: go build it, or setup{ cmd = ... }', vim.log.levels.ERROR)
     end)
   end
   return false

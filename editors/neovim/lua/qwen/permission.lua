@@ -1,6 +1,8 @@
 -- qwen/requestPermission through vim.ui.select. The request is answered
 -- "deferred" at once (Neovim 0.7 cannot answer later) and the choice goes
--- back with qwen/resolveReview.
+-- back with qwen/resolveReview. A question that arrives while the person
+-- types (Insert or command-line mode) waits until they leave that mode,
+-- so typed keys never answer it.
 local util = require('qwen.util')
 local status = require('qwen.status')
 
@@ -38,6 +40,63 @@ function M.describe(tc)
   return table.concat(lines, '\n')
 end
 
+--- Asks with vim.ui.select: every option the server sent, by its label,
+--- in its order; the answer is the option's id.
+local function ask(params, id, tc)
+  if not M.pending[id] then
+    return -- cancelled meanwhile
+  end
+  vim.ui.select(params.options or {}, {
+    prompt = M.describe(tc) .. '\n',
+    kind = 'qwen.permission',
+    format_item = function(o)
+      return o.name
+    end,
+  }, function(choice)
+    local p = M.pending[id]
+    if not p then
+      return -- cancelled meanwhile
+    end
+    M.pending[id] = nil
+    status.wait(-1)
+    local c = vim.lsp.get_client_by_id(p.client_id)
+    if not c then
+      return
+    end
+    local ans = { sessionId = p.session_id, toolCallId = id, outcome = 'cancelled' }
+    if choice then
+      ans.outcome = 'selected'
+      ans.optionId = choice.optionId
+    end
+    util.request(c, 'qwen/resolveReview', ans, function(err)
+      if err then
+        util.notify_user('the answer could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
+      end
+    end)
+  end)
+end
+
+-- The modes in which the person is typing: a question asked now would take
+-- their next keys as its answer.
+local function typing()
+  local mode = vim.api.nvim_get_mode().mode
+  return mode:match('^[iRc]') ~= nil
+end
+
+local waiting = {} -- questions held until the person stops typing
+local group = nil
+
+local function ask_waiting()
+  if typing() then
+    return
+  end
+  local list = waiting
+  waiting = {}
+  for _, w in ipairs(list) do
+    ask(w.params, w.id, w.tc)
+  end
+end
+
 function M.on_request(params, client_id)
   local tc = params.toolCall or {}
   local id = tc.toolCallId
@@ -47,35 +106,21 @@ function M.on_request(params, client_id)
     if not M.pending[id] then
       return
     end
-    local prompt = M.describe(tc)
-    vim.ui.select(params.options or {}, {
-      prompt = prompt .. '\n',
-      kind = 'qwen.permission',
-      format_item = function(o)
-        return o.name
-      end,
-    }, function(choice)
-      local p = M.pending[id]
-      if not p then
-        return -- cancelled meanwhile
-      end
-      M.pending[id] = nil
-      status.wait(-1)
-      local c = vim.lsp.get_client_by_id(p.client_id)
-      if not c then
-        return
-      end
-      local ans = { sessionId = p.session_id, toolCallId = id, outcome = 'cancelled' }
-      if choice then
-        ans.outcome = 'selected'
-        ans.optionId = choice.optionId
-      end
-      util.request(c, 'qwen/resolveReview', ans, function(err)
-        if err then
-          util.notify_user('the answer could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
-        end
-      end)
-    end)
+    if not typing() then
+      return ask(params, id, tc)
+    end
+    -- Asked when the person leaves Insert (or command-line) mode.
+    table.insert(waiting, { params = params, id = id, tc = tc })
+    if not group then
+      group = vim.api.nvim_create_augroup('qwen-permission', { clear = true })
+      vim.api.nvim_create_autocmd('ModeChanged', {
+        group = group,
+        callback = function()
+          vim.schedule(ask_waiting)
+        end,
+      })
+    end
+    util.notify_fit('asks to ' .. (tc.title or 'run a tool') .. ': press <Esc> to answer', 'a question waits: press <Esc> to answer')
   end)
   return { outcome = 'deferred' }
 end
@@ -86,6 +131,11 @@ function M.on_cancelled(params, client_id)
     M.pending[params.toolCallId] = nil
     status.wait(-1)
   end
+end
+
+--- The questions held while the person types (for tests and statuslines).
+function M.held()
+  return #waiting
 end
 
 function M.on_exit(client_id)

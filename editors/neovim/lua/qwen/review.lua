@@ -708,8 +708,7 @@ local function show(r)
   local n = #r.hunks
   local what = string.format('%s (%d hunk%s)', rel(r.path), n, n == 1 and '' or 's')
   require('qwen.chat').review_line(r.id, what)
-  -- One short line: a longer one would stop for hit-enter and eat keys.
-  util.notify_user('review ' .. what .. ': :QwenReview to open')
+  util.notify_fit('review ' .. what .. ': :QwenReview to open', 'an edit waits for review: :QwenReview')
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenReview', modeline = false })
 end
 

@@ -177,6 +177,17 @@ function M.notify_user(msg, level)
   vim.notify('qwen: ' .. msg, level or vim.log.levels.INFO)
 end
 
+--- Notifies msg when it fits the command line, else short: a message
+--- wider than the command line stops Neovim at a hit-enter prompt, which
+--- takes the next keys the person types.
+function M.notify_fit(msg, short, level)
+  local room = tonumber(vim.v.echospace) or (vim.o.columns - 12)
+  if vim.fn.strdisplaywidth('qwen: ' .. msg) > room then
+    msg = short
+  end
+  M.notify_user(msg, level)
+end
+
 --- The filetype for a file name, or nil.
 function M.filetype_for(path, buf)
   if not (vim.filetype and vim.filetype.match) then

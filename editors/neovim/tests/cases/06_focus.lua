@@ -119,4 +119,86 @@ return {
       H.eq(true, st.in_input, 'still in the chat input after the decision')
     end,
   },
+  {
+    name = 'focus: a permission question that arrives while the person types waits for <Esc>',
+    run = function(H)
+      local ws = H.workspace()
+      H.trust()
+      H.model('shell-permission.txtar')
+      local chan = H.child()
+      H.child_lua(chan, [[
+        _G.asked = {}
+        vim.ui.select = function(items, opts, cb)
+          table.insert(_G.asked, { mode = vim.api.nvim_get_mode().mode, labels = vim.tbl_map(opts.format_item, items) })
+          _G.answer = function(id)
+            for _, o in ipairs(items) do
+              if o.optionId == id then
+                return cb(o)
+              end
+            end
+          end
+        end
+        vim.cmd('edit main.go')
+        vim.cmd('QwenChat')
+      ]])
+      H.wait(10000, function()
+        return H.child_lua(chan, [[
+          local c = require('qwen.client').current(false)
+          return c ~= nil and require('qwen.client').is_ready(c.id)
+        ]])
+      end, 'the child to start qwen-ls')
+      H.child_lua(chan, [[require('qwen.session').prompt('Create the marker file')]])
+      -- digits and y would answer a prompt that read keys (inputlist)
+      local words = { 'yes ', '1 ', '2 ', 'ok ' }
+      local typed, k, stop = {}, 0, false
+      local timer = vim.loop.new_timer()
+      timer:start(0, 10, vim.schedule_wrap(function()
+        if stop then
+          return
+        end
+        k = k + 1
+        local w = words[(k - 1) % #words + 1]
+        table.insert(typed, w)
+        vim.rpcnotify(chan, 'nvim_input', w)
+      end))
+      local at
+      H.wait(20000, function()
+        if not at and H.child_lua(chan, [[return require('qwen.permission').held()]]) > 0 then
+          at = k
+        end
+        return at ~= nil and k >= at + 30
+      end, 'the question to arrive while typing')
+      stop = true
+      timer:stop()
+      timer:close()
+      local want = table.concat(typed)
+      vim.wait(5000, function()
+        return #H.child_lua(chan, [[return table.concat(vim.api.nvim_buf_get_lines(require('qwen.chat').input, 0, -1, false), '\n')]]) >= #want
+      end, 10)
+      local st = H.child_lua(chan, [[return {
+        asked = #_G.asked,
+        input = table.concat(vim.api.nvim_buf_get_lines(require('qwen.chat').input, 0, -1, false), '\n'),
+        statusline = require('qwen').statusline(),
+        mode = vim.api.nvim_get_mode().mode,
+      }]])
+      H.eq(0, st.asked, 'not asked while typing')
+      H.eq(want, st.input, 'the chat input holds everything typed')
+      H.eq('i', st.mode, 'still in Insert mode')
+      H.contains(st.statusline, 'waiting for you', 'the statusline says a question waits')
+      H.ok(not H.exists(ws .. '/created-by-agent.txt'), 'the command has not run')
+      -- the person stops typing: now it is asked, with the server's labels
+      vim.rpcnotify(chan, 'nvim_input', '<Esc>')
+      H.wait(5000, function()
+        return H.child_lua(chan, 'return #_G.asked') == 1
+      end, 'the question after <Esc>')
+      local asked = H.child_lua(chan, 'return _G.asked[1]')
+      H.eq('n', asked.mode, 'asked in Normal mode')
+      H.ok(#asked.labels >= 4, 'every option offered: ' .. vim.inspect(asked.labels))
+      H.child_lua(chan, [[_G.answer('proceed_once')]])
+      H.wait(15000, function()
+        return not H.child_lua(chan, [[return require('qwen.session').busy]])
+      end, 'the turn to end')
+      H.ok(H.exists(ws .. '/created-by-agent.txt'), 'the command ran once allowed')
+    end,
+  },
 }
