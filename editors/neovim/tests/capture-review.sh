@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes doc/review-capture.txt: a real Neovim in tmux, against the real
+# Makes media/review-capture.txt: a real Neovim in tmux, against the real
 # qwen-ls and the scripted model of testdata/scripts/edit-two-hunks.txtar,
 # with the review opened by :QwenReview, hunk 1 accepted with \a and the
 # cursor moved to hunk 2 with ]h; then `tmux capture-pane`.
@@ -54,5 +54,5 @@ done
 keys Escape ':QwenReview' Enter
 keys '\' 'a'
 keys ']h'
-tmux -S "$sock" capture-pane -p >"$plugin/doc/review-capture.txt"
-cat "$plugin/doc/review-capture.txt"
+tmux -S "$sock" capture-pane -p >"$plugin/media/review-capture.txt"
+cat "$plugin/media/review-capture.txt"

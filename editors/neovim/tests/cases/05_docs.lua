@@ -10,7 +10,10 @@ return {
       H.defer(function()
         vim.fn.delete(tmp, 'rf')
       end)
-      H.sh({ 'cp', H.plugin .. '/doc/qwen.txt', tmp .. '/doc/' })
+      -- the whole doc folder, as a plugin manager's :helptags sees it (a
+      -- second .txt there can break it: E670)
+      H.sh({ 'cp', '-R', H.plugin .. '/doc/.', tmp .. '/doc/' })
+      vim.fn.delete(tmp .. '/doc/tags')
       vim.cmd('helptags ' .. vim.fn.fnameescape(tmp .. '/doc'))
       local tags = H.read(tmp .. '/doc/tags')
       H.ok(tags and #tags > 0, 'a tags file')
