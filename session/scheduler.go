@@ -548,7 +548,16 @@ func (s *Session) display(r *callRun) {
 		s.mu.Unlock()
 		s.record(event{Type: "todos", Todos: entries})
 	}
-	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: rawOutput(r)}
+	outcome := OutcomeCompleted
+	switch {
+	case r.userRejected:
+		outcome = OutcomeRejected
+	case r.state == stateCancelled:
+		outcome = OutcomeCancelled
+	case r.state != stateSuccess:
+		outcome = OutcomeFailed
+	}
+	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: rawOutput(r), Meta: outcomeMeta(outcome)}
 	if content != nil {
 		u.Content = content
 	}
