@@ -171,7 +171,8 @@ function M.on_model(caps)
     return
   end
   local status = require('qwen.status')
-  if q.model == vim.NIL then
+  -- Neovim's LSP client reads a JSON null inside an object as nil.
+  if q.model == nil or q.model == vim.NIL then
     status.set({ no_model = true })
     if not told_no_model then
       told_no_model = true

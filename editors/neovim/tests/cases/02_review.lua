@@ -224,7 +224,7 @@ return {
       -- model is not asked again, and the edit line shows it failed
       H.eq('end_turn', res.stopReason, 'stop reason')
       H.eq(2, #H.requests(), 'model requests')
-      H.contains(H.chat_lines(), '✗ => // Add returns a + b....  (rejected)', 'the rejected edit line')
+      H.contains(H.chat_lines(), '▸ ✗ calc/calc.go: // Add returns the sum of a an... => // Add returns a + b....  (rejected)', 'the rejected edit line')
     end,
   },
   {

@@ -75,6 +75,13 @@ return {
       H.type_prompt('Create the marker file')
       H.wait_turn()
       H.ok(not H.exists(ws .. '/created-by-agent.txt'), 'the command not to run')
+      local line
+      for _, l in ipairs(H.chat_lines()) do
+        if l:find('touch', 1, true) and l:find('^▸ ') then
+          line = l
+        end
+      end
+      H.ok(line and line:find('^▸ ✗ .*%(rejected%)$'), 'a rejected look, not failed: ' .. tostring(line))
     end,
   },
   {
@@ -100,6 +107,14 @@ return {
         return not alive(pid)
       end, 'the shell process ' .. pid .. ' to end')
       H.contains(H.chat_lines(), '— cancelled', 'the chat says cancelled')
+      -- the command's line says cancelled, not failed (_meta.qwen.outcome)
+      local line
+      for _, l in ipairs(H.chat_lines()) do
+        if l:find('^▸ ') and not l:find('(completed)', 1, true) then
+          line = l
+        end
+      end
+      H.ok(line and line:find('^▸ ⊘ .*%(cancelled%)$'), 'a cancelled look: ' .. tostring(line))
     end,
   },
   {
