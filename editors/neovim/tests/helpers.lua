@@ -249,8 +249,9 @@ end
 --- RPC channel as a person's terminal would drive it: keys arrive through
 --- nvim_input and are read by its own main loop, in whatever mode it is in.
 --- It runs this checkout's plugin against the current scripted model, in
---- the workspace. Returns the channel.
-function H.child()
+--- the workspace (env: changes to the model's environment). Returns the
+--- channel.
+function H.child(env)
   local chan = vim.fn.jobstart({ H.nvim, '--embed', '--headless', '-u', 'NONE', '-i', 'NONE', '-n' }, {
     rpc = true,
     cwd = H.ws,
@@ -272,12 +273,12 @@ function H.child()
       table.insert(_G.notified, { msg = tostring(msg), level = level or vim.log.levels.INFO })
     end
     require('qwen').setup({ cmd = { bin, '--stdio' }, cmd_env = env })
-  ]], H.plugin, H.bin, {
+  ]], H.plugin, H.bin, vim.tbl_extend('force', {
     HOME = H.home,
     OPENAI_BASE_URL = H.current_model and H.current_model.url or nil,
     OPENAI_MODEL = 'scripted',
     OPENAI_API_KEY = 'sk-test',
-  })
+  }, env or {}))
   return chan
 end
 

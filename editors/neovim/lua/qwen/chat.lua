@@ -469,7 +469,11 @@ function M.turn_error(err)
   if key then
     told[key] = true
   end
-  util.notify_user(msg .. (hint and (' To fix it: ' .. hint .. '.') or ''), vim.log.levels.ERROR)
+  -- A message this long stops Neovim at a hit-enter prompt: not while the
+  -- person types (the next prompt, say), or it would take their keys.
+  util.when_not_typing(function()
+    util.notify_user(msg .. (hint and (' To fix it: ' .. hint .. '.') or ''), vim.log.levels.ERROR)
+  end)
 end
 
 --- Expands or collapses the tool call shown at (1-based) line lnum.

@@ -76,26 +76,7 @@ local function ask(params, id, tc)
   end)
 end
 
--- The modes in which the person is typing: a question asked now would take
--- their next keys as its answer.
-local function typing()
-  local mode = vim.api.nvim_get_mode().mode
-  return mode:match('^[iRc]') ~= nil
-end
-
-local waiting = {} -- questions held until the person stops typing
-local group = nil
-
-local function ask_waiting()
-  if typing() then
-    return
-  end
-  local list = waiting
-  waiting = {}
-  for _, w in ipairs(list) do
-    ask(w.params, w.id, w.tc)
-  end
-end
+local waiting = 0 -- questions held until the person stops typing
 
 function M.on_request(params, client_id)
   local tc = params.toolCall or {}
@@ -106,20 +87,16 @@ function M.on_request(params, client_id)
     if not M.pending[id] then
       return
     end
-    if not typing() then
+    if not util.typing() then
       return ask(params, id, tc)
     end
-    -- Asked when the person leaves Insert (or command-line) mode.
-    table.insert(waiting, { params = params, id = id, tc = tc })
-    if not group then
-      group = vim.api.nvim_create_augroup('qwen-permission', { clear = true })
-      vim.api.nvim_create_autocmd('ModeChanged', {
-        group = group,
-        callback = function()
-          vim.schedule(ask_waiting)
-        end,
-      })
-    end
+    -- Asked when the person leaves Insert (or command-line) mode: a
+    -- question asked now would take their next keys as its answer.
+    waiting = waiting + 1
+    util.when_not_typing(function()
+      waiting = waiting - 1
+      ask(params, id, tc)
+    end)
     util.notify_fit('asks to ' .. (tc.title or 'run a tool') .. ': press <Esc> to answer', 'a question waits: press <Esc> to answer')
   end)
   return { outcome = 'deferred' }
@@ -135,7 +112,7 @@ end
 
 --- The questions held while the person types (for tests and statuslines).
 function M.held()
-  return #waiting
+  return waiting
 end
 
 function M.on_exit(client_id)

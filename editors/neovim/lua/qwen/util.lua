@@ -177,6 +177,47 @@ function M.notify_user(msg, level)
   vim.notify('qwen: ' .. msg, level or vim.log.levels.INFO)
 end
 
+--- True while the person is typing (Insert, Replace or command-line
+--- mode): anything that asks or stops for a key must wait.
+function M.typing()
+  return vim.api.nvim_get_mode().mode:match('^[iRc]') ~= nil
+end
+
+local held = {}
+local held_group = nil
+
+--- Runs fn now, or when the person stops typing (leaves Insert or
+--- command-line mode).
+function M.when_not_typing(fn)
+  if not M.typing() then
+    return fn()
+  end
+  table.insert(held, fn)
+  if not held_group then
+    held_group = vim.api.nvim_create_augroup('qwen-when-not-typing', { clear = true })
+    vim.api.nvim_create_autocmd('ModeChanged', {
+      group = held_group,
+      callback = function()
+        vim.schedule(function()
+          if M.typing() or #held == 0 then
+            return
+          end
+          local list = held
+          held = {}
+          for _, f in ipairs(list) do
+            f()
+          end
+        end)
+      end,
+    })
+  end
+end
+
+--- How many functions wait for the person to stop typing.
+function M.held_count()
+  return #held
+end
+
 --- Notifies msg when it fits the command line, else short: a message
 --- wider than the command line stops Neovim at a hit-enter prompt, which
 --- takes the next keys the person types.

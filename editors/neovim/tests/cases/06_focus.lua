@@ -201,4 +201,57 @@ return {
       H.ok(H.exists(ws .. '/created-by-agent.txt'), 'the command ran once allowed')
     end,
   },
+  {
+    name = 'focus: a setup error that comes back while the person types is shown when they stop',
+    run = function(H)
+      H.workspace()
+      local tcp = vim.loop.new_tcp()
+      assert(tcp:bind('127.0.0.1', 0))
+      local port = tcp:getsockname().port
+      tcp:close()
+      local chan = H.child({ OPENAI_BASE_URL = string.format('http://127.0.0.1:%d/v1', port) })
+      H.child_lua(chan, [[
+        vim.cmd('edit main.go')
+        vim.cmd('QwenChat')
+      ]])
+      H.wait(10000, function()
+        return H.child_lua(chan, [[
+          local c = require('qwen.client').current(false)
+          return c ~= nil and require('qwen.client').is_ready(c.id)
+        ]])
+      end, 'the child to start qwen-ls')
+      H.child_lua(chan, [[require('qwen.session').prompt('hello')]])
+      local typed = {}
+      for i = 1, 30 do
+        local w = 'next prompt ' .. i .. ' '
+        table.insert(typed, w)
+        vim.rpcnotify(chan, 'nvim_input', w)
+        vim.wait(10, function() return false end, 5)
+      end
+      H.wait(10000, function()
+        return not H.child_lua(chan, [[return require('qwen.session').busy]])
+      end, 'the turn to fail')
+      local want = table.concat(typed)
+      vim.wait(5000, function()
+        return #H.child_lua(chan, [[return table.concat(vim.api.nvim_buf_get_lines(require('qwen.chat').input, 0, -1, false), '\n')]]) >= #want
+      end, 10)
+      local function errors()
+        local n = {}
+        for _, m in ipairs(H.child_lua(chan, 'return _G.notified')) do
+          if m.level >= vim.log.levels.ERROR then
+            table.insert(n, m.msg)
+          end
+        end
+        return n
+      end
+      H.eq(0, #errors(), 'no error shown while typing')
+      H.eq(want, H.child_lua(chan, [[return table.concat(vim.api.nvim_buf_get_lines(require('qwen.chat').input, 0, -1, false), '\n')]]), 'the input holds everything typed')
+      H.contains(H.child_lua(chan, [[return table.concat(require('qwen.chat').lines(), '\n')]]), 'model.baseUrl', 'the chat explains at once')
+      vim.rpcnotify(chan, 'nvim_input', '<Esc>')
+      H.wait(5000, function()
+        return #errors() == 1
+      end, 'the error after <Esc>')
+      H.contains(errors()[1], 'model.baseUrl', 'the setting to change')
+    end,
+  },
 }
