@@ -646,6 +646,7 @@ function M.open(r)
   show_in_window(r.buf)
   r.opened = true
   arm_leave(r)
+  render(r) -- lined up with this window's sign and number columns
   M.goto_hunk(r, first_pending(r) or 1)
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenReviewOpen', modeline = false })
   return r
@@ -659,13 +660,20 @@ function M.command(arg)
     return M.open()
   end
   local a = M.actions[arg]
-  local r = M.for_buffer() or M.list()[1]
   if not a then
     util.notify_user('unknown :QwenReview action ' .. arg .. '; use ' .. table.concat(M.action_order, ', '), vim.log.levels.ERROR)
     return
   end
+  local here = M.for_buffer()
+  local r = here or M.list()[1]
   if not r then
     util.notify_user('no edit is waiting for review')
+    return
+  end
+  -- The hunk actions work on the hunk under the cursor: in the review.
+  local per_hunk = { accept_hunk = true, reject_hunk = true, next_hunk = true, prev_hunk = true }
+  if per_hunk[arg] and not here then
+    util.notify_user(':QwenReview opens the review first; from here, accept-all or reject-all', vim.log.levels.WARN)
     return
   end
   a.fn(r)

@@ -89,7 +89,11 @@ return {
       H.wait_client()
       H.type_prompt('Shorten the Add comment and make Scale take a percentage')
       local r = H.wait_review()
-      -- decided from the chat, without opening the file
+      -- a hunk action needs the cursor on a hunk: not from elsewhere
+      vim.cmd('QwenReview accept-hunk')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided from another buffer')
+      -- decided from where the person is, without opening the file
+      H.ok(vim.api.nvim_get_current_buf() ~= r.buf, 'the reviewed file is not the current buffer')
       vim.cmd('QwenReview accept-all')
       H.wait_turn()
       local util = require('qwen.util')
