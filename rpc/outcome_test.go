@@ -118,3 +118,34 @@ func TestToolCallOutcomesTellRejectedCancelledAndFailedApart(t *testing.T) {
 		}
 	}
 }
+
+// ACP clients get the same outcome: a rejected edit is "rejected", not
+// only ACP's "failed".
+func TestACPToolCallOutcome(t *testing.T) {
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	c.answer = func(method string, params json.RawMessage) any {
+		if method == "session/request_permission" {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}
+		}
+		return acpError{-32601, method}
+	}
+	sid, root := acpSession(t, c, nil)
+	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{
+		{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", filepath.Join(root, "new.txt"), "content", "x\n")},
+	}})
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "write"}}})
+	var final map[string]json.RawMessage
+	for _, u := range c.updates() {
+		if string(u["toolCallId"]) == `"w"` && string(u["status"]) == `"failed"` {
+			final = u
+		}
+	}
+	if got := string(final["_meta"]); got != `{"qwen":{"outcome":"rejected"}}` {
+		t.Fatalf("the rejected call's _meta = %s", got)
+	}
+	// The reason is shown once: in the content, not again as rawOutput.
+	if !strings.Contains(string(final["content"]), "The user rejected") || final["rawOutput"] != nil {
+		t.Errorf("the rejected call's content %s and rawOutput %s", final["content"], final["rawOutput"])
+	}
+}
