@@ -149,3 +149,37 @@ func TestACPToolCallOutcome(t *testing.T) {
 		t.Errorf("the rejected call's content %s and rawOutput %s", final["content"], final["rawOutput"])
 	}
 }
+
+// A permission request leaves the call's title alone: ACP clients merge
+// its toolCall into the call they show.
+func TestACPPermissionKeepsTheCallTitle(t *testing.T) {
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	var asked []json.RawMessage
+	c.answer = func(method string, params json.RawMessage) any {
+		if method == "session/request_permission" {
+			asked = append(asked, params)
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}
+		}
+		return acpError{-32601, method}
+	}
+	sid, root := acpSession(t, c, nil)
+	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{
+		{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", filepath.Join(root, "new.txt"), "content", "x\n")},
+	}})
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "write"}}})
+	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: jsonArgs("command", "touch x")}}})
+	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "run"}}})
+	if len(asked) != 2 {
+		t.Fatalf("%d permission requests, want 2", len(asked))
+	}
+	for _, p := range asked {
+		var req struct {
+			ToolCall map[string]json.RawMessage `json:"toolCall"`
+		}
+		json.Unmarshal(p, &req)
+		if title, ok := req.ToolCall["title"]; ok {
+			t.Errorf("the permission request sets the call's title to %s", title)
+		}
+	}
+}
