@@ -7,7 +7,7 @@
 -- server shows and answers every edit confirmation with "Allow".
 local child_setup = [[
 local bin, ws, env, attach_all = ...
-_G.rec = { messages = {}, asked = {}, shown = {}, titles = {} }
+_G.rec = { messages = {}, asked = {}, actions = {}, shown = {}, titles = {} }
 vim.cmd('cd ' .. vim.fn.fnameescape(ws))
 vim.cmd('edit calc/calc.go')
 local handlers = vim.lsp.handlers
@@ -16,6 +16,11 @@ handlers['window/showMessage'] = function(_, result)
 end
 handlers['window/showMessageRequest'] = function(_, result)
   table.insert(rec.asked, result.message)
+  local titles = {}
+  for _, a in ipairs(result.actions or {}) do
+    table.insert(titles, a.title)
+  end
+  table.insert(rec.actions, titles)
   for _, a in ipairs(result.actions or {}) do
     if a.title == 'Allow' then
       return a
@@ -128,6 +133,19 @@ local function start_child(H, attach_all)
   end
   return child
 end
+
+-- Sends a prompt as `qwen-ls.prompt` with its text and waits for the
+-- command's answer.
+local child_prompt = [[
+  local text = ...
+  local c = vim.lsp.get_client_by_id(rec.id)
+  local out
+  c.request('workspace/executeCommand', { command = 'qwen-ls.prompt', arguments = { text } }, function(err, result)
+    out = { err = err, result = result }
+  end, 0)
+  vim.wait(20000, function() return out ~= nil end, 20)
+  return out
+]]
 
 local function transcripts(H)
   return vim.fn.glob(H.home .. '/.qwen/transcripts/*/*.md', false, true)
@@ -251,6 +269,47 @@ return {
       local reqs = H.requests()
       local msgs = reqs[1].messages
       H.eq('What is in the calc package?', msgs[#msgs].content, 'the saved question was sent')
+    end,
+  },
+  {
+    name = 'bare LSP: a new file written on disk is announced, after a confirmation with its text',
+    run = function(H)
+      H.workspace()
+      H.model('new-file.txtar')
+      local child = start_child(H, false)
+      local out = child.lua(child_prompt, 'Add a test for Add.')
+      H.ok(out and out.err == nil, 'the prompt answers: ' .. vim.inspect(out))
+      H.eq('I added a test for Add.', out.result.text, 'the command result')
+      local rec = child.rec()
+      H.eq(1, #rec.asked, 'one confirmation')
+      H.contains(rec.asked[1], 'qwen-ls wants to create calc/calc_test.go (+9 -0):\n', 'the head')
+      H.contains(rec.asked[1], '\n+func TestAdd(t *testing.T) {\n', 'the new text as a diff')
+      H.eq({ 'Allow', 'Allow for session', 'Reject' }, rec.actions[1], 'the edit choices')
+      H.contains(rec.messages, 'qwen-ls wrote calc/calc_test.go (+9 -0)', 'the disk-write notice')
+      H.contains(rec.messages, 'qwen: I added a test for Add.', 'the answer')
+      H.contains(H.read(H.ws .. '/calc/calc_test.go'), 'func TestAdd', 'the file on disk')
+    end,
+  },
+  {
+    name = "bare LSP: a command's permission offers the server's options by name",
+    run = function(H)
+      H.workspace()
+      H.model('shell-permission.txtar')
+      local child = start_child(H, false)
+      local out = child.lua(child_prompt, 'Make the marker file.')
+      H.ok(out and out.err == nil, 'the prompt answers: ' .. vim.inspect(out))
+      local rec = child.rec()
+      H.eq(1, #rec.asked, 'one permission request')
+      H.contains(rec.asked[1], 'touch created-by-agent.txt && echo made it', 'the command')
+      local titles = rec.actions[1]
+      -- An untrusted folder: four options, no project rule, no ids.
+      H.eq(4, #titles, 'the options: ' .. vim.inspect(titles))
+      H.eq('Allow', titles[1], 'option 1')
+      H.eq('Allow touch for this session', titles[2], 'option 2')
+      H.ok(titles[3]:find('^Always allow for this user: '), 'option 3: ' .. titles[3])
+      H.eq('Reject', titles[4], 'option 4')
+      H.ok(not table.concat(titles, ' '):find('proceed_', 1, true), 'no option ids')
+      H.ok(H.exists(H.ws .. '/created-by-agent.txt'), 'the allowed command ran')
     end,
   },
 }
