@@ -1,6 +1,8 @@
 package rpc_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -656,5 +659,39 @@ func TestPlainPermissionOffersTheServersOptions(t *testing.T) {
 		if data, _ := os.ReadFile(out); string(data) != "one\n" {
 			t.Fatalf("answer %q ran the command: out.txt = %q", ans, data)
 		}
+	}
+}
+
+// A project keeps its 50 most recent transcripts.
+func TestPlainOldTranscriptsArePruned(t *testing.T) {
+	c := startPlain(t, false, false)
+	sum := sha256.Sum256([]byte(c.root))
+	dir := filepath.Join(c.e.Home, "transcripts", filepath.Base(c.root)+"-"+hex.EncodeToString(sum[:4]))
+	os.MkdirAll(dir, 0o700)
+	old := time.Now().Add(-time.Hour)
+	for i := 0; i < 60; i++ {
+		p := filepath.Join(dir, fmt.Sprintf("old-%02d.md", i))
+		os.WriteFile(p, []byte("# old\n"), 0o600)
+		at := old.Add(time.Duration(i) * time.Second)
+		os.Chtimes(p, at, at)
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a transcript"), 0o600)
+	c.model.Push(modeltest.Response{Text: "first"})
+	if _, err := c.execPrompt("hi"); err != nil {
+		t.Fatal(err)
+	}
+	mds, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+	olds, _ := filepath.Glob(filepath.Join(dir, "old-*.md"))
+	if len(mds) != 50 || len(olds) != 49 {
+		t.Fatalf("%d transcripts, %d old ones", len(mds), len(olds))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old-11.md")); err != nil {
+		t.Fatal("a recent old transcript was removed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old-10.md")); err == nil {
+		t.Fatal("the oldest beyond 50 was kept")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal("a file that is no transcript was removed")
 	}
 }

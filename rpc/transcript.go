@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -116,10 +117,49 @@ func (s *Server) transcriptFor(sessionID string) *transcript {
 		t.openAsk = endsWithOpenAsk(t.written)
 	} else {
 		t.pending = append(t.pending, "# qwen-ls conversation\n\n"+transcriptHint+"\n\n")
+		s.pruneTranscripts(filepath.Dir(t.path))
 	}
 	s.plain.bySess[sessionID] = t
 	s.plain.byPath[t.path] = t
 	return t
+}
+
+// keptTranscripts is how many transcripts a project keeps: a new one
+// removes the oldest beyond it.
+const keptTranscripts = 50
+
+// pruneTranscripts removes the oldest transcripts of dir beyond
+// keptTranscripts-1, making room for a new one; those of this connection
+// stay. Called with s.plain.mu held.
+func (s *Server) pruneTranscripts(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type item struct {
+		path string
+		mod  time.Time
+	}
+	var items []item
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		items = append(items, item{filepath.Join(dir, e.Name()), fi.ModTime()})
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].mod.After(items[j].mod) })
+	for i, it := range items {
+		if i < keptTranscripts-1 || s.plain.byPath[it.path] != nil {
+			continue
+		}
+		if err := os.Remove(it.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Debugf("qwen: an old transcript could not be removed: %v", err)
+		}
+	}
 }
 
 // transcriptAt returns the transcript stored at path, if this connection
