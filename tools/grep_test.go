@@ -472,7 +472,7 @@ func TestGrepContentKinds(t *testing.T) {
 	got := grepBoth(t, files, nil, `{"pattern":"^\\s*needle"}`)
 	want := "4 matching lines for \"^\\s*needle\" in the workspace:\n---\n" +
 		"File: bom8.txt\nL1: needle after a BOM\n---\n" +
-		"File: crlf.txt\nL2: needle with CRLF\n---\n" +
+		"File: crlf.txt\nL2:   needle with CRLF\n---\n" +
 		"File: noext\nL1: needle in a text file without an extension\n---\n" +
 		"File: utf16.txt\nL1: needle\n---"
 	if got != want {
@@ -687,5 +687,23 @@ func TestGrepScanRefusesAFolderSwappedForAnOutsideLink(t *testing.T) {
 		if data, ok := w2.load(grepTarget{path: filepath.Join(noRead, "a.txt"), size: -1}); !ok || string(data) != "inside\n" {
 			t.Errorf("a file in a folder without read permission = %q, %v; want it read", data, ok)
 		}
+	}
+}
+
+// A matching line keeps its indentation (tabs or spaces), which the edit
+// tool needs exact; trailing blanks go, as in read_file.
+func TestGrepKeepsIndentation(t *testing.T) {
+	files := map[string]string{
+		"a.go":  "package a\n\nfunc f() {\n\tif x {\n\t\treturn needle\n\t}\n}\n",
+		"b.py":  "def f():\n    needle = 1  \n",
+		"c.txt": "  needle in CRLF\r\n",
+	}
+	got := grepBoth(t, files, nil, `{"pattern":"needle"}`)
+	want := "3 matching lines for \"needle\" in the workspace:\n---\n" +
+		"File: a.go\nL5: \t\treturn needle\n---\n" +
+		"File: b.py\nL2:     needle = 1\n---\n" +
+		"File: c.txt\nL1:   needle in CRLF\n---"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
