@@ -90,3 +90,26 @@ func TestExecPrintsRetriesApartFromThoughts(t *testing.T) {
 		t.Errorf("stderr:\n%s", errb.String())
 	}
 }
+
+// A first request too long for a small local window: exec fails at once
+// with a message that says what to change, not only the server's words.
+func TestExecSaysWhatToDoWhenTheWindowIsTooSmall(t *testing.T) {
+	m := modeltest.Start(t, modeltest.Response{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 2048 tokens. However, your messages resulted in 7100 tokens. Please reduce the length of the messages.","type":"invalid_request_error","code":"context_length_exceeded"}}`})
+	cmd := exec.Command(binPath, "exec", "-p", "hello", "--cwd", t.TempDir())
+	cmd.Env = execEnv(t, "OPENAI_BASE_URL="+m.URL, "OPENAI_MODEL=scripted")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitError {
+		t.Fatalf("exec: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	for _, want := range []string{"counted 7100 tokens against a window of 2048", "model.contextWindow", "smaller request"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if n := len(m.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1", n)
+	}
+}
