@@ -320,4 +320,18 @@ func TestContextLengthCutsTheCurrentTurnsHugeOutput(t *testing.T) {
 	if cuts != 1 {
 		t.Errorf("context_compressed updates report %d cut outputs, want 1", cuts)
 	}
+	// The editor's replay still shows the whole output.
+	st.host.mu.Lock()
+	st.host.updates = nil
+	st.host.mu.Unlock()
+	s.Replay()
+	whole := false
+	for _, u := range st.host.all() {
+		if c, ok := u.Content.([]session.ToolContent); ok && u.Kind == session.UpdateToolCallUpd && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == out.String() {
+			whole = true
+		}
+	}
+	if !whole {
+		t.Error("the replay does not show the whole output")
+	}
 }
