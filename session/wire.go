@@ -637,6 +637,7 @@ func (s *sseReader) next() ([]byte, error) {
 type thinkSplitter struct {
 	in      bool // inside <think>
 	started bool // text other than white space has been seen
+	trimNL  bool // just after </think>
 	pending string
 }
 
@@ -656,8 +657,7 @@ func (t *thinkSplitter) feed(s string) (text, thought string) {
 			if i := strings.Index(s, thinkClose); i >= 0 {
 				rb.WriteString(s[:i])
 				s = s[i+len(thinkClose):]
-				t.in = false
-				s = strings.TrimLeft(s, "\r\n")
+				t.in, t.trimNL = false, true
 				continue
 			}
 			keep := partialSuffix(s, thinkClose)
@@ -666,6 +666,13 @@ func (t *thinkSplitter) feed(s string) (text, thought string) {
 			break
 		}
 		if t.started {
+			if t.trimNL {
+				// The blank lines after </think> belong to neither.
+				if s = strings.TrimLeft(s, "\r\n"); s == "" {
+					break
+				}
+				t.trimNL = false
+			}
 			// Only a leading <think> opens a thought: a tag later in the
 			// text is the text's own.
 			tb.WriteString(s)
