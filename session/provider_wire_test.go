@@ -325,3 +325,34 @@ func TestEveryFixtureIsReadable(t *testing.T) {
 		}
 	}
 }
+
+// Any bytes as an answer end in a response or an error, never a panic,
+// and the answer's bound holds.
+func FuzzReadAnswer(f *testing.F) {
+	for _, name := range []string{"dashscope/stream-thinking.sse", "vllm/think-in-content.sse", "vllm/tool-call-text.sse", "openrouter/stream-text.sse", "vllm/nonstream-answer.json", "broken/garbage.sse"} {
+		data, err := os.ReadFile(fixture(name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, strings.HasSuffix(name, ".json"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, asJSON bool) {
+		m := NewOpenAIModel(ModelConfig{Provider: "vllm"}, RetryPolicy{})
+		a := &answerReader{m: m, req: ModelRequest{Tools: readDecl}, limit: 1 << 16}
+		var resp *ModelResponse
+		var err error
+		if asJSON {
+			resp, err = a.readJSON(strings.NewReader(string(data)))
+		} else {
+			resp, err = a.readSSE(strings.NewReader(string(data)))
+		}
+		if err != nil {
+			return
+		}
+		m.provider.finish(resp, a.req)
+		repairCalls(resp)
+		if n := len(resp.Text) + len(resp.Reasoning); n > 1<<16+1<<10 {
+			t.Fatalf("answer of %d bytes past the bound", n)
+		}
+	})
+}
