@@ -4,7 +4,9 @@
 // Response, and records what it was sent. Tests script text, reasoning,
 // tool calls with arguments split across chunks, usage, and faults (error
 // statuses with Retry-After, streams cut mid-way, garbage arguments, slow
-// answers). The entry points are NewServer (for programs such as the demo)
+// answers), and replays recorded answers byte for byte (RawFile, RawBody:
+// the shapes of real providers in testdata/providers, optionally stalling
+// part way). The entry points are NewServer (for programs such as the demo)
 // and Start (for tests, closed when the test ends).
 package modeltest
 
