@@ -356,3 +356,23 @@ func FuzzReadAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A refused connection fails at once; a stream cut mid-way is retried.
+func TestRetriesMatchTheFailure(t *testing.T) {
+	srv := modeltest.Start(t)
+	url := srv.URL
+	srv.Close()
+	m := NewOpenAIModel(ModelConfig{Name: "m", BaseURL: url}, fastRetry)
+	_, err := m.Stream(t.Context(), ModelRequest{Messages: []Message{{Role: "user", Text: "u"}}}, StreamEvents{})
+	if me := modelError(t, err); me.Kind != ErrUnreachable || me.Attempts != 1 {
+		t.Fatalf("%v: kind %d, %d attempts", err, me.Kind, me.Attempts)
+	}
+	cut := raw("dashscope/stream-text.sse")
+	cut.StallAfter = 150 // then the connection closes: a cut stream
+	srv = modeltest.Start(t, cut, raw("dashscope/stream-text.sse"))
+	var retries int
+	resp, err := stream(t, modelFor(t, srv, ModelConfig{}), StreamEvents{OnRetry: func(int, time.Duration, error) { retries++ }})
+	if err != nil || retries != 1 || resp.Text != "The file defines one function." {
+		t.Fatalf("%v, %d retries", err, retries)
+	}
+}

@@ -402,6 +402,10 @@ func (a *answerReader) readSSE(r io.Reader) (*ModelResponse, error) {
 		events++
 		var c wireChunk
 		if err := json.Unmarshal(data, &c); err != nil {
+			if sse.cut {
+				// The body ended inside this event: a cut stream.
+				return nil, &ModelError{Kind: ErrTransient, Message: "the stream ended inside an event"}
+			}
 			return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the stream sent an event that is not JSON (%v): %q", err, head(data))}
 		}
 		if msg := c.inBandError(data); msg != "" {
@@ -565,6 +569,8 @@ type sseReader struct {
 	other      int
 	firstOther string
 	line       []byte
+	// cut is set when the last event had no closing blank line.
+	cut bool
 }
 
 func (s *sseReader) readLine() ([]byte, error) {
@@ -596,6 +602,9 @@ func (s *sseReader) next() ([]byte, error) {
 	for {
 		line, err := s.readLine()
 		if err == io.EOF && data != nil {
+			// The body ended before the blank line that closes the
+			// event: used if it is whole, else the stream was cut.
+			s.cut = true
 			return data, nil
 		}
 		if err != nil {
