@@ -344,6 +344,7 @@ func (a *answerReader) tooLarge() error {
 
 // readJSON takes a whole chat.completion as the answer.
 func (a *answerReader) readJSON(r io.Reader) (*ModelResponse, error) {
+	defer a.release()
 	data, err := io.ReadAll(io.LimitReader(r, int64(a.limit)*2+1))
 	if err != nil {
 		return nil, err
@@ -380,11 +381,7 @@ func (a *answerReader) readJSON(r io.Reader) (*ModelResponse, error) {
 
 // readSSE reads an event stream to its end.
 func (a *answerReader) readSSE(r io.Reader) (*ModelResponse, error) {
-	defer func() {
-		if a.undo != nil {
-			a.undo()
-		}
-	}()
+	defer a.release()
 	// A line may hold the whole answer, escaped: allow for the escapes.
 	sse := &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: a.limit + a.limit/4 + 1<<20}
 	events := 0
@@ -433,6 +430,14 @@ func (a *answerReader) readSSE(r io.Reader) (*ModelResponse, error) {
 		return nil, &ModelError{Kind: ErrTransient, Message: "the stream ended before the answer was complete"}
 	}
 	return a.done(), nil
+}
+
+// release undoes the tighter collection that large arguments asked for.
+func (a *answerReader) release() {
+	if a.undo != nil {
+		a.undo()
+		a.undo = nil
+	}
 }
 
 func head(b []byte) string {
