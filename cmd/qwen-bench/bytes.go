@@ -76,6 +76,7 @@ func bytesBench(b *bench) error {
 		return fmt.Errorf("no request carried DashScope's cache marks: the endpoint was not taken for DashScope")
 	}
 	share := 100 * float64(cached) / float64(ours)
+	later := 100 * float64(cached) / float64(ours-len(reqs[0].Body))
 	b.logf("qwen-ls: %d requests (%d with DashScope's cache marks), %d bytes, %d inside a cacheable prefix", len(reqs), marked, ours, cached)
 
 	r := row{section: "model bytes", what: "bytes sent to the model, scripted 10-step task", ours: float64(ours) / 1000, unit: "KB",
@@ -92,6 +93,8 @@ func bytesBench(b *bench) error {
 	b.add(r)
 	b.add(row{section: "model bytes", what: "share of qwen-ls's request bytes in a cacheable prefix (DashScope)", ours: share,
 		text: fmt.Sprintf("%.1f%%", share), target: "at least 90%", limited: true, atLeast: true, limit: 90})
+	b.add(row{section: "model bytes", what: "the same, after the first request (which writes the cache)", ours: later,
+		text: fmt.Sprintf("%.1f%%", later), target: "—"})
 	return nil
 }
 
