@@ -26,6 +26,8 @@ type provider struct {
 	// toolCallText parses Qwen's <tool_call>{...}</tool_call> text in the
 	// content as calls, when the server has no tool parser.
 	toolCallText bool
+	// window asks the server for its context window (nil: it cannot).
+	window windowProbe
 	// header and extra add headers and top-level body fields.
 	header func(cfg ModelConfig) map[string]string
 	extra  func(cfg ModelConfig, model string, req ModelRequest) map[string]any

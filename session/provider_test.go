@@ -2,6 +2,9 @@ package session
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -183,5 +186,48 @@ func TestToolCallTextBecomesACall(t *testing.T) {
 	// OpenAI's answers are left alone.
 	if openAI.toolCallText || openAI.thinkTags {
 		t.Fatal("OpenAI profile rewrites answers")
+	}
+}
+
+// Local servers are asked for their context window, each its own way.
+func TestContextWindowOfLocalServers(t *testing.T) {
+	serve := func(path, file string) string {
+		data, err := os.ReadFile(fixture(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(data)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/v1"
+	}
+	cases := []struct {
+		provider, model, path, file string
+		want                        int
+	}{
+		{"vllm", "Qwen/Qwen3-8B", "/v1/models", "vllm/models.json", 32768},
+		{"llamacpp", "qwen3", "/props", "llamacpp/props.json", 16384},
+		{"ollama", "qwen3:8b", "/api/show", "ollama/show.json", 12288},
+		{"lmstudio", "qwen3-8b", "/api/v0/models/qwen3-8b", "lmstudio/model.json", 8192},
+	}
+	for _, c := range cases {
+		m := NewOpenAIModel(ModelConfig{Name: c.model, BaseURL: serve(c.path, c.file), Provider: c.provider}, RetryPolicy{})
+		if got := m.ContextWindow(t.Context()); got != c.want {
+			t.Errorf("%s: window %d, want %d", c.provider, got, c.want)
+		}
+		// A server that answers something else is "unknown".
+		other := NewOpenAIModel(ModelConfig{Name: c.model, BaseURL: serve("/nothing", c.file), Provider: c.provider}, RetryPolicy{})
+		if got := other.ContextWindow(t.Context()); got != 0 {
+			t.Errorf("%s: window %d from a server without the endpoint", c.provider, got)
+		}
+	}
+	if got := NewOpenAIModel(ModelConfig{Name: "m", BaseURL: serve("/v1/models", "vllm/models.json"), Provider: "openai"}, RetryPolicy{}).ContextWindow(t.Context()); got != 0 {
+		t.Errorf("openai profile asked for a window: %d", got)
 	}
 }
