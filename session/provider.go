@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -75,11 +76,31 @@ func providerFor(cfg ModelConfig) *provider {
 		return openAI
 	}
 	for _, p := range providers {
+		if p == compatible && !onPrivateNetwork(u) {
+			// A hosted API we do not know may refuse fields it does
+			// not know (Groq, Mistral and Cerebras refuse
+			// reasoning_content): send only the protocol's.
+			c := *compatible
+			c.reasoning = reasoningNever
+			return &c
+		}
 		if p.match != nil && p.match(u, cfg) {
 			return p
 		}
 	}
 	return compatible
+}
+
+// onPrivateNetwork reports whether an endpoint is on this machine or a
+// private network (an IP in a private range, or a name without a dot):
+// where an OpenAI-compatible server is most likely vLLM, SGLang or
+// llama.cpp under another port.
+func onPrivateNetwork(u *url.URL) bool {
+	h := strings.ToLower(u.Hostname())
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
+	}
+	return h == "localhost" || !strings.Contains(h, ".") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal")
 }
 
 // ProviderNames lists the profiles ModelConfig.Provider may name.

@@ -32,6 +32,14 @@ func TestProviderFromBaseURL(t *testing.T) {
 			t.Errorf("%q: %s, want %s", url, got, want)
 		}
 	}
+	// Thinking goes back to an unknown server on a private network, not
+	// to an unknown hosted API.
+	for url, want := range map[string]reasoningRule{"http://127.0.0.1:9999/v1": reasoningKept, "http://10.0.0.5:30000/v1": reasoningKept,
+		"http://gpu-box:30000/v1": reasoningKept, "https://api.groq.com/openai/v1": reasoningNever} {
+		if got := providerFor(ModelConfig{BaseURL: url}).reasoning; got != want {
+			t.Errorf("%s: reasoning rule %d, want %d", url, got, want)
+		}
+	}
 	if got := providerFor(ModelConfig{BaseURL: "http://127.0.0.1:9999/v1", Provider: "DashScope"}).name; got != "dashscope" {
 		t.Errorf("override: %s", got)
 	}
