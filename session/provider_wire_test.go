@@ -376,3 +376,14 @@ func TestRetriesMatchTheFailure(t *testing.T) {
 		t.Fatalf("%v, %d retries", err, retries)
 	}
 }
+
+// Content sent as a list of text parts is read as its text.
+func TestContentAsParts(t *testing.T) {
+	body := []byte(`data: {"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},"finish_reason":null}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"content":null},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	srv := modeltest.Start(t, modeltest.Response{RawBody: body, ContentType: "text/event-stream"})
+	resp, err := stream(t, modelFor(t, srv, ModelConfig{}), StreamEvents{})
+	if err != nil || resp.Text != "ab" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+}

@@ -238,12 +238,12 @@ func encodeTools(decls []ToolDecl) json.RawMessage {
 
 // wireDelta is a chunk's delta, or a JSON answer's message.
 type wireDelta struct {
-	Content string `json:"content"`
+	Content flexText `json:"content"`
 	// ReasoningContent is DashScope's, vLLM's, DeepSeek's and llama.cpp's
 	// thinking; Reasoning is Ollama's and OpenRouter's.
-	ReasoningContent string `json:"reasoning_content"`
-	Reasoning        string `json:"reasoning"`
-	Refusal          string `json:"refusal"`
+	ReasoningContent flexText `json:"reasoning_content"`
+	Reasoning        flexText `json:"reasoning"`
+	Refusal          flexText `json:"refusal"`
 	ToolCalls        []struct {
 		Index    int    `json:"index"`
 		ID       string `json:"id"`
@@ -253,6 +253,37 @@ type wireDelta struct {
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls"`
+}
+
+// flexText is a text field that a few servers send as a list of parts
+// ([{"type": "text", "text": ...}]) instead of a string: the parts' text,
+// joined.
+type flexText string
+
+func (f *flexText) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '[' {
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(data, &parts); err != nil {
+			return err
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		*f = flexText(b.String())
+		return nil
+	}
+	if string(data) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	*f = flexText(s)
+	return nil
 }
 
 type wireUsage struct {
@@ -354,7 +385,7 @@ func (a *answerReader) readJSON(r io.Reader) (*ModelResponse, error) {
 	}
 	var c wireChunk
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the answer is not valid JSON (%v): %q", err, head(data))}
+		return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the answer is not a chat completion (%v): %q", err, head(data))}
 	}
 	if msg := c.inBandError(data); msg != "" {
 		return nil, &ModelError{Kind: ErrFatal, Message: msg}
@@ -403,7 +434,7 @@ func (a *answerReader) readSSE(r io.Reader) (*ModelResponse, error) {
 				// The body ended inside this event: a cut stream.
 				return nil, &ModelError{Kind: ErrTransient, Message: "the stream ended inside an event"}
 			}
-			return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the stream sent an event that is not JSON (%v): %q", err, head(data))}
+			return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the stream sent an event that is not a chat-completion chunk (%v): %q", err, head(data))}
 		}
 		if msg := c.inBandError(data); msg != "" {
 			return nil, &ModelError{Kind: ErrFatal, Message: msg}
@@ -449,20 +480,20 @@ func head(b []byte) string {
 
 // delta adds one chunk's delta to the answer.
 func (a *answerReader) delta(d wireDelta) error {
-	if r := d.ReasoningContent + d.Reasoning; r != "" {
+	if r := string(d.ReasoningContent + d.Reasoning); r != "" {
 		a.addReasoning(r)
 	}
 	if d.Content != "" {
 		if a.m.provider.thinkTags {
-			text, thought := a.think.feed(d.Content)
+			text, thought := a.think.feed(string(d.Content))
 			a.addReasoning(thought)
 			a.addText(text)
 		} else {
-			a.addText(d.Content)
+			a.addText(string(d.Content))
 		}
 	}
 	if d.Refusal != "" {
-		a.refusal.WriteString(d.Refusal)
+		a.refusal.WriteString(string(d.Refusal))
 		a.size += len(d.Refusal)
 	}
 	for i, tc := range d.ToolCalls {
