@@ -2,6 +2,7 @@ package session
 
 import (
 	"net/url"
+	"reflect"
 	"sync"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
@@ -35,7 +36,7 @@ func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model,
 		cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}
 		mu.Lock()
 		defer mu.Unlock()
-		if cached == nil || cfg != last {
+		if cached == nil || !reflect.DeepEqual(cfg, last) {
 			cached, last = NewOpenAIModel(cfg, retry), cfg
 		}
 		return cached, nil

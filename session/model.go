@@ -1,15 +1,16 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID names the call a tool message answers.
 	ToolCallID string
+	// Reasoning is an assistant message's thinking, kept so that it can
+	// be sent back to providers that want it (provider.go).
+	Reasoning string
 }
 
 // Part is one part of a multi-part user message.
@@ -71,6 +75,10 @@ type ModelRequest struct {
 	Tools    []ToolDecl
 	// MaxTokens caps the answer (0: the endpoint's default).
 	MaxTokens int
+	// SessionID and PromptID name the session and the user prompt the
+	// request serves, for providers that take request metadata
+	// (DashScope); empty leaves the metadata out.
+	SessionID, PromptID string
 }
 
 // Usage counts tokens.
@@ -78,11 +86,15 @@ type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
 	TotalTokens  int `json:"totalTokens"`
+	// CachedTokens is the part of InputTokens the provider read from its
+	// prompt cache (prompt_tokens_details.cached_tokens, or DeepSeek's
+	// prompt_cache_hit_tokens).
+	CachedTokens int `json:"cachedTokens"`
 }
 
 // Add sums u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens}
+	return Usage{u.InputTokens + v.InputTokens, u.OutputTokens + v.OutputTokens, u.TotalTokens + v.TotalTokens, u.CachedTokens + v.CachedTokens}
 }
 
 // ModelResponse is the model's whole answer to one request.
@@ -220,7 +232,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// ModelConfig says which endpoint and model to use.
+// ModelConfig says which endpoint and model to use, and how to talk to it.
+// The zero value of each field beyond Name, BaseURL and APIKey means its
+// default.
 type ModelConfig struct {
 	Name    string
 	BaseURL string
@@ -229,13 +243,39 @@ type ModelConfig struct {
 	// tool calls together); 0 means 64 MiB. A longer answer fails
 	// without being read to the end.
 	MaxResponseBytes int
+	// Timeout bounds the wait for the endpoint to start answering (its
+	// status and headers), as model.generationConfig.timeout does in Qwen
+	// Code; 0 means 120 s (10 min for an endpoint on this machine, where
+	// a local server reads the prompt before it answers). A request that
+	// times out is not retried.
+	Timeout time.Duration
+	// IdleTimeout bounds the silence inside an answer: no byte for this
+	// long fails the attempt, which is retried. 0 means 60 s (5 min for
+	// an endpoint on this machine).
+	IdleTimeout time.Duration
+	// MaxRetries is the number of retries after the first attempt of a
+	// failure that retrying can fix; 0 keeps the RetryPolicy's, and a
+	// negative value turns retries off.
+	MaxRetries int
+	// SamplingParams (temperature, top_p, max_tokens...) and ExtraBody are
+	// added to the request body's top level, ExtraBody last so it wins
+	// over the provider's own fields. Keys the client owns (model,
+	// messages, tools, stream, stream_options) are never replaced.
+	SamplingParams map[string]any
+	ExtraBody      map[string]any
+	// Provider names the provider profile (provider.go) when the base
+	// URL does not tell it: dashscope, deepseek, openrouter, openai,
+	// ollama, lmstudio, llamacpp, vllm, or openai-compatible. Empty
+	// picks it from the base URL.
+	Provider string
 }
 
 // OpenAIModel talks to any OpenAI-compatible chat-completions endpoint.
 type OpenAIModel struct {
-	cfg    ModelConfig
-	client openai.Client
-	retry  RetryPolicy
+	cfg      ModelConfig
+	client   openai.Client
+	retry    RetryPolicy
+	provider *provider
 
 	// toolsMu guards the converted declarations of the last request: the
 	// set rarely changes between requests, and decoding every schema each
@@ -258,11 +298,46 @@ func NewOpenAIModel(cfg ModelConfig, retry RetryPolicy) *OpenAIModel {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	return &OpenAIModel{cfg: cfg, client: openai.NewClient(opts...), retry: retry.withDefaults()}
+	retry = retry.withDefaults()
+	switch {
+	case cfg.MaxRetries > 0:
+		retry.Attempts = cfg.MaxRetries
+	case cfg.MaxRetries < 0:
+		retry.Attempts = 0
+	}
+	return &OpenAIModel{cfg: cfg, client: openai.NewClient(opts...), retry: retry, provider: providerFor(cfg)}
 }
 
 // Name implements Model.
 func (m *OpenAIModel) Name() string { return m.cfg.Name }
+
+// ProviderName is the provider profile in use (provider.go).
+func (m *OpenAIModel) ProviderName() string { return m.provider.name }
+
+const (
+	defaultTimeout          = 120 * time.Second
+	defaultIdleTimeout      = 60 * time.Second
+	defaultLocalTimeout     = 10 * time.Minute
+	defaultLocalIdleTimeout = 5 * time.Minute
+)
+
+func (m *OpenAIModel) timeouts() (start, idle time.Duration) {
+	start, idle = m.cfg.Timeout, m.cfg.IdleTimeout
+	local := isLoopback(m.cfg.BaseURL)
+	if start <= 0 {
+		start = defaultTimeout
+		if local {
+			start = defaultLocalTimeout
+		}
+	}
+	if idle <= 0 {
+		idle = defaultIdleTimeout
+		if local {
+			idle = defaultLocalIdleTimeout
+		}
+	}
+	return start, idle
+}
 
 // Complete implements Model: one attempt, no streaming.
 func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error) {
@@ -270,31 +345,21 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelRes
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: m.modelName(req)}, option.WithRequestBody("application/json", body))
+	resp, _, err := m.attempt(ctx, req, body, StreamEvents{})
 	if err != nil {
-		return nil, m.label(classify(ctx, err), req)
+		return nil, m.label(err, req)
 	}
-	if len(c.Choices) == 0 {
-		return nil, &ModelError{Kind: ErrFatal, Message: "the answer has no choices"}
-	}
-	ch := c.Choices[0]
-	out := &ModelResponse{Text: ch.Message.Content, Refusal: ch.Message.Refusal, FinishReason: ch.FinishReason,
-		Usage: Usage{int(c.Usage.PromptTokens), int(c.Usage.CompletionTokens), int(c.Usage.TotalTokens)}}
-	for _, tc := range ch.Message.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-	}
-	return out, nil
+	return resp, nil
 }
 
-// Stream implements Model, retrying transient failures.
+// Stream implements Model, retrying the failures that retrying can fix.
 func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error) {
 	body, err := m.body(req, true)
 	if err != nil {
 		return nil, err
 	}
-	params := openai.ChatCompletionNewParams{Model: m.modelName(req)}
 	for attempt := 0; ; attempt++ {
-		resp, shown, err := m.streamOnce(ctx, params, body, ev)
+		resp, shown, err := m.attempt(ctx, req, body, ev)
 		if err == nil {
 			return resp, nil
 		}
@@ -348,114 +413,98 @@ func backoff(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration
 	return p.Base/2 + time.Duration(rand.Int64N(int64(ceil)))
 }
 
-func (m *OpenAIModel) streamOnce(ctx context.Context, params openai.ChatCompletionNewParams, body []byte, ev StreamEvents) (*ModelResponse, bool, error) {
-	stream := m.client.Chat.Completions.NewStreaming(ctx, params, option.WithRequestBody("application/json", body))
-	defer stream.Close()
-	out := &ModelResponse{}
-	var text, reasoning, refusal strings.Builder
-	// Arguments arrive in many small pieces; a builder per call keeps
-	// collecting them linear (appending to a string copies all of it
-	// each time: minutes for a few megabytes sent a token at a time).
-	// Arguments past MaxArgumentBytes are only counted: such a call is
-	// refused anyway, and holding them would cost their size again at
-	// every growth of the builder.
-	type callParts struct {
-		id         string
-		name, args strings.Builder
-		dropped    int
+// Why an attempt's context was cancelled by the client itself.
+var (
+	errStartTimeout = errors.New("start timeout")
+	errIdleTimeout  = errors.New("idle timeout")
+)
+
+// attempt sends one request and reads its answer, streamed or not: an
+// endpoint that answers a streaming request with one JSON completion is
+// taken at its word. shown is whether any of the answer reached ev.
+func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte, ev StreamEvents) (*ModelResponse, bool, error) {
+	start, idle := m.timeouts()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	startTimer := time.AfterFunc(start, func() { cancel(errStartTimeout) })
+	var raw *http.Response
+	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
+	for k, v := range m.provider.headers(m.cfg) {
+		opts = append(opts, option.WithHeader(k, v))
 	}
-	calls := map[int64]*callParts{}
-	var order []int64
-	tight := false
-	shown := false
-	size := 0
+	err := m.client.Post(actx, "chat/completions", nil, &raw, opts...)
+	startTimer.Stop()
+	if err != nil {
+		if raw != nil && raw.Body != nil {
+			raw.Body.Close()
+		}
+		return nil, false, m.failure(ctx, actx, err, start, idle)
+	}
+	rb := &idleBody{rc: raw.Body, idle: idle}
+	rb.timer = time.AfterFunc(idle, func() { cancel(errIdleTimeout) })
+	defer rb.Close()
 	limit := m.cfg.MaxResponseBytes
 	if limit <= 0 {
 		limit = maxResponseBytes
 	}
-	for stream.Next() {
-		if size > limit {
-			return nil, shown, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the answer is over %s; the rest was not read", sizeLabel(limit))}
-		}
-		chunk := stream.Current()
-		if chunk.JSON.Usage.Valid() {
-			out.Usage = Usage{int(chunk.Usage.PromptTokens), int(chunk.Usage.CompletionTokens), int(chunk.Usage.TotalTokens)}
-		}
-		if len(chunk.Choices) == 0 {
-			continue
-		}
-		ch := chunk.Choices[0]
-		d := ch.Delta
-		if f, ok := d.JSON.ExtraFields["reasoning_content"]; ok {
-			var r string
-			if json.Unmarshal([]byte(f.Raw()), &r) == nil && r != "" {
-				reasoning.WriteString(r)
-				size += len(r)
-				if ev.OnReasoning != nil {
-					ev.OnReasoning(r)
-				}
-				shown = true
-			}
-		}
-		if d.Content != "" {
-			text.WriteString(d.Content)
-			size += len(d.Content)
-			if ev.OnText != nil {
-				ev.OnText(d.Content)
-			}
-			shown = true
-		}
-		if d.Refusal != "" {
-			refusal.WriteString(d.Refusal)
-			size += len(d.Refusal)
-		}
-		for _, tc := range d.ToolCalls {
-			c, ok := calls[tc.Index]
-			if !ok {
-				c = &callParts{}
-				calls[tc.Index] = c
-				order = append(order, tc.Index)
-			}
-			if tc.ID != "" {
-				c.id = tc.ID
-			}
-			if tc.Function.Name != "" {
-				c.name.WriteString(tc.Function.Name)
-			}
-			switch a := tc.Function.Arguments; {
-			case c.dropped > 0:
-				c.dropped += len(a)
-			case c.args.Len()+len(a) > MaxArgumentBytes:
-				c.dropped = c.args.Len() + len(a)
-				c.args = strings.Builder{}
-			default:
-				c.args.WriteString(a)
-			}
-			if !tight && c.args.Len()+c.dropped > largeArgumentBytes {
-				// Each chunk's decoding leaves garbage; with large
-				// arguments held, collect it sooner (tightenGC).
-				tight = true
-				defer tightenGC()()
-			}
-			size += len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)
-		}
-		if ch.FinishReason != "" {
-			out.FinishReason = ch.FinishReason
-		}
+	rd := &answerReader{m: m, req: req, ev: ev, limit: limit}
+	var resp *ModelResponse
+	mediaType, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type"))
+	switch {
+	case mediaType == "application/json" || strings.HasSuffix(mediaType, "+json"):
+		resp, err = rd.readJSON(rb)
+	case mediaType == "text/event-stream" || mediaType == "":
+		resp, err = rd.readSSE(rb)
+	default:
+		head, _ := io.ReadAll(io.LimitReader(rb, 300))
+		err = &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint answered with %s, not an event stream or JSON: %q", mediaType, head)}
 	}
-	if err := stream.Err(); err != nil {
-		return nil, shown, classify(ctx, err)
+	if err != nil {
+		return nil, rd.shown, m.failure(ctx, actx, err, start, idle)
 	}
-	if out.FinishReason == "" {
-		// A stream that ends without a finish reason was cut short.
-		return nil, shown, &ModelError{Kind: ErrTransient, Message: "the stream ended before the answer was complete"}
+	m.provider.finish(resp, req)
+	repairCalls(resp)
+	return resp, rd.shown, nil
+}
+
+// failure turns an attempt's error into a ModelError, telling the
+// client's own timeouts from the rest.
+func (m *OpenAIModel) failure(ctx, actx context.Context, err error, start, idle time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	out.Text, out.Reasoning, out.Refusal = text.String(), reasoning.String(), refusal.String()
-	for _, i := range order {
-		c := calls[i]
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String(), DroppedBytes: c.dropped})
+	switch cause := context.Cause(actx); {
+	case errors.Is(cause, errStartTimeout):
+		return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint did not start answering within %s; a slow endpoint needs a longer model.generationConfig.timeout", start)}
+	case errors.Is(cause, errIdleTimeout):
+		return &ModelError{Kind: ErrTransient, Message: fmt.Sprintf("the answer stalled: no byte for %s (model.generationConfig.timeout sets how long to wait)", idle)}
 	}
-	return out, shown, nil
+	var me *ModelError
+	if errors.As(err, &me) {
+		return me
+	}
+	return classify(ctx, err)
+}
+
+// idleBody is a response body whose every read that brings bytes pushes
+// the idle timer back.
+type idleBody struct {
+	rc    io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.rc.Close()
 }
 
 // sizeLabel writes a byte count in MiB when it is a whole number of them.
@@ -490,31 +539,63 @@ func classify(ctx context.Context, err error) error {
 	if cause, ok := unreachableCause(err); ok {
 		return &ModelError{Kind: ErrUnreachable, Message: cause}
 	}
-	var ne net.Error
-	var ue *url.Error
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) || errors.As(err, &ue) {
-		return &ModelError{Kind: ErrTransient, Message: err.Error()}
-	}
+	// A reset, a cut connection or another transport failure: the next
+	// attempt may get through.
 	return &ModelError{Kind: ErrTransient, Message: err.Error()}
 }
 
+// apiMessage finds the message of an error answer: OpenAI's
+// {"error":{"message"}}, vLLM's top-level {"object":"error","message"},
+// Ollama's {"error":"..."}, or FastAPI's {"detail":...}.
 func apiMessage(e *openai.Error) string {
 	if e.Message != "" {
 		return e.Message
 	}
-	var body struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
+	var body []byte
+	if e.Response != nil && e.Response.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(e.Response.Body, 1<<20))
+		e.Response.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if json.Unmarshal([]byte(e.RawJSON()), &body) == nil && body.Error.Message != "" {
-		return body.Error.Message
+	if msg := errorBodyMessage(body); msg != "" {
+		return msg
+	}
+	if msg := errorBodyMessage([]byte(e.RawJSON())); msg != "" {
+		return msg
 	}
 	if e.Response != nil {
 		return e.Response.Status
 	}
 	return "no message"
+}
+
+// errorBodyMessage reads the message of an error body in any of the
+// shapes apiMessage names; "" when there is none.
+func errorBodyMessage(body []byte) string {
+	var b struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	var inner struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(b.Error, &inner) == nil && inner.Message != "":
+		return inner.Message
+	case json.Unmarshal(b.Error, &s) == nil && s != "":
+		return s
+	case b.Message != "":
+		return b.Message
+	case json.Unmarshal(b.Detail, &s) == nil && s != "":
+		return s
+	case len(b.Detail) > 0 && string(b.Detail) != "null":
+		return string(b.Detail)
+	}
+	return ""
 }
 
 func parseRetryAfter(v string) time.Duration {
@@ -538,9 +619,9 @@ func (m *OpenAIModel) modelName(req ModelRequest) string {
 	return m.cfg.Name
 }
 
-// body encodes a request (wire.go).
+// body encodes a request (wire.go), shaped by the provider.
 func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
-	return encodeRequest(m.modelName(req), req.Messages, m.toolsJSON(req.Tools), stream, req.MaxTokens)
+	return encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream)
 }
 
 // toolsJSON encodes declarations, reusing the last encoding while the

@@ -139,6 +139,7 @@ type storedMessage struct {
 	Parts      []Part     `json:"parts,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
+	Reasoning  string     `json:"reasoning,omitempty"`
 }
 
 func storeMessage(m Message) *storedMessage {

@@ -92,7 +92,7 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 		res.Turns++
 		h.setTurns(res.Turns)
 		calls, refused, looping := guard.screenCalls(sub.fixCallIDs(resp.ToolCalls))
-		sub.append(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls})
+		sub.append(Message{Role: "assistant", Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: calls})
 		res.Text = resp.Text
 		if resp.Refusal != "" && resp.Text == "" {
 			res.Text = resp.Refusal

@@ -126,7 +126,8 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		if used == 0 {
 			used = s.requestTokens(system, decls)
 		}
-		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window})
+		cached := resp.Usage.CachedTokens
+		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window, CachedTokens: &cached})
 		s.calibrate(sent, resp.Usage.InputTokens)
 		calls, refused, looping := guard.screenCalls(s.fixCallIDs(resp.ToolCalls))
 		if largeArguments(resp.ToolCalls) && !freeAfter {
@@ -140,7 +141,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			defer tightenGC()()
 			defer debug.FreeOSMemory()
 		}
-		s.appendCounted(Message{Role: "assistant", Text: resp.Text, ToolCalls: calls}, resp.Usage.OutputTokens)
+		s.appendCounted(Message{Role: "assistant", Text: resp.Text, Reasoning: resp.Reasoning, ToolCalls: calls}, resp.Usage.OutputTokens)
 		res.LastText = resp.Text
 		if resp.Refusal != "" || resp.FinishReason == "content_filter" {
 			if resp.Refusal != "" && resp.Text == "" {
@@ -229,7 +230,10 @@ func (s *Session) request(ctx context.Context, model Model, system string, decls
 	host := s.host()
 	history := s.History()
 	msgs := append([]Message{{Role: "system", Text: system}}, history...)
-	resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls}, StreamEvents{
+	s.mu.Lock()
+	promptID := fmt.Sprintf("%s########%d", s.id, s.turns)
+	s.mu.Unlock()
+	resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls, SessionID: s.id, PromptID: promptID}, StreamEvents{
 		OnText: func(t string) {
 			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
 		},
@@ -276,6 +280,7 @@ func (s *Session) appendCounted(m Message, tokens int) {
 	// strings, so that a long session holds its conversation and not the
 	// buffers it was cut from.
 	m.Text = strings.Clone(m.Text)
+	m.Reasoning = strings.Clone(m.Reasoning)
 	if len(m.ToolCalls) > 0 {
 		calls := make([]ToolCall, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {

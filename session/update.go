@@ -24,6 +24,9 @@ type Update struct {
 	// Used and Size are a usage update's token counts.
 	Used *int `json:"used,omitempty"`
 	Size *int `json:"size,omitempty"`
+	// CachedTokens is a usage update's count of prompt tokens the
+	// provider read from its cache.
+	CachedTokens *int `json:"cachedTokens,omitempty"`
 	// CurrentModeID is a mode update's mode.
 	CurrentModeID string `json:"currentModeId,omitempty"`
 	// TokensBefore and TokensAfter are a context_compressed update's

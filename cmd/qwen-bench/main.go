@@ -23,7 +23,7 @@ import (
 )
 
 // sections are the parts of a run, in order; -only picks some.
-var sections = []string{"startup", "sandbox", "goroot", "tree", "soak", "qwen", "go"}
+var sections = []string{"startup", "sandbox", "goroot", "tree", "soak", "qwen", "bytes", "go"}
 
 type bench struct {
 	root     string // the module's directory
@@ -151,6 +151,7 @@ func (b *bench) run(want map[string]bool, keep bool) int {
 		{"tree", fmt.Sprintf("synthetic tree of %d files", b.files), treeBench},
 		{"soak", fmt.Sprintf("soak: %d prompts across %d sessions of one server", b.prompts, b.sessions), soakBench},
 		{"qwen", "one prompt against Qwen Code's CLI", qwenBench},
+		{"bytes", "bytes sent to the model over a scripted 10-step task", bytesBench},
 		{"go", "the Go benchmarks of rpc, workspace and tools", goBenchmarks},
 	}
 	for _, s := range steps {

@@ -31,7 +31,9 @@ import (
 //
 // Directives: text (repeated lines are joined with newlines), reasoning,
 // refusal, call, finish, usage (prompt completion), status, retry-after,
-// body, cut-after, delay, chunk-delay (Go durations), chunk-size. A file
+// body, cut-after, delay, chunk-delay (Go durations), chunk-size, and for
+// a recorded answer sent verbatim: raw (a file's path), content-type,
+// stall-after (bytes) and stall (a duration). A file
 // NN.text gives response NN's text verbatim (its final newline dropped).
 // $NAME in directives is replaced from vars.
 
@@ -152,6 +154,14 @@ func parseDirectives(r *Response, body string, vars map[string]string) error {
 			r.ChunkSize, err = strconv.Atoi(value)
 		case name == "delay":
 			r.Delay, err = time.ParseDuration(value)
+		case name == "raw":
+			r.RawFile = value
+		case name == "content-type":
+			r.ContentType = value
+		case name == "stall-after":
+			r.StallAfter, err = strconv.Atoi(value)
+		case name == "stall":
+			r.Stall, err = time.ParseDuration(value)
 		case name == "chunk-delay":
 			r.ChunkDelay, err = time.ParseDuration(value)
 		default:

@@ -4,7 +4,9 @@
 // Response, and records what it was sent. Tests script text, reasoning,
 // tool calls with arguments split across chunks, usage, and faults (error
 // statuses with Retry-After, streams cut mid-way, garbage arguments, slow
-// answers). The entry points are NewServer (for programs such as the demo)
+// answers), and replays recorded answers byte for byte (RawFile, RawBody:
+// the shapes of real providers in testdata/providers, optionally stalling
+// part way). The entry points are NewServer (for programs such as the demo)
 // and Start (for tests, closed when the test ends).
 package modeltest
 
@@ -14,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +59,20 @@ type Response struct {
 	Hold <-chan struct{}
 	// ChunkSize splits Text and arguments; 0 means 8 bytes.
 	ChunkSize int
+
+	// RawFile or RawBody, when set, is sent verbatim as the answer (a
+	// recorded provider's wire shape), with Status (200 when 0) and
+	// ContentType (by RawFile's extension when empty: .sse is an event
+	// stream, anything else JSON).
+	RawFile     string
+	RawBody     []byte
+	ContentType string
+	// StallAfter > 0 sends only that many bytes of the raw answer, then
+	// stalls; Stall is how long the answer stalls (at StallAfter, or
+	// after the whole raw answer) before the connection closes. A stall
+	// ends early when the client goes away.
+	StallAfter int
+	Stall      time.Duration
 }
 
 // ToolCall is one scripted function call. Arguments is sent verbatim, so
@@ -329,6 +346,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, res
 			return
 		}
 	}
+	if resp.RawFile != "" || resp.RawBody != nil {
+		s.answerRaw(w, r, resp)
+		return
+	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
 		if resp.RetryAfter != "" {
 			w.Header().Set("Retry-After", resp.RetryAfter)
@@ -477,6 +498,52 @@ func (s *Server) answerJSON(w http.ResponseWriter, req Request, resp Response, f
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// answerRaw sends a recorded answer byte for byte.
+func (s *Server) answerRaw(w http.ResponseWriter, r *http.Request, resp Response) {
+	body := resp.RawBody
+	if resp.RawFile != "" {
+		data, err := os.ReadFile(resp.RawFile)
+		if err != nil {
+			http.Error(w, fmt.Sprintf(`{"error":{"message":"modeltest: %s"}}`, err), http.StatusInternalServerError)
+			return
+		}
+		body = data
+	}
+	ct := resp.ContentType
+	if ct == "" {
+		ct = "application/json"
+		if strings.HasSuffix(resp.RawFile, ".sse") {
+			ct = "text/event-stream"
+		}
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if resp.RetryAfter != "" {
+		w.Header().Set("Retry-After", resp.RetryAfter)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	flusher, _ := w.(http.Flusher)
+	if resp.StallAfter > 0 && resp.StallAfter < len(body) {
+		body = body[:resp.StallAfter]
+	}
+	// Large bodies go out in pieces, so a slow reader is not one long
+	// write.
+	for len(body) > 0 {
+		n := min(len(body), 1<<20)
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		body = body[n:]
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	sleep(r, resp.Stall)
 }
 
 func usageJSON(u *Usage) map[string]any {

@@ -3,8 +3,12 @@ package modeltest_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -138,4 +142,40 @@ finish: length
 	if _, err := modeltest.ParseScript([]byte("-- 01.response --\nbogus: 1\n"), nil); err == nil {
 		t.Error("unknown directive accepted")
 	}
+}
+
+// A recorded answer goes out byte for byte with its content type and
+// status; stall-after sends only its start and then holds the connection.
+func TestRawReplay(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/a.sse"
+	body := "data: {\"choices\":[]}\n\n: comment\n\ndata: [DONE]\n\n"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := modeltest.ParseScript([]byte("-- 01.response --\nraw: "+path+"\n-- 02.response --\nraw: "+path+"\nstatus: 400\ncontent-type: application/json\n-- 03.response --\nraw: "+path+"\nstall-after: 10\nstall: 200ms\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modeltest.Start(t, rs...)
+	post := func() (*http.Response, string) {
+		resp, err := http.Post(s.URL+"/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+	if resp, got := post(); got != body || resp.Header.Get("Content-Type") != "text/event-stream" || resp.StatusCode != 200 {
+		t.Fatalf("%d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), got)
+	}
+	if resp, got := post(); got != body || resp.Header.Get("Content-Type") != "application/json" || resp.StatusCode != 400 {
+		t.Fatalf("%d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), got)
+	}
+	start := time.Now()
+	if _, got := post(); got != body[:10] {
+		t.Fatalf("stalled answer %q", got)
+	}
+	t.Logf("stalled answer ended after %s", time.Since(start))
 }

@@ -1,0 +1,12 @@
+package session
+
+import "net/url"
+
+// openAI is OpenAI's own API (also the SDK's default endpoint). It keeps
+// reasoning to itself and rejects fields it does not know, so nothing
+// beyond the protocol is sent.
+var openAI = &provider{
+	name:      "openai",
+	match:     func(u *url.URL, _ ModelConfig) bool { return hostIs(u, "api.openai.com") },
+	reasoning: reasoningNever,
+}
