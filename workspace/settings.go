@@ -48,13 +48,22 @@ func (p SettingsProblem) Error() string {
 	return fmt.Sprintf("settings file %s is not valid and was not applied: %v", p.File, p.Err)
 }
 
-// ModelConfig is the model endpoint resolved per protocol.md §10.
+// ModelConfig is the model endpoint resolved per protocol.md §10 and
+// "Model configuration".
 type ModelConfig struct {
 	Name, BaseURL, APIKey string
 	// Source names where each set field came from, keyed by the settings
 	// key ("name", "baseUrl", "apiKey"), for messages. It never holds the
 	// key itself; do not log APIKey.
 	Source map[string]string
+	// FromProvider: the model is a modelProviders entry, of AuthType,
+	// whose key is the variable EnvKey.
+	FromProvider bool
+	AuthType     string
+	EnvKey       string
+	// Generation is the entry's generationConfig, or
+	// model.generationConfig for a model no entry describes.
+	Generation GenerationConfig
 }
 
 // DashScopeBaseURL is the endpoint used when the API key comes from
@@ -484,11 +493,11 @@ func (s *Settings) Problems() []SettingsProblem {
 	return out
 }
 
-// Model resolves the model endpoint (protocol.md §10): each field on its
-// own, from the first of system settings, the editor's layer, workspace
-// settings, user settings and the environment that sets it to a non-empty
-// string.
-func (s *Settings) Model() ModelConfig {
+// rawModel resolves the model of model.name, model.baseUrl and
+// model.apiKey (protocol.md §10): each field on its own, from the first of
+// system settings, the editor's layer, workspace settings, user settings
+// and the environment (l) that sets it to a non-empty string.
+func (s *Settings) rawModel(l *envLookup) ModelConfig {
 	s.mu.RLock()
 	var layers [numLayers]settingsLayer
 	copy(layers[:], s.layers[:])
@@ -518,27 +527,23 @@ func (s *Settings) Model() ModelConfig {
 		}
 	}
 
-	env := func(name string) string {
-		v, _ := s.getenv(name)
-		return v
-	}
 	if mc.Name == "" {
-		if v := env("OPENAI_MODEL"); v != "" {
-			mc.Name, mc.Source["name"] = v, "environment variable OPENAI_MODEL"
+		if v, src, ok := l.lookup("OPENAI_MODEL"); ok {
+			mc.Name, mc.Source["name"] = v, src
 		}
 	}
 	fromDashScope := false
 	if mc.APIKey == "" {
-		if v := env("OPENAI_API_KEY"); v != "" {
-			mc.APIKey, mc.Source["apiKey"] = v, "environment variable OPENAI_API_KEY"
-		} else if v := env("DASHSCOPE_API_KEY"); v != "" {
-			mc.APIKey, mc.Source["apiKey"] = v, "environment variable DASHSCOPE_API_KEY"
+		if v, src, ok := l.lookup("OPENAI_API_KEY"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, src
+		} else if v, src, ok := l.lookup("DASHSCOPE_API_KEY"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, src
 			fromDashScope = true
 		}
 	}
 	if mc.BaseURL == "" {
-		if v := env("OPENAI_BASE_URL"); v != "" {
-			mc.BaseURL, mc.Source["baseUrl"] = v, "environment variable OPENAI_BASE_URL"
+		if v, src, ok := l.lookup("OPENAI_BASE_URL"); ok {
+			mc.BaseURL, mc.Source["baseUrl"] = v, src
 		} else if fromDashScope {
 			mc.BaseURL, mc.Source["baseUrl"] = DashScopeBaseURL, "default for DASHSCOPE_API_KEY"
 		}

@@ -1,0 +1,156 @@
+package workspace
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/joho/godotenv"
+)
+
+// Environment files, as Qwen Code reads them (docs/protocol.md "Model
+// configuration"). A variable is looked up in the process environment
+// first, then in these files, first file first, then in the settings'
+// "env" object:
+//
+//  1. <primary root>/.qwen/.env and <primary root>/.env, only when the
+//     folder is trusted: a repository must not point the agent at its own
+//     endpoint or key;
+//  2. ~/.qwen/.env (the user settings folder), always;
+//  3. ~/.env, always.
+//
+// Qwen Code loads only the first file it finds; qwen-ls reads them all,
+// the earlier one winning per variable, so a setup that works there works
+// here. The files are never loaded into the process environment, so the
+// processes the agent starts do not inherit them.
+
+// maxDotEnvBytes bounds one environment file; a larger one is skipped.
+const maxDotEnvBytes = 1 << 20
+
+// dotEnvFile is one environment file that was read.
+type dotEnvFile struct {
+	path string
+	vars map[string]string
+}
+
+// dotEnvFiles returns the environment files in lookup order, read now.
+// Missing, unreadable, oversized and malformed files are skipped.
+func (s *Settings) dotEnvFiles() []dotEnvFile {
+	var paths []string
+	s.mu.RLock()
+	trusted := s.trust.Trusted
+	s.mu.RUnlock()
+	if trusted && s.primaryRoot != nil {
+		if root := s.primaryRoot(); root != "" {
+			paths = append(paths, filepath.Join(root, ".qwen", ".env"), filepath.Join(root, ".env"))
+		}
+	}
+	if s.userDir != "" {
+		paths = append(paths, filepath.Join(s.userDir, ".env"))
+	}
+	if home, _ := s.getenv("HOME"); home != "" {
+		paths = append(paths, filepath.Join(home, ".env"))
+	}
+	var out []dotEnvFile
+	seen := map[string]bool{}
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if vars := readDotEnv(p); vars != nil {
+			out = append(out, dotEnvFile{path: p, vars: vars})
+		}
+	}
+	return out
+}
+
+// readDotEnv parses one environment file (godotenv's syntax: KEY=value,
+// export, quotes, comments), or returns nil. A $VAR in a value refers
+// only to a variable set earlier in the same file, never to the process
+// environment.
+func readDotEnv(path string) map[string]string {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxDotEnvBytes {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	vars, err := godotenv.UnmarshalBytes(bytes.TrimPrefix(data, []byte(BOMUTF8)))
+	if err != nil {
+		return nil
+	}
+	return vars
+}
+
+// envLookup looks variables up as the model configuration does: the
+// process environment, the environment files, then the settings' "env"
+// object. It reads the files once, when made.
+type envLookup struct {
+	getenv   func(string) (string, bool)
+	files    []dotEnvFile
+	settings map[string]any
+}
+
+func (s *Settings) newEnvLookup() *envLookup {
+	env, _ := s.Get("env")
+	m, _ := env.(map[string]any)
+	return &envLookup{getenv: s.getenv, files: s.dotEnvFiles(), settings: m}
+}
+
+// lookup returns a variable's non-empty value and where it came from.
+func (l *envLookup) lookup(name string) (value, source string, ok bool) {
+	if name == "" {
+		return "", "", false
+	}
+	if v, ok := l.getenv(name); ok && v != "" {
+		return v, "environment variable " + name, true
+	}
+	for _, f := range l.files {
+		if v := f.vars[name]; v != "" {
+			return v, name + " in " + f.path, true
+		}
+	}
+	if v, ok := l.settings[name].(string); ok && v != "" {
+		return v, name + " in the settings' env", true
+	}
+	return "", "", false
+}
+
+// secretVarName matches names of variables whose values are credentials.
+var secretVarName = regexp.MustCompile(`(?i)(key|token|secret|password|passwd|credential|auth)`)
+
+// KeyValues returns the credentials the model configuration can reach
+// outside the settings files: the value of every model provider's envKey
+// (and the default key variables), wherever it is set, and every value in
+// the environment files under a name that says secret. Logs, error
+// replies, session files and child processes must never hold them
+// (tools.ConfiguredSecrets).
+func (s *Settings) KeyValues() []string {
+	l := s.newEnvLookup()
+	names := map[string]bool{}
+	for _, e := range s.ModelProviders() {
+		names[e.EnvKey] = true
+	}
+	for _, v := range defaultEnvKey {
+		names[v] = true
+	}
+	var out []string
+	for n := range names {
+		if v, _, ok := l.lookup(n); ok {
+			out = append(out, v)
+		}
+	}
+	for _, f := range l.files {
+		for n, v := range f.vars {
+			if names[n] || secretVarName.MatchString(n) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
