@@ -25,6 +25,10 @@ func (s *Server) acpMethods() map[string]Method {
 		"session/prompt":   {Async: true, Handle: s.acpPrompt},
 		"session/cancel":   {Handle: s.cancelSession},
 		"session/set_mode": {Handle: s.acpSetMode},
+		// ACP's session config options (stable): mode and model.
+		"session/set_config_option": {Handle: s.acpSetConfigOption},
+		// The unstable session/set_model of earlier ACP SDKs.
+		"session/set_model": {Handle: s.acpSetModel},
 	}
 }
 
@@ -146,7 +150,11 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode)}, nil
+	sess, err := s.sessions.Session(info.ID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode), "configOptions": s.acpConfigOptions(sess)}, nil
 }
 
 func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {

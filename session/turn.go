@@ -32,7 +32,7 @@ const connectionLost = "\n[connection lost; retrying]\n"
 // ErrBusy; with no model configured, a *NoModelError.
 func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResult, error) {
 	st := s.mgr.opts.Env.Settings()
-	model, err := s.mgr.opts.NewModel()
+	model, err := s.newModel()
 	if err != nil {
 		return PromptResult{}, err
 	}
