@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 
 	"github.com/qwen-ls/qwen-ls/session"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Choosing the model (docs/protocol.md "Choosing the model"): the models
@@ -29,7 +31,9 @@ func (s *Server) modelChoices(sessionID string) ([]modelInfo, string, error) {
 		if err != nil {
 			return nil, "", sessionError(err)
 		}
-		if id := sess.ModelID(); id != "" {
+		// A chosen model the settings no longer offer is not used: the
+		// session is on the default.
+		if id := sess.ModelID(); id != "" && slices.ContainsFunc(entries, func(e workspace.ModelEntry) bool { return e.ID == id }) {
 			current = id
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strings"
 
 	"github.com/joho/godotenv"
 )
@@ -34,14 +36,14 @@ type dotEnvFile struct {
 	vars map[string]string
 }
 
-// dotEnvFiles returns the environment files in lookup order, read now.
-// Missing, unreadable, oversized and malformed files are skipped.
-func (s *Settings) dotEnvFiles() []dotEnvFile {
+// dotEnvPaths returns the environment files in lookup order; the
+// project's only when the folder is trusted (or all is set).
+func (s *Settings) dotEnvPaths(all bool) []string {
 	var paths []string
 	s.mu.RLock()
 	trusted := s.trust.Trusted
 	s.mu.RUnlock()
-	if trusted && s.primaryRoot != nil {
+	if (trusted || all) && s.primaryRoot != nil {
 		if root := s.primaryRoot(); root != "" {
 			paths = append(paths, filepath.Join(root, ".qwen", ".env"), filepath.Join(root, ".env"))
 		}
@@ -52,9 +54,15 @@ func (s *Settings) dotEnvFiles() []dotEnvFile {
 	if home, _ := s.getenv("HOME"); home != "" {
 		paths = append(paths, filepath.Join(home, ".env"))
 	}
+	return paths
+}
+
+// dotEnvFiles returns the environment files in lookup order, read now.
+// Missing, unreadable, oversized and malformed files are skipped.
+func (s *Settings) dotEnvFiles() []dotEnvFile {
 	var out []dotEnvFile
 	seen := map[string]bool{}
-	for _, p := range paths {
+	for _, p := range s.dotEnvPaths(false) {
 		p = filepath.Clean(p)
 		if seen[p] {
 			continue
@@ -65,6 +73,25 @@ func (s *Settings) dotEnvFiles() []dotEnvFile {
 		}
 	}
 	return out
+}
+
+// dotEnvSignature sums up the files' content, to tell a change.
+func dotEnvSignature(files []dotEnvFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		b.WriteString(f.path)
+		b.WriteByte(0)
+		keys := make([]string, 0, len(f.vars))
+		for k := range f.vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			b.WriteString(k + "=" + f.vars[k] + "\x00")
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 // readDotEnv parses one environment file (godotenv's syntax: KEY=value,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -248,4 +249,30 @@ func TestMalformedModelProvidersAreSkipped(t *testing.T) {
 	if len(es) != 1 || es[0].ID != "ok" || es[0].Generation.Timeout != 0 || es[0].Generation.MaxRetries != nil || es[0].Generation.CustomHeaders["b"] != "c" || len(es[0].Generation.CustomHeaders) != 1 {
 		t.Fatalf("entries = %+v", es)
 	}
+}
+
+// A changed key in ~/.qwen/.env is a settings change: the watcher reloads
+// on it and the OnChange callbacks (which recompute the secrets) run.
+func TestDotEnvChangeIsASettingsChange(t *testing.T) {
+	s, qwenDir := fixtureSettings(t, nil, "")
+	w := &Watcher{watched: map[string]bool{}, done: make(chan struct{})}
+	s.Watch(w)
+	s.Load()
+	var fired atomic.Int32
+	ch := make(chan struct{}, 1)
+	s.OnChange(func() {
+		fired.Add(1)
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	})
+	s.Load()
+	if fired.Load() != 0 {
+		t.Fatalf("a reload with nothing changed ran OnChange %d times", fired.Load())
+	}
+	env := filepath.Join(qwenDir, ".env")
+	rtWriteFile(t, env, "DASHSCOPE_API_KEY=sk-rotated-key-000000000000\n")
+	w.Inject(Event{Path: env, Op: Changed})
+	stWait(t, ch, "the reload after the changed .env", func() bool { return fired.Load() > 0 })
 }

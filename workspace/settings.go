@@ -129,6 +129,9 @@ type Settings struct {
 	watchSet map[string]bool
 	timer    *time.Timer
 	closed   bool
+	// dotEnvSig is the content of the environment files at the last
+	// Load, so that a changed key counts as a settings change.
+	dotEnvSig string
 }
 
 // NewSettings returns settings with every layer empty; call Load to read
@@ -300,6 +303,16 @@ func (s *Settings) Load() {
 	}
 	onChange := append([]func(){}, s.onChange...)
 	onProblem := append([]func(SettingsProblem){}, s.onProblem...)
+	s.mu.Unlock()
+	// The environment files hold keys: a change reaches the secrets the
+	// OnChange callbacks recompute (read after the trust decision above,
+	// which says whether the project's files count).
+	sig := dotEnvSignature(s.dotEnvFiles())
+	s.mu.Lock()
+	if sig != s.dotEnvSig {
+		s.dotEnvSig = sig
+		changed = true
+	}
 	s.mu.Unlock()
 	s.loadMu.Unlock()
 
