@@ -182,15 +182,30 @@ func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Cwd          string `json:"cwd"`
 		ApprovalMode string `json:"approvalMode"`
+		Model        string `json:"model"`
 	}
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
 			return nil, invalidParams(req.Method, err)
 		}
 	}
+	// model chooses among the configured models (as qwen/setModel);
+	// checked before the session exists, so a wrong id leaves none.
+	choose := p.Model != "" && s.sessions.CanChooseModel()
+	if choose {
+		if err := s.sessions.CheckModelID(p.Model); err != nil {
+			return nil, sessionError(err)
+		}
+	}
 	info, err := s.sessions.NewSession(p.Cwd, p.ApprovalMode)
 	if err != nil {
 		return nil, sessionError(err)
+	}
+	if choose {
+		if err := s.chooseModel(info.ID, p.Model); err != nil {
+			return nil, err
+		}
+		info.Model = p.Model
 	}
 	var model any
 	if info.Model != "" {

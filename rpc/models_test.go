@@ -373,3 +373,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// qwen/newSession's model chooses among the configured models; an unknown
+// one is -32602 and makes no session.
+func TestLSPNewSessionChoosesTheModel(t *testing.T) {
+	dash, or := modeltest.Start(t), modeltest.Start(t)
+	base := t.TempDir()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, qwenDir := qwenCodeWorkspace(t, base, dash, or)
+	t.Cleanup(func() { ws.Close() })
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenDir, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{"model": "qwen/qwen3-coder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID, Model string }
+	json.Unmarshal(res, &ns)
+	if ns.Model != "qwen/qwen3-coder" {
+		t.Fatalf("qwen/newSession = %s", res)
+	}
+	or.Push(modeltest.Response{Text: "or"})
+	if _, err := e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	lastRequest(t, or, "qwen/qwen3-coder", fixtureOpenRouterKey)
+
+	_, err = e.Call("qwen/newSession", map[string]any{"model": "gpt-5"})
+	var re *rpctest.RPCError
+	if !asRPCError(err, &re) || re.Code != -32602 || !strings.Contains(re.Message, "qwen3-coder-plus") {
+		t.Fatalf("unknown model: %v", err)
+	}
+	res, _ = e.Call("qwen/listSessions", map[string]any{})
+	if n := strings.Count(string(res), `"sessionId"`); n != 1 {
+		t.Fatalf("%d sessions after the refused one: %s", n, res)
+	}
+}

@@ -386,6 +386,24 @@ func (s *Session) SetMode(mode string) error {
 // ErrUnknownModel is a model id that no configured model has.
 var ErrUnknownModel = errors.New("unknown model")
 
+// CanChooseModel reports whether sessions can choose their model (the
+// models come from the settings).
+func (m *Manager) CanChooseModel() bool {
+	return m.opts.NewModelFor != nil && m.opts.KnownModel != nil
+}
+
+// CheckModelID returns ErrUnknownModel, naming the configured models,
+// when no model choice has the id.
+func (m *Manager) CheckModelID(id string) error {
+	if !m.CanChooseModel() {
+		return fmt.Errorf("%w %q: this server offers no model choice", ErrUnknownModel, id)
+	}
+	if err := m.opts.KnownModel(id); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnknownModel, err)
+	}
+	return nil
+}
+
 // ModelID is the id of the model chosen for the session, "" for the
 // default.
 func (s *Session) ModelID() string {
@@ -400,11 +418,8 @@ func (s *Session) ModelID() string {
 // model has is ErrUnknownModel, naming the known ones.
 func (s *Session) SetModel(id string) error {
 	if id != "" {
-		if s.mgr.opts.KnownModel == nil {
-			return fmt.Errorf("%w %q: this server offers no model choice", ErrUnknownModel, id)
-		}
-		if err := s.mgr.opts.KnownModel(id); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnknownModel, err)
+		if err := s.mgr.CheckModelID(id); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()
