@@ -409,3 +409,49 @@ func TestLSPNewSessionChoosesTheModel(t *testing.T) {
 		t.Fatalf("%d sessions after the refused one: %s", n, res)
 	}
 }
+
+// When the settings stop offering a session's chosen model, the session
+// runs on the default model and the lists say so.
+func TestVanishedModelChoiceFallsBackToTheDefault(t *testing.T) {
+	dash, or := modeltest.Start(t), modeltest.Start(t)
+	base := t.TempDir()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, qwenDir := qwenCodeWorkspace(t, base, dash, or)
+	t.Cleanup(func() { ws.Close() })
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenDir, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{"model": "qwen/qwen3-coder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+
+	// The user drops the OpenRouter entry.
+	settings := filepath.Join(qwenDir, "settings.json")
+	data, _ := os.ReadFile(settings)
+	text := string(data)
+	start := strings.Index(text, `      {
+        "id": "qwen/qwen3-coder"`)
+	end := strings.Index(text, `    ],
+    "anthropic"`)
+	if start < 0 || end < start {
+		t.Fatal("the fixture changed shape")
+	}
+	text = strings.TrimSuffix(strings.TrimRight(text[:start], " \n"), ",") + "\n" + text[end:]
+	os.WriteFile(settings, []byte(text), 0o600)
+	ws.Settings.Load()
+
+	res, _ = e.Call("qwen/listModels", map[string]any{"sessionId": ns.SessionID})
+	if !strings.Contains(string(res), `"current":"qwen3-coder-plus"`) || strings.Contains(string(res), "qwen/qwen3-coder") {
+		t.Fatalf("qwen/listModels = %s", res)
+	}
+	dash.Push(modeltest.Response{Text: "dash"})
+	if _, err := e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	lastRequest(t, dash, "qwen3-coder-plus", fixtureDashScopeKey)
+	if len(or.Requests()) != 0 {
+		t.Fatal("a request went to the dropped provider")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Approval modes (tools.md §6.4).
@@ -122,8 +123,10 @@ type Options struct {
 	// NewModel builds the model from the current settings; it returns a
 	// NoModelError when none is configured.
 	NewModel func() (Model, error)
-	// NewModelFor builds the model a session chose by id (qwen/setModel);
-	// nil: sessions cannot choose, and always use NewModel.
+	// NewModelFor builds the model a session chose by id (qwen/setModel),
+	// or returns a *workspace.UnknownModelError when the settings no
+	// longer offer it; nil: sessions cannot choose, and always use
+	// NewModel.
 	NewModelFor func(id string) (Model, error)
 	// KnownModel returns an error naming the configured models when no
 	// model choice has the id; nil accepts none but "".
@@ -442,10 +445,12 @@ func (s *Session) newModel() (Model, error) {
 	if id == "" || s.mgr.opts.NewModelFor == nil {
 		return s.mgr.opts.NewModel()
 	}
-	if s.mgr.opts.KnownModel != nil && s.mgr.opts.KnownModel(id) != nil {
+	m, err := s.mgr.opts.NewModelFor(id)
+	var unknown *workspace.UnknownModelError
+	if errors.As(err, &unknown) {
 		return s.mgr.opts.NewModel()
 	}
-	return s.mgr.opts.NewModelFor(id)
+	return m, err
 }
 
 // Cancel stops the running prompt, if any.

@@ -276,3 +276,37 @@ func TestDotEnvChangeIsASettingsChange(t *testing.T) {
 	w.Inject(Event{Path: env, Op: Changed})
 	stWait(t, ch, "the reload after the changed .env", func() bool { return fired.Load() > 0 })
 }
+
+// Resolving the model happens before every model request; with Qwen
+// Code's configuration it also reads the .env files. Measured, not
+// asserted.
+func BenchmarkModelWithQwenCodeConfig(b *testing.B) {
+	home := b.TempDir()
+	qwenDir := filepath.Join(home, ".qwen")
+	os.MkdirAll(qwenDir, 0o755)
+	for _, name := range []string{"settings.json", ".env"} {
+		data, err := os.ReadFile(filepath.Join("..", "testdata", "qwen-code-config", "home", ".qwen", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(qwenDir, name), data, 0o600)
+	}
+	s := NewSettings(SettingsOptions{UserDir: qwenDir, SystemPath: filepath.Join(home, "none.json"),
+		Getenv: mapEnv(map[string]string{"HOME": home, "QWEN_FIXTURE_DASHSCOPE_URL": "http://127.0.0.1:1/v1", "QWEN_FIXTURE_OPENROUTER_URL": "http://127.0.0.1:2/v1"})})
+	b.Cleanup(s.Close)
+	s.Load()
+	b.Run("Model", func(b *testing.B) {
+		for b.Loop() {
+			if s.Model().APIKey == "" {
+				b.Fatal("no key")
+			}
+		}
+	})
+	b.Run("ModelFor", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.ModelFor("qwen/qwen3-coder"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
