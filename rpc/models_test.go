@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -455,3 +456,52 @@ func TestVanishedModelChoiceFallsBackToTheDefault(t *testing.T) {
 		t.Fatal("a request went to the dropped provider")
 	}
 }
+
+// A provider key that lives only in ~/.qwen/.env, has no key-like shape
+// and belongs to a model other than the default is still kept out of
+// error replies and the log when the endpoint echoes it.
+func TestDotEnvKeyIsScrubbedFromReplies(t *testing.T) {
+	const key = "plainvalue0123456789xyz"
+	m := modeltest.Start(t, modeltest.Response{Status: 400, Body: `{"error": {"message": "bad request for credential ` + key + `"}}`})
+	base := t.TempDir()
+	qwenDir := filepath.Join(base, "home", ".qwen")
+	os.MkdirAll(qwenDir, 0o755)
+	os.WriteFile(filepath.Join(qwenDir, "settings.json"), []byte(`{"model": {"name": "local"}, "modelProviders": {"openai": [
+		{"id": "local", "envKey": "UNSET_KEY", "baseUrl": "http://127.0.0.1:9/v1"},
+		{"id": "p", "envKey": "PLAIN_PROVIDER_KEY", "baseUrl": "`+m.URL+`"}]}}`), 0o600)
+	os.WriteFile(filepath.Join(qwenDir, ".env"), []byte("PLAIN_PROVIDER_KEY="+key+"\n"), 0o600)
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{UserDir: qwenDir, SystemPath: filepath.Join(base, "none.json"),
+		Getenv: func(string) (string, bool) { return "", false }}})
+	t.Cleanup(func() { ws.Close() })
+	var log strings.Builder
+	var logMu sync.Mutex
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenDir, Stderr: writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return log.Write(p)
+	})})
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{"model": "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	_, err = e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "[redacted]") {
+		t.Fatalf("the error reply: %v", err)
+	}
+	if got := m.Requests(); len(got) == 0 || got[0].Header.Get("Authorization") != "Bearer "+key {
+		t.Fatal("the key did not reach its endpoint")
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(log.String(), key) {
+		t.Fatalf("the log holds the key:\n%s", log.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
