@@ -16,11 +16,12 @@ import (
 // first, then in these files, first file first, then in the settings'
 // "env" object:
 //
-//  1. <primary root>/.qwen/.env and <primary root>/.env, only when the
-//     folder is trusted: a repository must not point the agent at its own
-//     endpoint or key;
-//  2. ~/.qwen/.env (the user settings folder), always;
-//  3. ~/.env, always.
+//  1. <dir>/.qwen/.env and <dir>/.env for the primary root and, when it
+//     is inside the home folder, each folder above it up to the home
+//     folder; only when the folder is trusted: a repository must not
+//     point the agent at its own endpoint or key;
+//  2. ~/.qwen/.env (the user settings folder, $QWEN_HOME), always;
+//  3. ~/.qwen/.env when $QWEN_HOME is elsewhere, and ~/.env, always.
 //
 // Qwen Code loads only the first file it finds; qwen-ls reads them all,
 // the earlier one winning per variable, so a setup that works there works
@@ -36,23 +37,44 @@ type dotEnvFile struct {
 	vars map[string]string
 }
 
-// dotEnvPaths returns the environment files in lookup order; the
-// project's only when the folder is trusted (or all is set).
-func (s *Settings) dotEnvPaths(all bool) []string {
+// dotEnvPaths returns the environment files in lookup order: in a
+// trusted folder (or when watch is set, for the watcher, which needs only
+// the root's), .qwen/.env and .env of the primary root and of each folder
+// above it up to the home folder, as Qwen Code walks up from its working
+// directory (Qwen Code goes on to the file system's root; qwen-ls does not
+// leave the home folder); then the user's files.
+func (s *Settings) dotEnvPaths(watch bool) []string {
 	var paths []string
 	s.mu.RLock()
 	trusted := s.trust.Trusted
 	s.mu.RUnlock()
-	if (trusted || all) && s.primaryRoot != nil {
+	home, _ := s.getenv("HOME")
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	if (trusted || watch) && s.primaryRoot != nil {
 		if root := s.primaryRoot(); root != "" {
-			paths = append(paths, filepath.Join(root, ".qwen", ".env"), filepath.Join(root, ".env"))
+			// Above a root outside the home folder, folders like /tmp
+			// are other users' to write: only the root itself is read.
+			root = filepath.Clean(root)
+			underHome := home != "" && strings.HasPrefix(root, home+string(filepath.Separator))
+			for dir := root; dir != home; {
+				paths = append(paths, filepath.Join(dir, ".qwen", ".env"), filepath.Join(dir, ".env"))
+				parent := filepath.Dir(dir)
+				if watch || !underHome || parent == dir {
+					break
+				}
+				dir = parent
+			}
 		}
 	}
 	if s.userDir != "" {
 		paths = append(paths, filepath.Join(s.userDir, ".env"))
 	}
-	if home, _ := s.getenv("HOME"); home != "" {
-		paths = append(paths, filepath.Join(home, ".env"))
+	if home != "" {
+		// With $QWEN_HOME elsewhere, Qwen Code still reads the key file
+		// users left in ~/.qwen.
+		paths = append(paths, filepath.Join(home, ".qwen", ".env"), filepath.Join(home, ".env"))
 	}
 	return paths
 }

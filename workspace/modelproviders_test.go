@@ -310,3 +310,52 @@ func BenchmarkModelWithQwenCodeConfig(b *testing.B) {
 		}
 	})
 }
+
+// In a trusted folder inside the home folder, the .env files of the
+// folders above it count too, nearest first, as Qwen Code walks up from
+// its working directory; above a root outside the home folder nothing is
+// read.
+func TestDotEnvWalksUpToTheHomeFolder(t *testing.T) {
+	base := rtTempDir(t)
+	home := filepath.Join(base, "home")
+	qwenDir := filepath.Join(home, ".qwen")
+	root := filepath.Join(home, "code", "proj")
+	rtWriteFile(t, filepath.Join(home, "code", ".env"), "PARENT_VAR=from-code\nSHARED=from-code\n")
+	rtWriteFile(t, filepath.Join(root, ".env"), "SHARED=from-proj\n")
+	rtWriteFile(t, filepath.Join(base, ".env"), "ABOVE_HOME=planted\n")
+	if err := SetTrustLevel(filepath.Join(qwenDir, TrustFileName), root, TrustFolder); err != nil {
+		t.Fatal(err)
+	}
+	open := func(root string) *Settings {
+		s := NewSettings(SettingsOptions{UserDir: qwenDir, SystemPath: filepath.Join(base, "none.json"),
+			PrimaryRoot: func() string { return root }, Getenv: mapEnv(map[string]string{"HOME": home})})
+		t.Cleanup(s.Close)
+		s.Load()
+		return s
+	}
+	s := open(root)
+	if !s.Trust().Trusted {
+		t.Fatalf("not trusted: %+v", s.Trust())
+	}
+	l := s.newEnvLookup()
+	for name, want := range map[string]string{"PARENT_VAR": "from-code", "SHARED": "from-proj", "ABOVE_HOME": ""} {
+		if got, _, _ := l.lookup(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+
+	outside := filepath.Join(base, "elsewhere", "proj")
+	rtMkdirAll(t, outside)
+	rtWriteFile(t, filepath.Join(base, "elsewhere", ".env"), "ABOVE_OUTSIDE=planted\n")
+	rtWriteFile(t, filepath.Join(outside, ".env"), "OWN=yes\n")
+	if err := SetTrustLevel(filepath.Join(qwenDir, TrustFileName), outside, TrustFolder); err != nil {
+		t.Fatal(err)
+	}
+	l = open(outside).newEnvLookup()
+	if got, _, _ := l.lookup("OWN"); got != "yes" {
+		t.Errorf("the root's own .env: OWN = %q", got)
+	}
+	if got, _, _ := l.lookup("ABOVE_OUTSIDE"); got != "" {
+		t.Errorf("a folder above a root outside home was read: %q", got)
+	}
+}
