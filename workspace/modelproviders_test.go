@@ -359,3 +359,23 @@ func TestDotEnvWalksUpToTheHomeFolder(t *testing.T) {
 		t.Errorf("a folder above a root outside home was read: %q", got)
 	}
 }
+
+// Older Qwen Code settings hold the key and endpoint under security.auth;
+// they still work, below the environment.
+func TestDeprecatedSecurityAuthKeyAndURL(t *testing.T) {
+	base := rtTempDir(t)
+	home := filepath.Join(base, ".qwen")
+	rtWriteFile(t, filepath.Join(home, "settings.json"), `{"security": {"auth": {"selectedType": "openai", "apiKey": "sk-old-style-key-0000", "baseUrl": "https://old.example/v1"}},
+		"model": {"name": "m"}}`)
+	vars := map[string]string{}
+	s := NewSettings(SettingsOptions{UserDir: home, SystemPath: filepath.Join(base, "none.json"), Getenv: mapEnv(vars)})
+	t.Cleanup(s.Close)
+	s.Load()
+	if mc := s.Model(); mc.APIKey != "sk-old-style-key-0000" || mc.BaseURL != "https://old.example/v1" || mc.Name != "m" {
+		t.Fatalf("model = %+v", mc)
+	}
+	vars["OPENAI_API_KEY"] = "sk-env-key-1111"
+	if mc := s.Model(); mc.APIKey != "sk-env-key-1111" {
+		t.Fatalf("the environment does not win: %+v", mc)
+	}
+}

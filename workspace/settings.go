@@ -561,7 +561,35 @@ func (s *Settings) rawModel(l *envLookup) ModelConfig {
 			mc.BaseURL, mc.Source["baseUrl"] = DashScopeBaseURL, "default for DASHSCOPE_API_KEY"
 		}
 	}
+	// Qwen Code's deprecated security.auth.apiKey and baseUrl, which older
+	// settings files still hold: below the environment, as there.
+	if mc.APIKey == "" && !fromDashScope {
+		if v, ok := layeredString(layers, "security", "auth", "apiKey"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, "security.auth.apiKey in the settings"
+		}
+	}
+	if mc.BaseURL == "" {
+		if v, ok := layeredString(layers, "security", "auth", "baseUrl"); ok {
+			mc.BaseURL, mc.Source["baseUrl"] = v, "security.auth.baseUrl in the settings"
+		}
+	}
 	return mc
+}
+
+// layeredString is the string at path in the highest layer (system,
+// editor, workspace, user) that sets it non-empty.
+func layeredString(layers [numLayers]settingsLayer, path ...string) (string, bool) {
+	for _, i := range []int{layerSystem, layerEditor, layerWorkspace, layerUser} {
+		var v any = layers[i].values
+		for _, p := range path {
+			m, _ := v.(map[string]any)
+			v = m[p]
+		}
+		if str, ok := v.(string); ok && str != "" {
+			return str, true
+		}
+	}
+	return "", false
 }
 
 func layerName(i int, file string) string {

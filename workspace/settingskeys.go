@@ -78,6 +78,7 @@ var knownSettings = []knownSetting{
 var readInsideWorkspace = map[string]bool{
 	"model.apiKey": true, "model.baseUrl": true, "model.name": true, "security.folderTrust.enabled": true,
 	"env": true, "model.generationConfig": true, "modelProviders": true, "security.auth.selectedType": true,
+	"security.auth.apiKey": true, "security.auth.baseUrl": true,
 }
 
 // untrustedAllowed is the allow-list: the only workspace settings an
@@ -147,7 +148,8 @@ var describeIgnored = map[string]func(any) string{
 		}
 		return ""
 	},
-	"model.baseUrl": endpointHost,
+	"model.baseUrl":         endpointHost,
+	"security.auth.baseUrl": endpointHost,
 	"modelProviders": func(x any) string {
 		m, _ := x.(map[string]any)
 		names := mapKeys(m)
