@@ -379,3 +379,19 @@ func TestDeprecatedSecurityAuthKeyAndURL(t *testing.T) {
 		t.Fatalf("the environment does not win: %+v", mc)
 	}
 }
+
+// QWEN_MODEL names the model when OPENAI_MODEL does not, as in Qwen Code.
+func TestQwenModelVariable(t *testing.T) {
+	base := rtTempDir(t)
+	vars := map[string]string{"QWEN_MODEL": "q", "OPENAI_BASE_URL": "http://127.0.0.1:5/v1"}
+	s := NewSettings(SettingsOptions{UserDir: filepath.Join(base, ".qwen"), SystemPath: filepath.Join(base, "none.json"), Getenv: mapEnv(vars)})
+	t.Cleanup(s.Close)
+	s.Load()
+	if mc := s.Model(); mc.Name != "q" {
+		t.Fatalf("QWEN_MODEL: %+v", mc)
+	}
+	vars["OPENAI_MODEL"] = "o"
+	if mc := s.Model(); mc.Name != "o" {
+		t.Fatalf("OPENAI_MODEL first: %+v", mc)
+	}
+}

@@ -541,7 +541,10 @@ func (s *Settings) rawModel(l *envLookup) ModelConfig {
 	}
 
 	if mc.Name == "" {
+		// QWEN_MODEL is Qwen Code's other name for it.
 		if v, src, ok := l.lookup("OPENAI_MODEL"); ok {
+			mc.Name, mc.Source["name"] = v, src
+		} else if v, src, ok := l.lookup("QWEN_MODEL"); ok {
 			mc.Name, mc.Source["name"] = v, src
 		}
 	}
