@@ -294,7 +294,12 @@ func (s *Settings) ModelChoices() (choices []ModelEntry, current string) {
 	mc := s.Model()
 	current = mc.Name
 	if mc.Name != "" && !mc.FromProvider {
-		choices = append(choices, ModelEntry{AuthType: "openai", ID: mc.Name, Name: mc.Name, BaseURL: mc.BaseURL})
+		base := mc.BaseURL
+		if base == "" {
+			// The client's default endpoint.
+			base = OpenAIBaseURL
+		}
+		choices = append(choices, ModelEntry{AuthType: "openai", ID: mc.Name, Name: mc.Name, BaseURL: base})
 	}
 	for _, e := range entries {
 		if slices.ContainsFunc(choices, func(c ModelEntry) bool { return c.ID == e.ID }) {
