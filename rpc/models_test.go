@@ -505,3 +505,40 @@ func TestDotEnvKeyIsScrubbedFromReplies(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A model chosen while a turn runs takes over from the turn's next model
+// request.
+func TestModelSwitchMidTurnAppliesToTheNextRequest(t *testing.T) {
+	dash, or := modeltest.Start(t), modeltest.Start(t)
+	base := t.TempDir()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, qwenDir := qwenCodeWorkspace(t, base, dash, or)
+	t.Cleanup(func() { ws.Close() })
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenDir, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("hello\n"), 0o644)
+	hold := make(chan struct{})
+	// The first request asks for a read; its answer waits until the
+	// switch is made.
+	dash.Push(modeltest.Response{Hold: hold, ToolCalls: []modeltest.ToolCall{{ID: "r", Name: "read_file", Arguments: jsonArgs("absolute_path", filepath.Join(root, "a.txt"))}}})
+	or.Push(modeltest.Response{Text: "done on OpenRouter"})
+	id, ch := e.Send("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "read a.txt"}}})
+	dash.WaitRequests(1, 10*time.Second)
+	if _, err := e.Call("qwen/setModel", map[string]any{"sessionId": ns.SessionID, "modelId": "qwen/qwen3-coder"}); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	if _, err := e.Wait(id, ch); err != nil {
+		t.Fatal(err)
+	}
+	if len(dash.Requests()) != 1 {
+		t.Fatalf("DashScope got %d requests", len(dash.Requests()))
+	}
+	lastRequest(t, or, "qwen/qwen3-coder", fixtureOpenRouterKey)
+}

@@ -220,6 +220,11 @@ func largeArguments(calls []ToolCall) bool {
 // request sends the history to the model, streaming the answer to the
 // editor. sent is how many history messages the request held.
 func (s *Session) request(ctx context.Context, model Model, system string, decls []ToolDecl) (*ModelResponse, int, error) {
+	// A model chosen (qwen/setModel) or configured since the turn began
+	// takes over from this request on.
+	if m, err := s.newModel(); err == nil {
+		model = m
+	}
 	host := s.host()
 	history := s.History()
 	msgs := append([]Message{{Role: "system", Text: system}}, history...)
