@@ -207,7 +207,7 @@ func TestProjectModelConfigNeedsTrust(t *testing.T) {
 		t.Error("untrusted: the project's .env was read")
 	}
 	ignored := strings.Join(s.Trust().Ignored, "; ")
-	for _, k := range []string{"modelProviders (anthropic)", "security.auth.selectedType", "model.generationConfig", "env"} {
+	for _, k := range []string{"modelProviders (anthropic)", "security.auth.selectedType (anthropic)", "model.generationConfig", "env (SHARED)"} {
 		if !strings.Contains(ignored, k) {
 			t.Errorf("the untrusted notice %q does not name %s", ignored, k)
 		}

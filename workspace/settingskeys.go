@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -150,6 +151,19 @@ var describeIgnored = map[string]func(any) string{
 	},
 	"model.baseUrl":         endpointHost,
 	"security.auth.baseUrl": endpointHost,
+	// The names of the variables, never their values.
+	"env": func(x any) string {
+		m, _ := x.(map[string]any)
+		names := mapKeys(m)
+		sort.Strings(names)
+		return strings.Join(names, ", ")
+	},
+	"security.auth.selectedType": func(x any) string {
+		if t, _ := x.(string); slices.Contains(authTypes, t) {
+			return t
+		}
+		return ""
+	},
 	"modelProviders": func(x any) string {
 		m, _ := x.(map[string]any)
 		names := mapKeys(m)
