@@ -402,10 +402,18 @@ func (m *Manager) CheckModelID(id string) error {
 		return fmt.Errorf("%w %q: this server offers no model choice", ErrUnknownModel, id)
 	}
 	if err := m.opts.KnownModel(id); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnknownModel, err)
+		return unknownModel{err}
 	}
 	return nil
 }
+
+// unknownModel is ErrUnknownModel with the settings' own message, which
+// names the id and the configured ones.
+type unknownModel struct{ err error }
+
+func (e unknownModel) Error() string        { return e.err.Error() }
+func (e unknownModel) Is(target error) bool { return target == ErrUnknownModel }
+func (e unknownModel) Unwrap() error        { return e.err }
 
 // ModelID is the id of the model chosen for the session, "" for the
 // default.
