@@ -25,6 +25,10 @@ func (s *Server) acpMethods() map[string]Method {
 		"session/prompt":   {Async: true, Handle: s.acpPrompt},
 		"session/cancel":   {Handle: s.cancelSession},
 		"session/set_mode": {Handle: s.acpSetMode},
+		// ACP's session config options (stable): mode and model.
+		"session/set_config_option": {Handle: s.acpSetConfigOption},
+		// The unstable session/set_model of earlier ACP SDKs.
+		"session/set_model": {Handle: s.acpSetModel},
 	}
 }
 
@@ -146,7 +150,11 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode)}, nil
+	sess, err := s.sessions.Session(info.ID)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode), "configOptions": s.acpConfigOptions(sess)}, nil
 }
 
 func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
@@ -168,7 +176,13 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	}
 	out := map[string]any{"stopReason": res.StopReason}
 	if res.Usage != (session.Usage{}) {
-		out["usage"] = res.Usage // ACP's (unstable) turn usage has the same fields
+		// ACP's (unstable) turn usage has the same fields, with the
+		// cache reads as cachedReadTokens.
+		u := map[string]any{"inputTokens": res.Usage.InputTokens, "outputTokens": res.Usage.OutputTokens, "totalTokens": res.Usage.TotalTokens}
+		if res.Usage.CachedTokens > 0 {
+			u["cachedReadTokens"] = res.Usage.CachedTokens
+		}
+		out["usage"] = u
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) 
 	}
 	s.addExtras(p.acpFolders, servers)
 	lr.Session.Replay()
-	return map[string]any{"modes": acpModes(lr.Session.Mode())}, nil
+	return map[string]any{"modes": acpModes(lr.Session.Mode()), "configOptions": s.acpConfigOptions(lr.Session)}, nil
 }
 
 // acpListSessions is session/list: the stored sessions of the roots, or

@@ -26,6 +26,8 @@ func (s *Server) agentMethods() map[string]Method {
 		"qwen/listSessions":    {Handle: s.listSessions},
 		"qwen/loadSession":     {Handle: s.loadSession},
 		"qwen/revertTurn":      {Async: true, Handle: s.revertTurn},
+		"qwen/listModels":      {Handle: s.listModels},
+		"qwen/setModel":        {Handle: s.setModel},
 		// Async: the check waits on the model for up to 15 s.
 		"qwen/checkSetup": {Async: true, Handle: s.checkSetup},
 	}
@@ -60,14 +62,18 @@ func (s *Server) setupAgent() {
 		},
 	})
 	newModel := s.opts.NewModel
+	var newModelFor func(string) (session.Model, error)
+	var knownModel func(string) error
 	if newModel == nil {
-		newModel = session.ModelFromSettings(s.ws.Settings, s.opts.Retry)
+		newModel, newModelFor, knownModel = session.ModelsFromSettings(s.ws.Settings, s.opts.Retry)
 	}
 	s.sessions = session.NewManager(session.Options{
 		Env:         s.env,
 		Tools:       toolbox{s.registry},
 		Host:        s.host,
 		NewModel:    newModel,
+		NewModelFor: newModelFor,
+		KnownModel:  knownModel,
 		DefaultMode: s.defaultMode,
 		// The first model request of a session waits until every
 		// configured tool source has had its first try (tools.md §4.1).
@@ -152,7 +158,8 @@ func sessionError(err error) error {
 		return nil
 	case errors.As(err, &nm):
 		return ErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
-	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert):
+	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert),
+		errors.Is(err, session.ErrUnknownModel):
 		return Error(CodeInvalidParams, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionInUse):
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
@@ -175,15 +182,30 @@ func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Cwd          string `json:"cwd"`
 		ApprovalMode string `json:"approvalMode"`
+		Model        string `json:"model"`
 	}
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
 			return nil, invalidParams(req.Method, err)
 		}
 	}
+	// model chooses among the configured models (as qwen/setModel);
+	// checked before the session exists, so a wrong id leaves none.
+	choose := p.Model != "" && s.sessions.CanChooseModel()
+	if choose {
+		if err := s.sessions.CheckModelID(p.Model); err != nil {
+			return nil, sessionError(err)
+		}
+	}
 	info, err := s.sessions.NewSession(p.Cwd, p.ApprovalMode)
 	if err != nil {
 		return nil, sessionError(err)
+	}
+	if choose {
+		if err := s.chooseModel(info.ID, p.Model); err != nil {
+			return nil, err
+		}
+		info.Model = p.Model
 	}
 	var model any
 	if info.Model != "" {

@@ -57,8 +57,10 @@ func (h *host) Update(sessionID string, u session.Update) {
 		return
 	}
 	method := "qwen/sessionUpdate"
+	var also *session.Update
 	if h.s.opts.ACP {
 		method = "session/update"
+		u, also = h.s.acpConfigUpdate(sessionID, u)
 		u = acpUpdate(u)
 	}
 	params := map[string]any{"sessionId": sessionID, "update": u}
@@ -69,6 +71,9 @@ func (h *host) Update(sessionID string, u session.Update) {
 	}
 	// Written straight to the stream: an update may carry a whole file.
 	_ = h.s.stream.notify(method, params)
+	if also != nil {
+		_ = h.s.stream.notify(method, map[string]any{"sessionId": sessionID, "update": *also})
+	}
 }
 
 // CanAsk implements session.Host: rich clients ask through qwen/*, plain

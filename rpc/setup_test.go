@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
@@ -201,24 +202,28 @@ func TestInitializeNamesTheModel(t *testing.T) {
 		model map[string]any
 		want  any
 	}{{nil, nil}, {map[string]any{"name": "scripted", "baseUrl": m.URL}, "scripted"}} {
-		e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
-		io := map[string]any{}
-		if tc.model != nil {
-			io["model"] = tc.model
-		}
-		res := e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: io})
-		var r struct {
-			Capabilities struct {
-				Experimental struct {
-					Qwen map[string]any `json:"qwen"`
-				} `json:"experimental"`
-			} `json:"capabilities"`
-		}
-		json.Unmarshal(res, &r)
-		got, ok := r.Capabilities.Experimental.Qwen["model"]
-		if !ok || got != tc.want {
-			t.Errorf("experimental.qwen.model = %v (present %v), want %v", got, ok, tc.want)
-		}
+		// A subtest each: the leak check of one server must not see the
+		// other's goroutines.
+		t.Run(fmt.Sprint(tc.want), func(t *testing.T) {
+			e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+			io := map[string]any{}
+			if tc.model != nil {
+				io["model"] = tc.model
+			}
+			res := e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: io})
+			var r struct {
+				Capabilities struct {
+					Experimental struct {
+						Qwen map[string]any `json:"qwen"`
+					} `json:"experimental"`
+				} `json:"capabilities"`
+			}
+			json.Unmarshal(res, &r)
+			got, ok := r.Capabilities.Experimental.Qwen["model"]
+			if !ok || got != tc.want {
+				t.Errorf("experimental.qwen.model = %v (present %v), want %v", got, ok, tc.want)
+			}
+		})
 	}
 }
 

@@ -1,46 +1,115 @@
 package session
 
 import (
+	"encoding/json"
 	"net/url"
-	"reflect"
 	"sync"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // ModelFromSettings returns a model factory that reads the model fields
-// from the settings (protocol.md §10) each time, so a settings change
-// applies from the next request. With no key and no endpoint, or no model
-// name, it returns a *NoModelError.
+// from the settings (protocol.md §10, "Model configuration") each time, so
+// a settings change applies from the next request. With no key and no
+// endpoint, or no model name, it returns a *NoModelError.
 func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model, error) {
-	// The client is kept while the configuration stays the same, so its
-	// connections to the endpoint are reused across requests.
-	var mu sync.Mutex
-	var last ModelConfig
-	var cached *OpenAIModel
-	return func() (Model, error) {
-		mc := st.Model()
-		if mc.APIKey == "" && mc.BaseURL == "" {
-			return nil, &NoModelError{Name: mc.Name}
+	c := newModelCache(retry)
+	return func() (Model, error) { return c.get(st.Model()) }
+}
+
+// ModelsFromSettings is ModelFromSettings with a choice of model: the
+// default factory, one for a model chosen by id (a modelProviders entry,
+// qwen/setModel), and the check of an id (a *workspace.UnknownModelError
+// naming the configured ones). The factories share their clients.
+func ModelsFromSettings(st *workspace.Settings, retry RetryPolicy) (def func() (Model, error), byID func(string) (Model, error), known func(string) error) {
+	c := newModelCache(retry)
+	def = func() (Model, error) { return c.get(st.Model()) }
+	byID = func(id string) (Model, error) {
+		mc, err := st.ModelFor(id)
+		if err != nil {
+			return nil, err
 		}
-		if mc.Name == "" {
-			if mc.BaseURL == workspace.DashScopeBaseURL {
-				mc.Name = "qwen3-coder-plus"
-			} else {
-				return nil, &NoModelError{MissingName: true, BaseURL: mc.BaseURL}
-			}
-		}
-		if mc.APIKey == "" && !isLoopback(mc.BaseURL) {
-			return nil, &NoModelError{MissingKey: true, BaseURL: mc.BaseURL}
-		}
-		cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}
-		mu.Lock()
-		defer mu.Unlock()
-		if cached == nil || !reflect.DeepEqual(cfg, last) {
-			cached, last = NewOpenAIModel(cfg, retry), cfg
-		}
-		return cached, nil
+		return c.get(mc)
 	}
+	known = func(id string) error {
+		_, err := st.ModelFor(id)
+		return err
+	}
+	return def, byID, known
+}
+
+// maxCachedModels bounds the clients kept: one per configuration in use.
+const maxCachedModels = 16
+
+// modelCache keeps a client per model configuration, so the connections
+// to an endpoint are reused across requests and sessions.
+type modelCache struct {
+	retry RetryPolicy
+	mu    sync.Mutex
+	byKey map[string]*OpenAIModel
+}
+
+func newModelCache(retry RetryPolicy) *modelCache {
+	return &modelCache{retry: retry, byKey: map[string]*OpenAIModel{}}
+}
+
+// get checks a resolved configuration and returns its client.
+func (c *modelCache) get(mc workspace.ModelConfig) (Model, error) {
+	if mc.APIKey == "" && mc.BaseURL == "" {
+		return nil, &NoModelError{Name: mc.Name, EnvKey: mc.EnvKey, MissingKey: mc.FromProvider && mc.Name != ""}
+	}
+	if mc.Name == "" {
+		if mc.BaseURL == workspace.DashScopeBaseURL {
+			mc.Name = "qwen3-coder-plus"
+		} else {
+			return nil, &NoModelError{MissingName: true, BaseURL: mc.BaseURL}
+		}
+	}
+	if mc.APIKey == "" && !isLoopback(mc.BaseURL) {
+		return nil, &NoModelError{MissingKey: true, BaseURL: mc.BaseURL, EnvKey: mc.EnvKey}
+	}
+	cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}
+	applyGeneration(&cfg, mc.Generation)
+	key := cacheKey(mc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.byKey[key]; ok {
+		return m, nil
+	}
+	if len(c.byKey) >= maxCachedModels {
+		clear(c.byKey)
+	}
+	m := NewOpenAIModel(cfg, c.retry)
+	c.byKey[key] = m
+	return m, nil
+}
+
+// cacheKey identifies a configuration: every field that reaches the
+// client. It holds the key, so it stays in memory only.
+func cacheKey(mc workspace.ModelConfig) string {
+	b, _ := json.Marshal(struct {
+		Name, BaseURL, APIKey string
+		G                     workspace.GenerationConfig
+	}{mc.Name, mc.BaseURL, mc.APIKey, mc.Generation})
+	return string(b)
+}
+
+// applyGeneration carries model.generationConfig (or a modelProviders
+// entry's) over to the client's configuration: Qwen Code's timeout is in
+// milliseconds and bounds the wait for the answer to start; maxRetries 0
+// means none.
+func applyGeneration(cfg *ModelConfig, g workspace.GenerationConfig) {
+	cfg.Timeout = g.Timeout
+	if g.MaxRetries != nil {
+		cfg.MaxRetries = *g.MaxRetries
+		if cfg.MaxRetries == 0 {
+			cfg.MaxRetries = -1
+		}
+	}
+	cfg.SamplingParams = g.SamplingParams
+	cfg.ExtraBody = g.ExtraBody
+	cfg.Headers = g.CustomHeaders
+	cfg.ContextWindow = g.ContextWindowSize
 }
 
 // isLoopback reports whether an endpoint is on this machine, where local

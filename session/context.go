@@ -105,7 +105,16 @@ func (s *Session) requestTokens(system string, decls []ToolDecl) int {
 // tokens.
 func (s *Session) contextLimits() (window, threshold int) {
 	st := s.mgr.opts.Env.Settings()
-	window = st.Int("model.contextWindow", defaultContextWindow)
+	window = st.Int("model.contextWindow", 0)
+	if window <= 0 {
+		// The model's own generationConfig.contextWindowSize, when the
+		// setting says nothing.
+		if m, err := s.newModel(); err == nil {
+			if w, ok := m.(interface{ ConfiguredWindow() int }); ok {
+				window = w.ConfiguredWindow()
+			}
+		}
+	}
 	if window <= 0 {
 		window = defaultContextWindow
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Approval modes (tools.md §6.4).
@@ -57,12 +58,17 @@ type NoModelError struct {
 	// endpoint or key.
 	Name    string
 	BaseURL string
+	// EnvKey is the variable a modelProviders entry takes its key from,
+	// when MissingKey is about one.
+	EnvKey string
 }
 
 func (e *NoModelError) Error() string {
 	switch {
 	case e.MissingName:
 		return "No model name is configured for " + e.BaseURL + ": set model.name (in the editor's qwen settings, .qwen/settings.json or ~/.qwen/settings.json) or OPENAI_MODEL in the environment qwen-ls starts with."
+	case e.MissingKey && e.EnvKey != "":
+		return "No API key is configured for " + e.BaseURL + ": the model's modelProviders entry takes it from " + e.EnvKey + ", which is set neither in the environment qwen-ls starts with, nor in ~/.qwen/.env, ~/.env or (in a trusted folder) the project's .qwen/.env or .env, nor in the settings' env."
 	case e.MissingKey:
 		return "No API key is configured for " + e.BaseURL + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json. Only a local endpoint (localhost, 127.0.0.1, ::1) works without one."
 	case e.Name != "":
@@ -90,6 +96,8 @@ func (e *NoModelError) Setup() Setup {
 	switch {
 	case e.MissingName:
 		return Setup{Reason: "no_model_name", Settings: []string{"model.name"}, Env: []string{"OPENAI_MODEL"}, BaseURL: e.BaseURL}
+	case e.MissingKey && e.EnvKey != "":
+		return Setup{Reason: "no_api_key", Settings: []string{"env." + e.EnvKey}, Env: []string{e.EnvKey}, BaseURL: e.BaseURL}
 	case e.MissingKey:
 		return Setup{Reason: "no_api_key", Settings: []string{"model.apiKey"}, Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, BaseURL: e.BaseURL}
 	case e.Name != "":
@@ -115,6 +123,14 @@ type Options struct {
 	// NewModel builds the model from the current settings; it returns a
 	// NoModelError when none is configured.
 	NewModel func() (Model, error)
+	// NewModelFor builds the model a session chose by id (qwen/setModel),
+	// or returns a *workspace.UnknownModelError when the settings no
+	// longer offer it; nil: sessions cannot choose, and always use
+	// NewModel.
+	NewModelFor func(id string) (Model, error)
+	// KnownModel returns an error naming the configured models when no
+	// model choice has the id; nil accepts none but "".
+	KnownModel func(id string) error
 	// DefaultMode is the approval mode for sessions that name none.
 	DefaultMode func() string
 	// Now is the clock (nil: time.Now).
@@ -216,7 +232,7 @@ func (m *Manager) ModelName() string {
 
 func (m *Manager) info(s *Session) SessionInfo {
 	info := SessionInfo{ID: s.id, Cwd: s.cwd, Mode: s.Mode()}
-	if model, err := m.opts.NewModel(); err == nil {
+	if model, err := s.newModel(); err == nil {
 		info.Model = model.Name()
 	}
 	if m.opts.Tools != nil {
@@ -296,8 +312,11 @@ type Session struct {
 	created time.Time
 
 	// mu guards the fields below.
-	mu      sync.Mutex
-	mode    string
+	mu   sync.Mutex
+	mode string
+	// model is the id of the model chosen for the session, "" for the
+	// default.
+	model   string
 	history []Message
 	busy    bool
 	cancel  context.CancelFunc
@@ -365,6 +384,81 @@ func (s *Session) SetMode(mode string) error {
 	s.record(event{Type: "mode", Mode: mode})
 	s.host().Update(s.id, Update{Kind: UpdateMode, CurrentModeID: mode})
 	return nil
+}
+
+// ErrUnknownModel is a model id that no configured model has.
+var ErrUnknownModel = errors.New("unknown model")
+
+// CanChooseModel reports whether sessions can choose their model (the
+// models come from the settings).
+func (m *Manager) CanChooseModel() bool {
+	return m.opts.NewModelFor != nil && m.opts.KnownModel != nil
+}
+
+// CheckModelID returns ErrUnknownModel, naming the configured models,
+// when no model choice has the id.
+func (m *Manager) CheckModelID(id string) error {
+	if !m.CanChooseModel() {
+		return fmt.Errorf("%w %q: this server offers no model choice", ErrUnknownModel, id)
+	}
+	if err := m.opts.KnownModel(id); err != nil {
+		return unknownModel{err}
+	}
+	return nil
+}
+
+// unknownModel is ErrUnknownModel with the settings' own message, which
+// names the id and the configured ones.
+type unknownModel struct{ err error }
+
+func (e unknownModel) Error() string        { return e.err.Error() }
+func (e unknownModel) Is(target error) bool { return target == ErrUnknownModel }
+func (e unknownModel) Unwrap() error        { return e.err }
+
+// ModelID is the id of the model chosen for the session, "" for the
+// default.
+func (s *Session) ModelID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.model
+}
+
+// SetModel chooses the session's model by id ("" goes back to the
+// default); the next model request uses it. It is kept with the session
+// and the client is told (current_model_update). An id no configured
+// model has is ErrUnknownModel, naming the known ones.
+func (s *Session) SetModel(id string) error {
+	if id != "" {
+		if err := s.mgr.CheckModelID(id); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.model = id
+	s.mu.Unlock()
+	s.record(event{Type: "model", Model: id})
+	current := id
+	if current == "" {
+		current = s.mgr.ModelName()
+	}
+	s.host().Update(s.id, Update{Kind: UpdateModel, ModelID: current})
+	return nil
+}
+
+// newModel builds the session's model: the one chosen for it, else the
+// default. A chosen model the settings no longer offer falls back to the
+// default.
+func (s *Session) newModel() (Model, error) {
+	id := s.ModelID()
+	if id == "" || s.mgr.opts.NewModelFor == nil {
+		return s.mgr.opts.NewModel()
+	}
+	m, err := s.mgr.opts.NewModelFor(id)
+	var unknown *workspace.UnknownModelError
+	if errors.As(err, &unknown) {
+		return s.mgr.opts.NewModel()
+	}
+	return m, err
 }
 
 // Cancel stops the running prompt, if any.

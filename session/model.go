@@ -263,6 +263,12 @@ type ModelConfig struct {
 	// messages, tools, stream, stream_options) are never replaced.
 	SamplingParams map[string]any
 	ExtraBody      map[string]any
+	// Headers are extra HTTP headers (generationConfig.customHeaders);
+	// the provider profile's own win where both set one.
+	Headers map[string]string
+	// ContextWindow is generationConfig.contextWindowSize: the model's
+	// window in tokens when model.contextWindow says nothing; 0 unknown.
+	ContextWindow int
 	// Provider names the provider profile (provider.go) when the base
 	// URL does not tell it: dashscope, deepseek, openrouter, openai,
 	// ollama, lmstudio, llamacpp, vllm, or openai-compatible. Empty
@@ -307,6 +313,10 @@ func NewOpenAIModel(cfg ModelConfig, retry RetryPolicy) *OpenAIModel {
 	}
 	return &OpenAIModel{cfg: cfg, client: openai.NewClient(opts...), retry: retry, provider: providerFor(cfg)}
 }
+
+// ConfiguredWindow is the context window the configuration names
+// (generationConfig.contextWindowSize), or 0.
+func (m *OpenAIModel) ConfiguredWindow() int { return m.cfg.ContextWindow }
 
 // Name implements Model.
 func (m *OpenAIModel) Name() string { return m.cfg.Name }
@@ -429,6 +439,9 @@ func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte
 	startTimer := time.AfterFunc(start, func() { cancel(errStartTimeout) })
 	var raw *http.Response
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
+	for k, v := range m.cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
 	for k, v := range m.provider.headers(m.cfg) {
 		opts = append(opts, option.WithHeader(k, v))
 	}

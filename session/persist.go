@@ -80,14 +80,14 @@ func (s *Session) ensureLog() {
 	}
 	s.mu.Lock()
 	have := s.log != nil
-	mode := s.mode
+	mode, model := s.mode, s.model
 	s.mu.Unlock()
 	if have {
 		return
 	}
 	root := s.mgr.projectRoot(s.cwd)
 	s.mgr.pruneOnce(root)
-	l, err := s.mgr.opts.Store.create(root, event{ID: s.id, Cwd: s.cwd, Mode: mode, Time: s.created.UTC()})
+	l, err := s.mgr.opts.Store.create(root, event{ID: s.id, Cwd: s.cwd, Mode: mode, Model: model, Time: s.created.UTC()})
 	if err != nil {
 		s.mgr.logf("session %s will not be kept on disk: %v", s.id, err)
 		return
@@ -201,7 +201,16 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	if cwd == "" {
 		cwd = m.opts.Env.Workspace.Roots.Primary()
 	}
-	s := &Session{id: ld.id, cwd: cwd, mode: mode, mgr: m, created: ld.created,
+	model := ld.model
+	if model != "" && m.opts.KnownModel != nil {
+		if err := m.opts.KnownModel(model); err != nil {
+			// The settings no longer offer it: the session goes on
+			// with the default model.
+			m.logf("session %s: its model %q is no longer configured; it uses the default model", id, model)
+			model = ""
+		}
+	}
+	s := &Session{id: ld.id, cwd: cwd, mode: mode, model: model, mgr: m, created: ld.created,
 		history: ld.history, tokens: ld.tokens, transcript: ld.transcript, ownTranscript: ld.ownTranscript, calib: ld.calib,
 		turns: ld.turns, updated: ld.updated, title: ld.title, checkpoints: ld.checkpoint, reverted: ld.reverted}
 	s.ledger = tools.NewLedger()

@@ -653,7 +653,7 @@ func rawInput(args string) json.RawMessage {
 // toolModel returns the session's model for tools, or nil when none is
 // configured.
 func (s *Session) toolModel() tools.Model {
-	m, err := s.mgr.opts.NewModel()
+	m, err := s.newModel()
 	if err != nil {
 		return nil
 	}

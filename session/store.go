@@ -107,6 +107,8 @@ type event struct {
 	Cwd     string `json:"cwd,omitempty"`
 	// session, mode
 	Mode string `json:"mode,omitempty"`
+	// session, model: the model chosen for the session ("" the default)
+	Model string `json:"model,omitempty"`
 	// title
 	Title string `json:"title,omitempty"`
 	// turn, checkpoint, reverted
@@ -279,6 +281,7 @@ type loaded struct {
 	id      string
 	cwd     string
 	mode    string
+	model   string
 	title   string
 	created time.Time
 	updated time.Time
@@ -356,13 +359,15 @@ func (ld *loaded) apply(ev event) {
 	}
 	switch ev.Type {
 	case "session":
-		ld.id, ld.cwd, ld.mode, ld.created = ev.ID, ev.Cwd, ev.Mode, ev.Time
+		ld.id, ld.cwd, ld.mode, ld.model, ld.created = ev.ID, ev.Cwd, ev.Mode, ev.Model, ev.Time
 	case "title":
 		if ld.title == "" {
 			ld.title = ev.Title
 		}
 	case "mode":
 		ld.mode = ev.Mode
+	case "model":
+		ld.model = ev.Model
 	case "turn":
 		ld.turns = max(ld.turns, ev.Turn)
 	case "message":

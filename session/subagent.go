@@ -60,6 +60,7 @@ func (p *Session) runSubagent(ctx context.Context, model Model, req tools.Subage
 		ledger:       tools.NewLedger(),
 		created:      p.mgr.opts.Now(),
 		mode:         p.Mode(),
+		model:        p.ModelID(),
 		system:       subagentSystemPrompt(req.SystemPrompt, p.systemPrompt()),
 		hostOverride: h,
 		toolFilter:   subagentFilter(p.toolset(), req.Tools),

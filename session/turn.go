@@ -32,7 +32,7 @@ const connectionLost = "\n[connection lost; retrying]\n"
 // ErrBusy; with no model configured, a *NoModelError.
 func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResult, error) {
 	st := s.mgr.opts.Env.Settings()
-	model, err := s.mgr.opts.NewModel()
+	model, err := s.newModel()
 	if err != nil {
 		return PromptResult{}, err
 	}
@@ -227,6 +227,11 @@ func largeArguments(calls []ToolCall) bool {
 // request sends the history to the model, streaming the answer to the
 // editor. sent is how many history messages the request held.
 func (s *Session) request(ctx context.Context, model Model, system string, decls []ToolDecl) (*ModelResponse, int, error) {
+	// A model chosen (qwen/setModel) or configured since the turn began
+	// takes over from this request on.
+	if m, err := s.newModel(); err == nil {
+		model = m
+	}
 	host := s.host()
 	history := s.History()
 	msgs := append([]Message{{Role: "system", Text: system}}, history...)

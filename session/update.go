@@ -29,6 +29,11 @@ type Update struct {
 	CachedTokens *int `json:"cachedTokens,omitempty"`
 	// CurrentModeID is a mode update's mode.
 	CurrentModeID string `json:"currentModeId,omitempty"`
+	// ModelID is a model update's model.
+	ModelID string `json:"modelId,omitempty"`
+	// ConfigOptions are an ACP config_option_update's options, filled in
+	// by the ACP adapter.
+	ConfigOptions any `json:"configOptions,omitempty"`
 	// TokensBefore and TokensAfter are a context_compressed update's
 	// request sizes; Summarised counts the messages replaced by the
 	// summary and TruncatedOutputs the old tool outputs shortened.
@@ -76,6 +81,10 @@ const (
 	UpdatePlan         = "plan"
 	UpdateUsage        = "usage_update"
 	UpdateMode         = "current_mode_update"
+	// UpdateModel says the session's model changed (qwen/setModel).
+	UpdateModel = "current_model_update"
+	// UpdateConfigOptions is ACP's config_option_update.
+	UpdateConfigOptions = "config_option_update"
 	// UpdateCompressed says the history was compressed to fit the
 	// model's context (docs/protocol.md).
 	UpdateCompressed = "context_compressed"

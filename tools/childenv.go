@@ -16,8 +16,9 @@ import (
 // prints its environment then shows nothing the model may not see.
 
 // keyVars are the variables the server reads API keys from
-// (protocol.md §10, tools.md web_search).
-var keyVars = []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY", "TAVILY_API_KEY"}
+// (protocol.md §10, tools.md web_search,
+// and the default key variables of Qwen Code's model providers).
+var keyVars = []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY", "TAVILY_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"}
 
 // qwenKeyVar matches qwen-ls's and Qwen Code's own variables that hold a
 // credential (QWEN_API_KEY, QWEN_OAUTH_TOKEN, …).
@@ -34,7 +35,9 @@ const MinSecretLen = 8
 // ConfiguredSecrets are the values a session file, a log line, an error
 // reply or a child's environment must never hold, longest first so that a
 // secret that contains another is replaced whole. All holds the model's key
-// (from the settings or the environment) and every string of MinSecretLen
+// (from the settings, the environment or a .env file), every model
+// provider's key and every secret of the .env files (Settings.KeyValues),
+// and every string of MinSecretLen
 // or more in the settings under a name that says secret, or in an MCP
 // server's env or headers. Named leaves out the env and header values
 // whose own name does not say secret: those are often ordinary values
@@ -44,6 +47,14 @@ func ConfiguredSecrets(st *workspace.Settings) (all, named []string) {
 	if key := st.Model().APIKey; len(key) >= MinSecretLen {
 		all = append(all, key)
 		named = append(named, key)
+	}
+	// The keys of every model provider (their envKey variables) and the
+	// secrets of the .env files, which the settings tree does not hold.
+	for _, key := range st.KeyValues() {
+		if len(key) >= MinSecretLen {
+			all = append(all, key)
+			named = append(named, key)
+		}
 	}
 	var walk func(v any, byName, inEnv bool)
 	walk = func(v any, byName, inEnv bool) {

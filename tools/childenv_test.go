@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -57,5 +58,43 @@ func TestConfiguredSecretsNamedOnlyForEnv(t *testing.T) {
 	env := ChildEnv(ws.Settings)
 	if !slices.Contains(env, "PATH=/usr/local/bin:/usr/bin") || slices.Contains(env, "GH=ghp_token_value") {
 		t.Errorf("ChildEnv kept PATH = %v, kept GH = %v", slices.Contains(env, "PATH=/usr/local/bin:/usr/bin"), slices.Contains(env, "GH=ghp_token_value"))
+	}
+}
+
+// The keys of Qwen Code's model providers live in .env files and in
+// variables named by envKey, not in the settings tree: they are configured
+// secrets all the same, and a child whose environment holds one loses
+// that variable.
+func TestProviderKeysAndDotEnvSecretsAreConfigured(t *testing.T) {
+	home := t.TempDir()
+	qwenDir := filepath.Join(home, ".qwen")
+	os.MkdirAll(qwenDir, 0o755)
+	os.WriteFile(filepath.Join(qwenDir, "settings.json"), []byte(`{"modelProviders": {"openai": [
+		{"id": "a", "envKey": "A_PROVIDER_KEY", "baseUrl": "https://a.example/v1"},
+		{"id": "b", "envKey": "B_PROVIDER_KEY", "baseUrl": "https://b.example/v1"}]}}`), 0o600)
+	os.WriteFile(filepath.Join(qwenDir, ".env"), []byte("A_PROVIDER_KEY=sk-a-from-dotenv-1234\nSOME_TOKEN=tok-from-dotenv-5678\nPLAIN=ordinary-value-123\n"), 0o600)
+	ws := workspace.New(workspace.Options{Settings: workspace.SettingsOptions{
+		UserDir: qwenDir, SystemPath: filepath.Join(home, "none.json"),
+		Getenv: func(k string) (string, bool) {
+			if k == "B_PROVIDER_KEY" {
+				return "sk-b-from-process-9999", true
+			}
+			return "", false
+		},
+	}})
+	defer ws.Close()
+	ws.Settings.Load()
+	all, named := ConfiguredSecrets(ws.Settings)
+	for _, s := range []string{"sk-a-from-dotenv-1234", "sk-b-from-process-9999", "tok-from-dotenv-5678"} {
+		if !slices.Contains(named, s) || !slices.Contains(all, s) {
+			t.Errorf("%q: in all = %v, in named = %v", s, slices.Contains(all, s), slices.Contains(named, s))
+		}
+	}
+	if slices.Contains(all, "ordinary-value-123") {
+		t.Error("a .env value whose name says nothing is taken as a secret")
+	}
+	env := FilterEnv([]string{"COPY_OF_A=sk-a-from-dotenv-1234", "B=Bearer sk-b-from-process-9999", "PLAIN=ordinary-value-123"}, keySourceVars(ws.Settings), named)
+	if !slices.Equal(env, []string{"PLAIN=ordinary-value-123"}) {
+		t.Fatalf("child env = %q", env)
 	}
 }

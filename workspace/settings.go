@@ -48,13 +48,22 @@ func (p SettingsProblem) Error() string {
 	return fmt.Sprintf("settings file %s is not valid and was not applied: %v", p.File, p.Err)
 }
 
-// ModelConfig is the model endpoint resolved per protocol.md §10.
+// ModelConfig is the model endpoint resolved per protocol.md §10 and
+// "Model configuration".
 type ModelConfig struct {
 	Name, BaseURL, APIKey string
 	// Source names where each set field came from, keyed by the settings
 	// key ("name", "baseUrl", "apiKey"), for messages. It never holds the
 	// key itself; do not log APIKey.
 	Source map[string]string
+	// FromProvider: the model is a modelProviders entry, of AuthType,
+	// whose key is the variable EnvKey.
+	FromProvider bool
+	AuthType     string
+	EnvKey       string
+	// Generation is the entry's generationConfig, or
+	// model.generationConfig for a model no entry describes.
+	Generation GenerationConfig
 }
 
 // DashScopeBaseURL is the endpoint used when the API key comes from
@@ -120,6 +129,9 @@ type Settings struct {
 	watchSet map[string]bool
 	timer    *time.Timer
 	closed   bool
+	// dotEnvSig is the content of the environment files at the last
+	// Load, so that a changed key counts as a settings change.
+	dotEnvSig string
 }
 
 // NewSettings returns settings with every layer empty; call Load to read
@@ -291,6 +303,16 @@ func (s *Settings) Load() {
 	}
 	onChange := append([]func(){}, s.onChange...)
 	onProblem := append([]func(SettingsProblem){}, s.onProblem...)
+	s.mu.Unlock()
+	// The environment files hold keys: a change reaches the secrets the
+	// OnChange callbacks recompute (read after the trust decision above,
+	// which says whether the project's files count).
+	sig := dotEnvSignature(s.dotEnvFiles())
+	s.mu.Lock()
+	if sig != s.dotEnvSig {
+		s.dotEnvSig = sig
+		changed = true
+	}
 	s.mu.Unlock()
 	s.loadMu.Unlock()
 
@@ -484,11 +506,11 @@ func (s *Settings) Problems() []SettingsProblem {
 	return out
 }
 
-// Model resolves the model endpoint (protocol.md §10): each field on its
-// own, from the first of system settings, the editor's layer, workspace
-// settings, user settings and the environment that sets it to a non-empty
-// string.
-func (s *Settings) Model() ModelConfig {
+// rawModel resolves the model of model.name, model.baseUrl and
+// model.apiKey (protocol.md §10): each field on its own, from the first of
+// system settings, the editor's layer, workspace settings, user settings
+// and the environment (l) that sets it to a non-empty string.
+func (s *Settings) rawModel(l *envLookup) ModelConfig {
 	s.mu.RLock()
 	var layers [numLayers]settingsLayer
 	copy(layers[:], s.layers[:])
@@ -518,32 +540,59 @@ func (s *Settings) Model() ModelConfig {
 		}
 	}
 
-	env := func(name string) string {
-		v, _ := s.getenv(name)
-		return v
-	}
 	if mc.Name == "" {
-		if v := env("OPENAI_MODEL"); v != "" {
-			mc.Name, mc.Source["name"] = v, "environment variable OPENAI_MODEL"
+		// QWEN_MODEL is Qwen Code's other name for it.
+		if v, src, ok := l.lookup("OPENAI_MODEL"); ok {
+			mc.Name, mc.Source["name"] = v, src
+		} else if v, src, ok := l.lookup("QWEN_MODEL"); ok {
+			mc.Name, mc.Source["name"] = v, src
 		}
 	}
 	fromDashScope := false
 	if mc.APIKey == "" {
-		if v := env("OPENAI_API_KEY"); v != "" {
-			mc.APIKey, mc.Source["apiKey"] = v, "environment variable OPENAI_API_KEY"
-		} else if v := env("DASHSCOPE_API_KEY"); v != "" {
-			mc.APIKey, mc.Source["apiKey"] = v, "environment variable DASHSCOPE_API_KEY"
+		if v, src, ok := l.lookup("OPENAI_API_KEY"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, src
+		} else if v, src, ok := l.lookup("DASHSCOPE_API_KEY"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, src
 			fromDashScope = true
 		}
 	}
 	if mc.BaseURL == "" {
-		if v := env("OPENAI_BASE_URL"); v != "" {
-			mc.BaseURL, mc.Source["baseUrl"] = v, "environment variable OPENAI_BASE_URL"
+		if v, src, ok := l.lookup("OPENAI_BASE_URL"); ok {
+			mc.BaseURL, mc.Source["baseUrl"] = v, src
 		} else if fromDashScope {
 			mc.BaseURL, mc.Source["baseUrl"] = DashScopeBaseURL, "default for DASHSCOPE_API_KEY"
 		}
 	}
+	// Qwen Code's deprecated security.auth.apiKey and baseUrl, which older
+	// settings files still hold: below the environment, as there.
+	if mc.APIKey == "" && !fromDashScope {
+		if v, ok := layeredString(layers, "security", "auth", "apiKey"); ok {
+			mc.APIKey, mc.Source["apiKey"] = v, "security.auth.apiKey in the settings"
+		}
+	}
+	if mc.BaseURL == "" {
+		if v, ok := layeredString(layers, "security", "auth", "baseUrl"); ok {
+			mc.BaseURL, mc.Source["baseUrl"] = v, "security.auth.baseUrl in the settings"
+		}
+	}
 	return mc
+}
+
+// layeredString is the string at path in the highest layer (system,
+// editor, workspace, user) that sets it non-empty.
+func layeredString(layers [numLayers]settingsLayer, path ...string) (string, bool) {
+	for _, i := range []int{layerSystem, layerEditor, layerWorkspace, layerUser} {
+		var v any = layers[i].values
+		for _, p := range path {
+			m, _ := v.(map[string]any)
+			v = m[p]
+		}
+		if str, ok := v.(string); ok && str != "" {
+			return str, true
+		}
+	}
+	return "", false
 }
 
 func layerName(i int, file string) string {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,6 +27,9 @@ type knownSetting struct {
 // untrustedAllowed does.
 var knownSettings = []knownSetting{
 	{Path: "context.fileFiltering.respectGitIgnore"},
+	// Variables for the model's key lookup (newEnvLookup): below the
+	// process environment and the .env files.
+	{Path: "env", Subtree: true},
 	{Path: "context.fileFiltering.respectQwenIgnore"},
 	{Path: "context.fileName"},
 	{Path: "context.includeDirectories"},
@@ -42,10 +46,13 @@ var knownSettings = []knownSetting{
 	{Path: "model.baseUrl"}, // Model()
 	{Path: "model.chatCompression.contextPercentageThreshold"},
 	{Path: "model.contextWindow"},
+	{Path: "model.generationConfig", Subtree: true}, // Model()
 	{Path: "model.maxSessionTurns"},
 	{Path: "model.maxTurnRequests"},
 	{Path: "model.modalities", Subtree: true},
-	{Path: "model.name"}, // Model()
+	{Path: "model.name"},                    // Model()
+	{Path: "modelProviders", Subtree: true}, // ModelProviders()
+	{Path: "security.auth.selectedType"},    // SelectedAuthType()
 	{Path: "permissions.allow"},
 	{Path: "permissions.ask"},
 	{Path: "permissions.deny"},
@@ -71,6 +78,8 @@ var knownSettings = []knownSetting{
 // without the accessors (Model, the trust decision).
 var readInsideWorkspace = map[string]bool{
 	"model.apiKey": true, "model.baseUrl": true, "model.name": true, "security.folderTrust.enabled": true,
+	"env": true, "model.generationConfig": true, "modelProviders": true, "security.auth.selectedType": true,
+	"security.auth.apiKey": true, "security.auth.baseUrl": true,
 }
 
 // untrustedAllowed is the allow-list: the only workspace settings an
@@ -140,7 +149,27 @@ var describeIgnored = map[string]func(any) string{
 		}
 		return ""
 	},
-	"model.baseUrl": endpointHost,
+	"model.baseUrl":         endpointHost,
+	"security.auth.baseUrl": endpointHost,
+	// The names of the variables, never their values.
+	"env": func(x any) string {
+		m, _ := x.(map[string]any)
+		names := mapKeys(m)
+		sort.Strings(names)
+		return strings.Join(names, ", ")
+	},
+	"security.auth.selectedType": func(x any) string {
+		if t, _ := x.(string); slices.Contains(authTypes, t) {
+			return t
+		}
+		return ""
+	},
+	"modelProviders": func(x any) string {
+		m, _ := x.(map[string]any)
+		names := mapKeys(m)
+		sort.Strings(names)
+		return strings.Join(names, ", ")
+	},
 }
 
 // endpointHost is the scheme and host of an endpoint setting, for

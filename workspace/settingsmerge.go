@@ -23,9 +23,20 @@ func (s *Settings) remergeLocked() bool {
 		if len(s.trust.Ignored) > 0 {
 			s.trust.File = s.layers[layerWorkspace].file
 		}
+	} else if sec, ok := ws["security"].(map[string]any); ok {
+		// Folder trust is never switched by a workspace, trusted or not;
+		// the rest of security (auth.selectedType) applies when trusted.
+		// Merging copies what it takes, so shallow copies are enough.
+		v := maps.Clone(ws)
+		sec = maps.Clone(sec)
+		delete(sec, "folderTrust")
+		if len(sec) > 0 {
+			v["security"] = sec
+		} else {
+			delete(v, "security")
+		}
+		s.effective[layerWorkspace] = v
 	} else if _, ok := ws["security"]; ok {
-		// Folder trust is never switched by a workspace, trusted or not.
-		// Merging copies what it takes, so a shallow copy is enough.
 		v := maps.Clone(ws)
 		delete(v, "security")
 		s.effective[layerWorkspace] = v

@@ -64,6 +64,13 @@ func (s *Settings) ensureWatched() {
 	if tf := s.TrustFile(); tf != "" {
 		mark(tf)
 	}
+	// So do ~/.qwen/.env and the project's .qwen/.env; the project's
+	// .env is in the primary root, watched above (~/.env is not watched:
+	// its change applies to the next request, and to the secrets at the
+	// next reload).
+	for _, f := range s.dotEnvPaths(true) {
+		mark(f)
+	}
 	s.mu.Lock()
 	s.watchSet = set
 	s.mu.Unlock()

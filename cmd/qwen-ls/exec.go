@@ -35,8 +35,9 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	mode := fs.String("approval-mode", "default", "approval mode: default, plan, auto-edit or yolo")
 	cwd := fs.String("cwd", ".", "the workspace folder")
 	verbose := fs.Bool("verbose", false, "copy the server's log to stderr")
+	model := fs.String("model", "", "the model to use, by id: a modelProviders entry or the configured model (default: the settings' model)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: qwen-ls exec -p PROMPT [--approval-mode MODE] [--cwd DIR] [--verbose]")
+		fmt.Fprintln(stderr, "usage: qwen-ls exec -p PROMPT [--approval-mode MODE] [--model ID] [--cwd DIR] [--verbose]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -84,6 +85,13 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer c.stop(context.Background())
+	if *model != "" {
+		var set json.RawMessage
+		if err := c.call(ctx, "qwen/setModel", map[string]any{"sessionId": sid, "modelId": *model}, &set); err != nil {
+			fmt.Fprintf(stderr, "qwen-ls exec: --model %s: %v\n", *model, err)
+			return exitUsage
+		}
+	}
 
 	// Ctrl-C cancels the turn; the prompt then ends "cancelled".
 	sigs := make(chan os.Signal, 1)

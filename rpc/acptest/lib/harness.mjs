@@ -195,13 +195,15 @@ export class TestClient {
 }
 
 // startAgent runs qwen-ls --acp with HOME in home and the model at
-// modelURL (none when null), connected to client through the SDK. Every
+// modelURL (none when null; extraEnv adds variables), connected to client
+// through the SDK. Every
 // message the agent sends is checked against the ACP schema; the test
 // fails at its end if one did not match.
-export function startAgent(t, { home, modelURL, client, cwd }) {
+export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {} }) {
   const env = { ...process.env, HOME: home, QWEN_HOME: join(home, ".qwen") };
   for (const k of ["OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY", "DASHSCOPE_API_KEY"]) delete env[k];
   if (modelURL) Object.assign(env, { OPENAI_BASE_URL: modelURL, OPENAI_MODEL: "scripted", OPENAI_API_KEY: "sk-test" });
+  Object.assign(env, extraEnv);
   const proc = spawn(BIN, ["--acp"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   proc.stderr.on("data", (d) => { stderr += d; });

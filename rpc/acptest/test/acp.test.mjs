@@ -216,7 +216,12 @@ test("a rejected edit writes nothing and tells the model", async (t) => {
   assert.equal(readFileSync(path, "utf8"), "alpha\nbeta\n");
   const call = env.client.toolCall("e1");
   assert.equal(call.status, "failed");
-  assert.match(call.rawOutput.error, /rejected the proposed change/, "what the model will read");
+  // What the model reads is shown once, as the content, not repeated in
+  // rawOutput.
+  const shown = (call.content ?? []).map((c) => c.content?.text ?? "").join("\n");
+  assert.match(shown, /rejected the proposed change/, "what the model will read");
+  assert.equal(call.rawOutput, undefined);
+  assert.equal(call._meta?.qwen?.outcome, "rejected");
 });
 
 test("without fs capabilities an accepted edit is written to the disk", async (t) => {

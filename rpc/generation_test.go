@@ -1,0 +1,72 @@
+package rpc_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/qwen-ls/qwen-ls/rpc"
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+	"github.com/qwen-ls/qwen-ls/session/modeltest"
+)
+
+// model.generationConfig reaches the wire as Qwen Code sends it: sampling
+// parameters and extra_body in the body, custom headers, maxRetries 0 as
+// "no retry", and contextWindowSize as the window the session reports.
+func TestGenerationConfigReachesTheRequest(t *testing.T) {
+	m := modeltest.Start(t, modeltest.Response{Status: 503}, modeltest.Response{Text: "ok"})
+	e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"model": map[string]any{
+			"name": "scripted", "baseUrl": m.URL,
+			"generationConfig": map[string]any{
+				"samplingParams":    map[string]any{"temperature": 0.2, "top_p": 0.9},
+				"extra_body":        map[string]any{"enable_thinking": false},
+				"customHeaders":     map[string]any{"X-Team": "editor-tests"},
+				"maxRetries":        0,
+				"contextWindowSize": 6000,
+			},
+		}},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	prompt := func() error {
+		_, err := e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+		return err
+	}
+	if err := prompt(); err == nil || len(m.Requests()) != 1 {
+		t.Fatalf("with maxRetries 0 a 503 fails at once: err %v after %d requests", err, len(m.Requests()))
+	}
+	if err := prompt(); err != nil {
+		t.Fatal(err)
+	}
+	r := m.Requests()[1]
+	var body map[string]any
+	json.Unmarshal(r.Body, &body)
+	if body["temperature"] != 0.2 || body["top_p"] != 0.9 || body["enable_thinking"] != false || r.Header.Get("X-Team") != "editor-tests" {
+		t.Errorf("request body %s, X-Team %q", r.Body, r.Header.Get("X-Team"))
+	}
+	var size int
+	for _, n := range e.Notifications("qwen/sessionUpdate") {
+		var p struct {
+			Update struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				Size          int    `json:"size"`
+			} `json:"update"`
+		}
+		json.Unmarshal(n.Params, &p)
+		if p.Update.SessionUpdate == "usage_update" {
+			size = p.Update.Size
+		}
+	}
+	if size != 6000 {
+		t.Errorf("the session's window is %d, want contextWindowSize 6000", size)
+	}
+	if strings.Contains(string(r.Body), "customHeaders") {
+		t.Errorf("settings leaked into the body: %s", r.Body)
+	}
+}
