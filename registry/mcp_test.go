@@ -707,8 +707,19 @@ func TestToolsOfAServer(t *testing.T) {
 	if c, _ := trusted.Tool.ShouldConfirm(context.Background(), nil, nil); c != nil {
 		t.Errorf("a trusted server's tool asks: %+v", c)
 	}
-	if d := echo.Tool.Describe(map[string]any{"x": "<v>"}); d != `{"x":"<v>"}` {
-		t.Errorf("describe %q", d)
+	// The title names the tool and its arguments, not raw JSON.
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"x": "<v>"}, `echo (s): x="<v>"`},
+		{map[string]any{"b": 2, "a": []any{"p", "q"}}, `echo (s): a=["p","q"] b=2`},
+		{map[string]any{"long": strings.Repeat("y", 60)}, `echo (s): long="` + strings.Repeat("y", 38) + `…`},
+		{nil, `echo (s)`},
+	} {
+		if d := echo.Tool.Describe(tc.params); d != tc.want {
+			t.Errorf("describe %v = %q, want %q", tc.params, d, tc.want)
+		}
 	}
 	if got := e.mustCall("echo", map[string]any{"x": "v"}); got != `{"x":"v"}` {
 		t.Errorf("echo %q", got)

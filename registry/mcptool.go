@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -212,7 +214,39 @@ func (t *mcpTool) withName(name string) tools.Tool {
 }
 
 // Describe is the arguments as compact JSON.
-func (t *mcpTool) Describe(params map[string]any) string { return compactJSON(params) }
+// Describe is the call's title: the server's tool and its arguments as
+// short key=value pairs, e.g. `search (docs): query="retry policy"`, not
+// the raw JSON.
+func (t *mcpTool) Describe(params map[string]any) string {
+	head := t.remote + " (" + t.server.cfg.Alias + ")"
+	if args := argumentSummary(params); args != "" {
+		return head + ": " + args
+	}
+	return head
+}
+
+// argumentSummary writes arguments as key=value pairs in key order, each
+// value cut to 40 characters and the whole to 100.
+func argumentSummary(params map[string]any) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := compactJSON(params[k])
+		if r := []rune(v); len(r) > 40 {
+			v = string(r[:39]) + "…"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	out := strings.Join(parts, " ")
+	if r := []rune(out); len(r) > 100 {
+		out = string(r[:99]) + "…"
+	}
+	return out
+}
 
 // ShouldConfirm asks unless the server is trusted or the tool says it only
 // reads.

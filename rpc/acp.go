@@ -192,8 +192,10 @@ func (h *host) acpReviewEdit(ctx context.Context, sessionID string, r session.Ed
 		old = &r.OldText
 	}
 	newText := r.NewText
+	// No title: the client merges toolCall into the call it shows, and
+	// the call keeps its own title (see RequestPermission).
 	toolCall := map[string]any{
-		"toolCallId": r.ToolCallID, "title": r.Title, "kind": "edit",
+		"toolCallId": r.ToolCallID, "kind": "edit",
 		"content":   []session.ToolContent{{Type: "diff", Path: r.Path, OldText: old, NewText: &newText}},
 		"locations": []session.Location{{Path: r.Path}},
 	}

@@ -26,7 +26,17 @@ func (s *Server) agentMethods() map[string]Method {
 		"qwen/listSessions":    {Handle: s.listSessions},
 		"qwen/loadSession":     {Handle: s.loadSession},
 		"qwen/revertTurn":      {Async: true, Handle: s.revertTurn},
+		// Async: the check waits on the model for up to 15 s.
+		"qwen/checkSetup": {Async: true, Handle: s.checkSetup},
 	}
+}
+
+// checkSetup answers qwen/checkSetup: one real request to the configured
+// model, and which OS sandbox protects commands.
+func (s *Server) checkSetup(ctx context.Context, req *Request) (any, error) {
+	res := s.sessions.CheckSetup(ctx)
+	res.Sandbox = sandboxInfo()["summary"].(string)
+	return res, nil
 }
 
 // setupAgent builds the tool registry and the session manager over the
@@ -141,7 +151,7 @@ func sessionError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &nm):
-		return Error(CodeNoModel, "%s", nm.Error())
+		return ErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
 	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert):
 		return Error(CodeInvalidParams, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionInUse):
@@ -150,10 +160,13 @@ func sessionError(err error) error {
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
 	case errors.Is(err, session.ErrMaxSessionTurns):
 		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
-	case errors.As(err, &me) && me.Kind == session.ErrAuth:
-		return Error(CodeNoModel, "the model endpoint refused the API key (status %d: %s): check OPENAI_API_KEY (or DASHSCOPE_API_KEY) or model.apiKey", me.Status, me.Message)
 	case errors.As(err, &me):
-		return Error(CodeInternalError, "%s", me.Error())
+		code := int64(CodeInternalError)
+		if me.Kind == session.ErrAuth {
+			code = CodeNoModel
+		}
+		setup, _ := me.Setup()
+		return ErrorWithData(code, setup, "%s", me.Error())
 	}
 	return Error(CodeInternalError, "%s", err.Error())
 }

@@ -165,6 +165,11 @@ func (h *host) RequestPermission(ctx context.Context, sessionID string, r sessio
 		return session.PermissionAnswer{}, errors.New("this editor does not answer permission requests (experimental.qwen.requestPermission)")
 	}
 	toolCall := map[string]any{"toolCallId": r.ToolCallID, "title": r.Title, "kind": r.Kind, "rawInput": r.RawInput}
+	if h.s.opts.ACP {
+		// ACP clients merge the request's toolCall into the call they
+		// show; a "Confirm …" title would replace the call's own for good.
+		delete(toolCall, "title")
+	}
 	if len(r.Content) > 0 {
 		toolCall["content"] = r.Content
 	}

@@ -169,9 +169,14 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	} else {
 		tools = append(tools, s.registry.Snapshot().Names()...)
 	}
+	var model any
+	if name := s.sessions.ModelName(); name != "" {
+		model = name
+	}
 	exp, err := json.Marshal(map[string]any{
 		"qwen": map[string]any{
 			"protocolVersion": ProtocolVersion,
+			"model":           model,
 			"approvalModes":   approvalModes,
 			"tools":           tools,
 			"sandbox":         sandboxInfo(),
@@ -188,7 +193,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 				Change:    &incremental,
 				Save:      &protocol.SaveOptions{IncludeText: &no},
 			},
-			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: []string{"qwen-ls.prompt", "qwen-ls.cancel"}},
+			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup"}},
 			Workspace: &protocol.WorkspaceOptions{
 				WorkspaceFolders: &protocol.WorkspaceFoldersServerCapabilities{
 					Supported:           &yes,

@@ -34,6 +34,8 @@ func (l Level) String() string {
 type logger struct {
 	mu  sync.Mutex
 	out io.Writer
+	// outLevel is the least severe level written to out; zero is all.
+	outLevel Level
 	// toEditor is set once the connection can carry window/logMessage.
 	toEditor func(Level, string)
 	// scrub, when set, removes secrets (the configured ones as well as
@@ -56,7 +58,7 @@ func (l *logger) logf(level Level, format string, args ...any) {
 	}
 	l.mu.Lock()
 	out, editor := l.out, l.toEditor
-	if out != nil {
+	if out != nil && (l.outLevel == 0 || level <= l.outLevel) {
 		fmt.Fprintf(out, "%s [%s] %s\n", time.Now().Format("15:04:05.000"), level, msg)
 	}
 	l.mu.Unlock()

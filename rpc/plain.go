@@ -87,6 +87,8 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 		}
 		s.log.Infof("qwen: turn ended (%s)", res.StopReason)
 		return map[string]any{"text": res.LastText, "stopReason": res.StopReason, "sessionId": sid}, nil
+	case "qwen-ls.checkSetup":
+		return s.checkSetup(ctx, req)
 	case "qwen-ls.cancel":
 		sid := arg(0)
 		if sid == "" {
@@ -101,7 +103,7 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 		}
 		return nil, nil
 	}
-	return nil, Error(CodeInvalidParams, "unknown command %q: qwen-ls offers qwen-ls.prompt and qwen-ls.cancel", p.Command)
+	return nil, Error(CodeInvalidParams, "unknown command %q: qwen-ls offers qwen-ls.prompt, qwen-ls.cancel and qwen-ls.checkSetup", p.Command)
 }
 
 // sessionOrImplicit returns sid, or the connection's implicit session,

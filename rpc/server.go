@@ -43,6 +43,9 @@ type Options struct {
 	QwenHome string
 	// NewModel overrides the model factory (default: from the settings).
 	NewModel func() (session.Model, error)
+	// StderrLevel is the least severe level written to Stderr; zero
+	// writes every line. window/logMessage gets info and above either way.
+	StderrLevel Level
 	// Retry is the model's retry policy (zero: the defaults).
 	Retry RetryPolicy
 	// ExtraTools are registered after the built-ins, with them: for
@@ -177,7 +180,7 @@ func NewServer(opts Options) *Server {
 	}
 	s := &Server{
 		opts:      opts,
-		log:       &logger{out: stderr},
+		log:       &logger{out: stderr, outLevel: opts.StderrLevel},
 		ws:        opts.Workspace,
 		inflight:  map[jsonrpc2.ID]context.CancelFunc{},
 		exited:    make(chan struct{}),

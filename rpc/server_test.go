@@ -84,9 +84,10 @@ func TestInitializeAdvertisesProtocolCapabilities(t *testing.T) {
 				"workspace": map[string]any{"workspaceFolders": map[string]any{
 					"supported": true, "changeNotifications": true,
 				}},
-				"executeCommandProvider": map[string]any{"commands": []any{"qwen-ls.prompt", "qwen-ls.cancel"}},
+				"executeCommandProvider": map[string]any{"commands": []any{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup"}},
 				"experimental": map[string]any{"qwen": map[string]any{
 					"protocolVersion": float64(1),
+					"model":           nil,
 					"approvalModes":   []any{"default", "plan", "auto-edit", "yolo"},
 					"tools":           []any{"read_file", "edit"},
 				}},

@@ -20,13 +20,13 @@ func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model,
 	return func() (Model, error) {
 		mc := st.Model()
 		if mc.APIKey == "" && mc.BaseURL == "" {
-			return nil, &NoModelError{}
+			return nil, &NoModelError{Name: mc.Name}
 		}
 		if mc.Name == "" {
 			if mc.BaseURL == workspace.DashScopeBaseURL {
 				mc.Name = "qwen3-coder-plus"
 			} else {
-				return nil, &NoModelError{MissingName: true}
+				return nil, &NoModelError{MissingName: true, BaseURL: mc.BaseURL}
 			}
 		}
 		if mc.APIKey == "" && !isLoopback(mc.BaseURL) {

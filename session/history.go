@@ -155,12 +155,12 @@ func (s *Session) Replay() {
 					Status: StatusPending, RawInput: rawInput(tc.Arguments)})
 			}
 		case "tool":
-			status := StatusCompleted
-			if strings.HasPrefix(msg.Text, "[Cancelled]") || strings.HasPrefix(msg.Text, "[Interrupted]") {
+			status, outcome := StatusCompleted, replayOutcome(msg.Text)
+			if outcome != OutcomeCompleted {
 				status = StatusFailed
 			}
 			host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: msg.ToolCallID, Status: status,
-				Content: []ToolContent{{Type: "content", Content: textBlock(msg.Text)}}})
+				Content: []ToolContent{{Type: "content", Content: textBlock(msg.Text)}}, Meta: outcomeMeta(outcome)})
 		}
 	}
 	if plan != nil {
@@ -168,4 +168,19 @@ func (s *Session) Replay() {
 	} else if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
 		host.Update(s.id, Update{Kind: UpdatePlan, Entries: planEntries(todos)})
 	}
+}
+
+// replayOutcome reads how a stored call ended from the tool message the
+// model was given. Only the marks qwen-ls writes itself count; an error
+// result is not told apart from a success here, since its text is the
+// tool's own.
+func replayOutcome(text string) string {
+	switch {
+	case strings.HasPrefix(text, "[Cancelled] The user rejected"):
+		// reasonRejected, an edit's rejection and the plan's all start so.
+		return OutcomeRejected
+	case strings.HasPrefix(text, "[Cancelled]"), strings.HasPrefix(text, "[Interrupted]"):
+		return OutcomeCancelled
+	}
+	return OutcomeCompleted
 }

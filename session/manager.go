@@ -53,19 +53,55 @@ type NoModelError struct {
 	MissingName bool
 	// MissingKey: a remote endpoint is set without a key.
 	MissingKey bool
-	BaseURL    string
+	// Name is the configured model name, when one is set without any
+	// endpoint or key.
+	Name    string
+	BaseURL string
 }
 
 func (e *NoModelError) Error() string {
 	switch {
 	case e.MissingName:
-		return "no model name is configured: set OPENAI_MODEL in the environment qwen-ls starts with, or model.name in ~/.qwen/settings.json, .qwen/settings.json or the editor's qwen-ls settings"
+		return "No model name is configured for " + e.BaseURL + ": set model.name (in the editor's qwen settings, .qwen/settings.json or ~/.qwen/settings.json) or OPENAI_MODEL in the environment qwen-ls starts with."
 	case e.MissingKey:
-		return "no API key is configured for " + e.BaseURL + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json"
+		return "No API key is configured for " + e.BaseURL + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json. Only a local endpoint (localhost, 127.0.0.1, ::1) works without one."
+	case e.Name != "":
+		return "The model name is " + e.Name + ", but there is no endpoint or API key to reach it: set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with for DashScope or OpenAI, " +
+			"or set model.baseUrl (or OPENAI_BASE_URL) to a local OpenAI-compatible server such as Ollama, vLLM or llama.cpp."
 	}
-	return "no model is configured: set OPENAI_API_KEY (or DASHSCOPE_API_KEY), OPENAI_BASE_URL and OPENAI_MODEL in the environment qwen-ls starts with, " +
-		"or model.name, model.baseUrl and model.apiKey in ~/.qwen/settings.json, .qwen/settings.json or the editor's qwen-ls settings; " +
-		"a local OpenAI-compatible server (Ollama, vLLM, llama.cpp) needs only OPENAI_BASE_URL and OPENAI_MODEL"
+	return "No model is configured: set OPENAI_API_KEY (or DASHSCOPE_API_KEY), OPENAI_BASE_URL and OPENAI_MODEL in the environment qwen-ls starts with, " +
+		"or model.name, model.baseUrl and model.apiKey in ~/.qwen/settings.json, .qwen/settings.json or the editor's qwen settings. " +
+		"A local OpenAI-compatible server (Ollama, vLLM, llama.cpp) needs only OPENAI_BASE_URL and OPENAI_MODEL."
+}
+
+// Setup describes a model setup problem for the editor: a reason code and
+// the settings (settings.json spelling) and environment variables that fix
+// it (docs/protocol.md "Model and setup failures").
+type Setup struct {
+	Reason   string   `json:"reason"`
+	Settings []string `json:"settings"`
+	Env      []string `json:"env"`
+	BaseURL  string   `json:"baseUrl,omitempty"`
+	Model    string   `json:"model,omitempty"`
+}
+
+// Setup implements SetupError.
+func (e *NoModelError) Setup() Setup {
+	switch {
+	case e.MissingName:
+		return Setup{Reason: "no_model_name", Settings: []string{"model.name"}, Env: []string{"OPENAI_MODEL"}, BaseURL: e.BaseURL}
+	case e.MissingKey:
+		return Setup{Reason: "no_api_key", Settings: []string{"model.apiKey"}, Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, BaseURL: e.BaseURL}
+	case e.Name != "":
+		return Setup{Reason: "no_endpoint", Settings: []string{"model.baseUrl", "model.apiKey"}, Env: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"}, Model: e.Name}
+	}
+	return Setup{Reason: "no_model", Settings: []string{"model.name", "model.baseUrl"}, Env: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}}
+}
+
+// SetupError is an error that a change of the model settings fixes.
+type SetupError interface {
+	error
+	Setup() Setup
 }
 
 // Options configures a Manager.
@@ -164,6 +200,18 @@ func (m *Manager) NewSession(cwd, mode string) (SessionInfo, error) {
 func (m *Manager) CheckModel() error {
 	_, err := m.opts.NewModel()
 	return err
+}
+
+// ModelName is the name of the model a prompt would use now, or "" when
+// none is configured.
+func (m *Manager) ModelName() string {
+	if m.opts.NewModel == nil {
+		return ""
+	}
+	if model, err := m.opts.NewModel(); err == nil {
+		return model.Name()
+	}
+	return ""
 }
 
 func (m *Manager) info(s *Session) SessionInfo {

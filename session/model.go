@@ -69,6 +69,8 @@ type ModelRequest struct {
 	Model    string
 	Messages []Message
 	Tools    []ToolDecl
+	// MaxTokens caps the answer (0: the endpoint's default).
+	MaxTokens int
 }
 
 // Usage counts tokens.
@@ -123,6 +125,11 @@ const (
 	ErrAuth
 	// ErrTransient is 408, 429, 5xx, a reset or a cut stream.
 	ErrTransient
+	// ErrUnreachable is a refused connection or an unknown host: nothing
+	// serves the endpoint, and retrying within seconds will not change it.
+	ErrUnreachable
+	// ErrNotFound is 404: the model name or the endpoint's path is wrong.
+	ErrNotFound
 )
 
 // ModelError is a failed model request.
@@ -132,13 +139,63 @@ type ModelError struct {
 	Message    string
 	RetryAfter time.Duration
 	Attempts   int
+	// BaseURL and Model are the request's endpoint ("" for the SDK's
+	// default) and model, for messages that name what to change.
+	BaseURL, Model string
 }
 
 func (e *ModelError) Error() string {
+	switch e.Kind {
+	case ErrUnreachable:
+		return fmt.Sprintf("Nothing answers at %s (%s). Start the model server, or set model.baseUrl (or OPENAI_BASE_URL) to an endpoint that runs.", endpointLabel(e.BaseURL), e.Message)
+	case ErrNotFound:
+		return fmt.Sprintf("The endpoint %s does not serve the model %q (status 404: %s). Check model.name (or OPENAI_MODEL), and that model.baseUrl (or OPENAI_BASE_URL) ends in the API's base path, usually /v1.",
+			endpointLabel(e.BaseURL), e.Model, e.Message)
+	case ErrAuth:
+		return fmt.Sprintf("The model endpoint %s refused the API key (status %d: %s). Check OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json.",
+			endpointLabel(e.BaseURL), e.Status, e.Message)
+	}
 	if e.Status != 0 {
 		return fmt.Sprintf("the model request failed with status %d: %s", e.Status, e.Message)
 	}
 	return "the model request failed: " + e.Message
+}
+
+// Setup says which settings fix the failure, for the kinds a setting
+// fixes; ok is false for the others.
+func (e *ModelError) Setup() (Setup, bool) {
+	switch e.Kind {
+	case ErrUnreachable:
+		return Setup{Reason: "model_unreachable", Settings: []string{"model.baseUrl"}, Env: []string{"OPENAI_BASE_URL"}, BaseURL: endpointLabel(e.BaseURL), Model: e.Model}, true
+	case ErrNotFound:
+		return Setup{Reason: "model_not_found", Settings: []string{"model.name", "model.baseUrl"}, Env: []string{"OPENAI_MODEL", "OPENAI_BASE_URL"}, BaseURL: endpointLabel(e.BaseURL), Model: e.Model}, true
+	case ErrAuth:
+		return Setup{Reason: "model_auth", Settings: []string{"model.apiKey"}, Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, BaseURL: endpointLabel(e.BaseURL), Model: e.Model}, true
+	}
+	return Setup{Reason: "model_error", Settings: []string{}, Env: []string{}, BaseURL: endpointLabel(e.BaseURL), Model: e.Model}, false
+}
+
+// openAIBaseURL is the endpoint the SDK uses when none is set.
+const openAIBaseURL = "https://api.openai.com/v1"
+
+func endpointLabel(baseURL string) string {
+	if baseURL == "" {
+		return openAIBaseURL
+	}
+	return baseURL
+}
+
+// unreachableCause says why nothing serves the endpoint: a refused
+// connection or an unknown host; ok is false for other errors.
+func unreachableCause(err error) (string, bool) {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused", true
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return "no such host " + dnsErr.Name, true
+	}
+	return "", false
 }
 
 // RetryPolicy says how transient failures are retried.
@@ -215,7 +272,7 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelRes
 	}
 	c, err := m.client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: m.modelName(req)}, option.WithRequestBody("application/json", body))
 	if err != nil {
-		return nil, classify(ctx, err)
+		return nil, m.label(classify(ctx, err), req)
 	}
 	if len(c.Choices) == 0 {
 		return nil, &ModelError{Kind: ErrFatal, Message: "the answer has no choices"}
@@ -248,6 +305,7 @@ func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEve
 		if !errors.As(err, &me) {
 			me = &ModelError{Kind: ErrFatal, Message: err.Error()}
 		}
+		m.label(me, req)
 		me.Attempts = attempt + 1
 		if me.Kind != ErrTransient || attempt >= m.retry.Attempts {
 			return nil, me
@@ -265,6 +323,16 @@ func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEve
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// label records the request's endpoint and model in a ModelError, so its
+// message can name them.
+func (m *OpenAIModel) label(err error, req ModelRequest) error {
+	var me *ModelError
+	if errors.As(err, &me) {
+		me.BaseURL, me.Model = m.cfg.BaseURL, m.modelName(req)
+	}
+	return err
 }
 
 // backoff is exponential with full jitter, or Retry-After when the server
@@ -409,6 +477,8 @@ func classify(ctx context.Context, err error) error {
 		switch {
 		case apiErr.StatusCode == http.StatusUnauthorized || apiErr.StatusCode == http.StatusForbidden:
 			me.Kind = ErrAuth
+		case apiErr.StatusCode == http.StatusNotFound:
+			me.Kind = ErrNotFound
 		case apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode == http.StatusRequestTimeout || apiErr.StatusCode >= 500:
 			me.Kind = ErrTransient
 		}
@@ -416,6 +486,9 @@ func classify(ctx context.Context, err error) error {
 			me.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"))
 		}
 		return me
+	}
+	if cause, ok := unreachableCause(err); ok {
+		return &ModelError{Kind: ErrUnreachable, Message: cause}
 	}
 	var ne net.Error
 	var ue *url.Error
@@ -467,7 +540,7 @@ func (m *OpenAIModel) modelName(req ModelRequest) string {
 
 // body encodes a request (wire.go).
 func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
-	return encodeRequest(m.modelName(req), req.Messages, m.toolsJSON(req.Tools), stream)
+	return encodeRequest(m.modelName(req), req.Messages, m.toolsJSON(req.Tools), stream, req.MaxTokens)
 }
 
 // toolsJSON encodes declarations, reusing the last encoding while the

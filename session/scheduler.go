@@ -548,7 +548,25 @@ func (s *Session) display(r *callRun) {
 		s.mu.Unlock()
 		s.record(event{Type: "todos", Todos: entries})
 	}
-	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: rawOutput(r)}
+	outcome := OutcomeCompleted
+	switch {
+	case r.userRejected:
+		outcome = OutcomeRejected
+	case r.state == stateCancelled:
+		outcome = OutcomeCancelled
+	case r.state != stateSuccess:
+		outcome = OutcomeFailed
+	}
+	raw := rawOutput(r)
+	if len(content) == 1 && content[0].Content != nil && r.state != stateSuccess {
+		// The error shown is the one the model got: sending it twice
+		// makes clients that print both (acpx) show it twice.
+		var v struct{ Error string }
+		if json.Unmarshal(raw, &v) == nil && v.Error == content[0].Content.Text {
+			raw = nil
+		}
+	}
+	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: raw, Meta: outcomeMeta(outcome)}
 	if content != nil {
 		u.Content = content
 	}

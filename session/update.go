@@ -33,6 +33,35 @@ type Update struct {
 	TokensAfter      *int `json:"tokensAfter,omitempty"`
 	Summarised       int  `json:"summarizedMessages,omitempty"`
 	TruncatedOutputs int  `json:"truncatedToolOutputs,omitempty"`
+
+	// Meta is ACP's extension point; a finished tool call's carries how
+	// it ended (docs/protocol.md "How a tool call ended").
+	Meta *UpdateMeta `json:"_meta,omitempty"`
+}
+
+// UpdateMeta is an update's _meta object.
+type UpdateMeta struct {
+	Qwen QwenMeta `json:"qwen"`
+}
+
+// QwenMeta holds qwen-ls's own fields of _meta.
+type QwenMeta struct {
+	// Outcome is one of the Outcome constants.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// How a finished tool call ended: ACP's status has only completed and
+// failed, and a person reads "I said no", "I stopped it" and "it broke"
+// differently.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeRejected  = "rejected"
+	OutcomeCancelled = "cancelled"
+)
+
+func outcomeMeta(outcome string) *UpdateMeta {
+	return &UpdateMeta{Qwen: QwenMeta{Outcome: outcome}}
 }
 
 // Update kinds.

@@ -18,6 +18,7 @@ type wireRequest struct {
 	Messages      []wireMessage   `json:"messages"`
 	Stream        bool            `json:"stream,omitempty"`
 	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
+	MaxTokens     int             `json:"max_tokens,omitempty"`
 }
 
 type wireStreamOpts struct {
@@ -46,8 +47,8 @@ type wireFunction struct {
 
 // encodeRequest builds the request body; tools is the pre-encoded tools
 // array (nil for none).
-func encodeRequest(model string, msgs []Message, tools json.RawMessage, stream bool) ([]byte, error) {
-	w := wireRequest{Model: model, Stream: stream}
+func encodeRequest(model string, msgs []Message, tools json.RawMessage, stream bool, maxTokens int) ([]byte, error) {
+	w := wireRequest{Model: model, Stream: stream, MaxTokens: maxTokens}
 	if stream {
 		w.StreamOptions = &wireStreamOpts{IncludeUsage: true}
 	}

@@ -23,7 +23,9 @@ func TestQwenbenchBuildReportsGoroutines(t *testing.T) {
 		t.Fatalf("go build -tags qwenbench: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "--stdio")
-	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+	// The end-of-input line is an info line, which reaches stderr only
+	// when asked for.
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "QWEN_LS_LOG=info")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +85,9 @@ func TestQwenbenchBuildReportsGoroutines(t *testing.T) {
 // running (the Go runtime catches SIGUSR1 and does nothing with it).
 func TestReleaseBuildIgnoresSIGUSR1(t *testing.T) {
 	cmd := exec.Command(binPath, "--stdio")
-	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
+	// The end-of-input line is an info line, which reaches stderr only
+	// when asked for.
+	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "QWEN_LS_LOG=info")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
@@ -45,8 +46,11 @@ Usage:
   qwen-ls --help        print this help
 
 Editors start qwen-ls themselves; see README.md for VS Code and Neovim.
-Logs go to stderr (and to the editor's log once connected); stdout carries
-only protocol messages.
+Logs go to stderr and, once connected over LSP, to the editor's log
+(window/logMessage, info and above); stdout carries only protocol messages.
+Over LSP, stderr gets warnings and errors only, since editors file every
+stderr line as an error; over ACP it gets info too. QWEN_LS_LOG=debug, info,
+warn or error sets the stderr level.
 `
 
 func main() {
@@ -98,6 +102,34 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv := rpc.NewServer(rpc.Options{Version: version, Stderr: stderr, ACP: *acp})
+	level, err := stderrLevel(os.Getenv("QWEN_LS_LOG"), *acp)
+	if err != nil {
+		fmt.Fprintf(stderr, "qwen-ls: %v\n", err)
+	}
+	srv := rpc.NewServer(rpc.Options{Version: version, Stderr: stderr, StderrLevel: level, ACP: *acp})
 	return srv.Serve(ctx, stdin, stdout)
+}
+
+// stderrLevel is the least severe log level written to stderr: QWEN_LS_LOG
+// when set, else warnings over LSP (Neovim and VS Code file every stderr
+// line as an error, and info reaches them through window/logMessage) and
+// info over ACP (whose clients have only stderr).
+func stderrLevel(env string, acp bool) (rpc.Level, error) {
+	def := rpc.LevelWarn
+	if acp {
+		def = rpc.LevelInfo
+	}
+	switch strings.ToLower(strings.TrimSpace(env)) {
+	case "":
+		return def, nil
+	case "debug":
+		return rpc.LevelDebug, nil
+	case "info":
+		return rpc.LevelInfo, nil
+	case "warn", "warning":
+		return rpc.LevelWarn, nil
+	case "error":
+		return rpc.LevelError, nil
+	}
+	return def, fmt.Errorf("QWEN_LS_LOG=%q is not one of debug, info, warn, error; logging %s and above", env, def)
 }

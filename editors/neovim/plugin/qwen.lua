@@ -49,3 +49,13 @@ end, { desc = 'Start a new qwen session in the chat' })
 cmd('QwenUndoTurn', function()
   q().undo_turn()
 end, { desc = 'Undo last agent turn' })
+
+cmd('QwenReview', function(o)
+  q().review(o.args)
+end, {
+  nargs = '?',
+  complete = function()
+    return { 'open', 'accept-all', 'reject-all', 'accept-hunk', 'reject-hunk', 'next-hunk', 'prev-hunk', 'edit-proposal', 'reject-with-feedback', 'close-review' }
+  end,
+  desc = 'Open the edit waiting for review, or decide it',
+})

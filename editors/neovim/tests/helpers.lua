@@ -245,6 +245,48 @@ function H.virt_lines(buf)
   return out
 end
 
+--- A second, real Neovim (the first one runs the tests) driven over its
+--- RPC channel as a person's terminal would drive it: keys arrive through
+--- nvim_input and are read by its own main loop, in whatever mode it is in.
+--- It runs this checkout's plugin against the current scripted model, in
+--- the workspace (env: changes to the model's environment). Returns the
+--- channel.
+function H.child(env)
+  local chan = vim.fn.jobstart({ H.nvim, '--embed', '--headless', '-u', 'NONE', '-i', 'NONE', '-n' }, {
+    rpc = true,
+    cwd = H.ws,
+  })
+  H.ok(chan > 0, 'a child Neovim to start')
+  H.defer(function()
+    pcall(vim.rpcrequest, chan, 'nvim_exec_lua', [[
+      for _, c in ipairs(require('qwen.util').get_clients('qwen')) do vim.lsp.stop_client(c.id, true) end
+      vim.wait(3000, function() return #require('qwen.util').get_clients('qwen') == 0 end, 10)
+    ]], {})
+    vim.fn.jobstop(chan)
+  end)
+  H.child_lua(chan, [[
+    local plugin, bin, env = ...
+    vim.opt.runtimepath:prepend(plugin)
+    vim.cmd('runtime plugin/qwen.lua')
+    _G.notified = {}
+    vim.notify = function(msg, level)
+      table.insert(_G.notified, { msg = tostring(msg), level = level or vim.log.levels.INFO })
+    end
+    require('qwen').setup({ cmd = { bin, '--stdio' }, cmd_env = env })
+  ]], H.plugin, H.bin, vim.tbl_extend('force', {
+    HOME = H.home,
+    OPENAI_BASE_URL = H.current_model and H.current_model.url or nil,
+    OPENAI_MODEL = 'scripted',
+    OPENAI_API_KEY = 'sk-test',
+  }, env or {}))
+  return chan
+end
+
+--- Runs Lua in the child and returns its result.
+function H.child_lua(chan, code, ...)
+  return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
+end
+
 --- Stops everything the test started.
 function H.cleanup()
   pcall(function()

@@ -11,6 +11,7 @@ M.buf = nil -- transcript
 M.input = nil -- input buffer
 M.last_buf = nil -- the last normal buffer the user was in
 local tools = {} -- toolCallId -> block
+local reviews = {} -- review id -> its chat line
 local plan_block = nil
 
 local status_icon = {
@@ -18,7 +19,19 @@ local status_icon = {
   in_progress = '⟳',
   completed = '✓',
   failed = '✗',
+  rejected = '✗',
+  cancelled = '⊘',
 }
+
+--- How a tool call ended, as the server says (_meta.qwen.outcome of its
+--- last update), else nil.
+local function outcome_of(u)
+  local meta = type(u._meta) == 'table' and u._meta.qwen or nil
+  local o = type(meta) == 'table' and meta.outcome or nil
+  if type(o) == 'string' and status_icon[o] then
+    return o
+  end
+end
 
 local function valid(b)
   return b and vim.api.nvim_buf_is_valid(b)
@@ -38,7 +51,7 @@ local function ensure_buffers()
   if not valid(M.buf) then
     M.buf = scratch('qwen://chat', 'markdown')
     vim.api.nvim_buf_set_option(M.buf, 'modifiable', false)
-    local km = config.options.keymaps
+    local km = config.options.keys
     if km.toggle_tool then
       vim.keymap.set('n', km.toggle_tool, function()
         M.toggle_at(vim.api.nvim_win_get_cursor(0)[1])
@@ -48,7 +61,7 @@ local function ensure_buffers()
   end
   if not valid(M.input) then
     M.input = scratch('qwen://input', 'markdown')
-    local km = config.options.keymaps
+    local km = config.options.keys
     local submit = function()
       M.submit()
     end
@@ -68,8 +81,9 @@ local function win_of(b)
   return nil
 end
 
---- Opens (or focuses) the chat in a split, with the cursor in the input.
-function M.open()
+--- Opens (or focuses) the chat in a split, with the cursor in the input;
+--- with opts.insert, ready to type (Insert mode).
+function M.open(opts)
   ensure_buffers()
   local o = config.options.chat
   local tw = win_of(M.buf)
@@ -110,6 +124,9 @@ function M.open()
   end
   M.scroll()
   vim.api.nvim_set_current_win(iw)
+  if opts and opts.insert then
+    vim.cmd('startinsert!')
+  end
 end
 
 function M.is_open()
@@ -179,9 +196,10 @@ local function render_block(b)
     table.insert(lines, '')
     return lines
   elseif b.kind == 'tool' then
-    local icon = status_icon[b.status] or b.status or ''
+    local state = b.outcome or b.status or 'pending'
+    local icon = status_icon[state] or ''
     local arrow = b.expanded and '▾' or '▸'
-    local lines = { string.format('%s %s %s  (%s)', arrow, icon, b.title or b.id, b.status or 'pending') }
+    local lines = { string.format('%s %s %s  (%s)', arrow, icon, b.title or b.id, state) }
     if b.expanded then
       local input = {}
       if type(b.input) == 'table' then
@@ -214,6 +232,12 @@ local function render_block(b)
     end
     table.insert(lines, '')
     return lines
+  elseif b.kind == 'review' then
+    local key = config.options.keys.toggle_tool
+    if b.result then
+      return { '', 'Review: ' .. b.what .. ' -- ' .. b.result, '' }
+    end
+    return { '', 'Review: ' .. b.what .. ' -- :QwenReview' .. (key and (' or ' .. key .. ' here') or '') .. ' to open', '' }
   elseif b.kind == 'note' then
     local lines = indent(vim.split(b.text, '\n', { plain = true }), '')
     lines[1] = '_' .. lines[1]
@@ -287,6 +311,7 @@ end
 function M.clear()
   M.blocks = {}
   tools = {}
+  reviews = {}
   plan_block = nil
   if valid(M.buf) then
     M.render(1)
@@ -344,6 +369,12 @@ function M.on_update(u)
     if u.status then
       b.status = u.status
     end
+    local o = outcome_of(u)
+    if o then
+      b.outcome = o
+    elseif u.status == 'completed' or u.status == 'failed' then
+      b.outcome = nil
+    end
     if u.title then
       b.title = u.title
     end
@@ -369,15 +400,93 @@ function M.turn_end(res)
   add({ kind = 'note', text = s })
 end
 
+--- The line that says a review is waiting: <CR> on it opens the review.
+function M.review_line(id, what)
+  reviews[id] = add({ kind = 'review', id = id, what = what })
+end
+
+function M.review_done(id, result)
+  local b = reviews[id]
+  reviews[id] = nil
+  if b and index_of(b) then
+    b.result = result
+    changed(b)
+  end
+end
+
+-- Setup problems already told in this Neovim session (reason -> true).
+local told = {}
+
+--- What a setup problem's error.data names, in this plugin's terms.
+function M.setup_hint(data)
+  if type(data) ~= 'table' then
+    return nil
+  end
+  local where = {
+    ['model.name'] = 'model.name (setup{ model = { name = ... } } or ~/.qwen/settings.json)',
+    ['model.baseUrl'] = 'model.baseUrl (setup{ model = { baseUrl = ... } } or ~/.qwen/settings.json)',
+    ['model.apiKey'] = 'model.apiKey (~/.qwen/settings.json)',
+  }
+  local parts = {}
+  local settings = type(data.settings) == 'table' and data.settings or {}
+  local env = type(data.env) == 'table' and data.env or {}
+  if #settings > 0 then
+    local s = {}
+    for _, k in ipairs(settings) do
+      table.insert(s, where[k] or k)
+    end
+    table.insert(parts, 'set ' .. table.concat(s, ', '))
+  end
+  if #env > 0 then
+    table.insert(parts, (#parts > 0 and 'or ' or 'set ') .. table.concat(env, ', ') .. ' (in cmd_env or the environment)')
+  end
+  if #parts == 0 then
+    return nil
+  end
+  return table.concat(parts, ' ')
+end
+
+--- Forgets which setup problems were told (a new session of the plugin).
+function M.reset_told()
+  told = {}
+end
+
 function M.turn_error(err)
   local msg = err.message or vim.inspect(err)
-  add({ kind = 'note', text = 'error: ' .. msg })
-  util.notify_user(msg, vim.log.levels.ERROR)
+  local data = type(err.data) == 'table' and err.data or nil
+  local hint = M.setup_hint(data)
+  local text = 'error: ' .. msg
+  if hint then
+    text = text .. '\nTo fix it: ' .. hint .. '. :checkhealth qwen tries the model.'
+  end
+  add({ kind = 'note', text = text })
+  -- A setup problem is told once per Neovim session; the chat still says
+  -- it on every turn.
+  local key = data and type(data.reason) == 'string' and data.reason or nil
+  if key and told[key] then
+    return
+  end
+  if key then
+    told[key] = true
+  end
+  -- A message this long stops Neovim at a hit-enter prompt: not while the
+  -- person types (the next prompt, say), or it would take their keys.
+  util.when_not_typing(function()
+    util.notify_user(msg .. (hint and (' To fix it: ' .. hint .. '.') or ''), vim.log.levels.ERROR)
+  end)
 end
 
 --- Expands or collapses the tool call shown at (1-based) line lnum.
 function M.toggle_at(lnum)
   for i, b in ipairs(M.blocks) do
+    if b.kind == 'review' and not b.result and b.start and lnum - 1 >= b.start and lnum - 1 < b.start + b.count then
+      local review = require('qwen.review')
+      local r = review.reviews[b.id]
+      if r then
+        review.open(r)
+      end
+      return true
+    end
     if b.kind == 'tool' and b.start and lnum - 1 >= b.start and lnum - 1 < b.start + b.count then
       b.expanded = not b.expanded
       M.render(i)

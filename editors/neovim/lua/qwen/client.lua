@@ -134,8 +134,9 @@ local function client_config(root)
     -- The server keeps an overlay of unsaved buffers: send every change at
     -- once, so a prompt never races a pending didChange.
     flags = { debounce_text_changes = 0 },
-    on_init = function(client)
+    on_init = function(client, result)
       ready[client.id] = true
+      M.on_model(type(result) == 'table' and result.capabilities or client.server_capabilities)
       local fns = queued[client.id] or {}
       queued[client.id] = nil
       for _, fn in ipairs(fns) do
@@ -159,6 +160,58 @@ local function client_config(root)
   }
 end
 
+local told_no_model = false
+
+--- The model the server starts with (experimental.qwen.model of the
+--- initialize result): null means none is configured, which the
+--- statusline shows and one notification explains.
+function M.on_model(caps)
+  local q = type(caps) == 'table' and type(caps.experimental) == 'table' and caps.experimental.qwen or nil
+  if type(q) ~= 'table' then
+    return
+  end
+  local status = require('qwen.status')
+  -- Neovim's LSP client reads a JSON null inside an object as nil.
+  if q.model == nil or q.model == vim.NIL then
+    status.set({ no_model = true })
+    if not told_no_model then
+      told_no_model = true
+      util.notify_fit('no model is configured: set model.name and model.baseUrl (setup{ model = ... } or ~/.qwen/settings.json), or OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; :checkhealth qwen',
+        'no model configured: see :checkhealth qwen', vim.log.levels.WARN)
+    end
+  elseif type(q.model) == 'string' then
+    status.set({ no_model = false })
+  end
+end
+
+M.not_found = false -- the command is not executable: tried and told once
+
+--- False (after telling once per Neovim session) when the server command
+--- cannot run.
+local function runnable(cmd)
+  local exe = type(cmd) == 'table' and cmd[1] or nil
+  if exe and vim.fn.executable(exe) == 1 then
+    return true
+  end
+  if not M.not_found then
+    M.not_found = true
+    require('qwen.status').set({ not_found = true })
+    -- One line that fits, scheduled: no hit-enter prompt in the middle of
+    -- opening a file.
+    vim.schedule(function()
+      util.notify_fit(string.format('%s not found: install it (go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls) or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }', tostring(exe)),
+        'qwen-ls not found: go build it, or setup{ cmd = ... }', vim.log.levels.ERROR)
+    end)
+  end
+  return false
+end
+
+--- Forgets a missing command (setup{} was called again, maybe with another).
+function M.reset()
+  M.not_found = false
+  require('qwen.status').set({ not_found = false })
+end
+
 local function live(id)
   return id and vim.lsp.get_client_by_id(id) or nil
 end
@@ -171,6 +224,9 @@ function M.ensure(root, buf)
       vim.lsp.buf_attach_client(buf, c.id)
     end
     return c
+  end
+  if M.not_found or not runnable(config.options.cmd) then
+    return nil
   end
   local cfg = client_config(root)
   local id

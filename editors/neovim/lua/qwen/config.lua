@@ -27,28 +27,40 @@ M.defaults = {
     height = 15,
     input_height = 4,
   },
-  keymaps = {
+  -- Keys (see :help qwen-keys). Each review action is also a <Plug>
+  -- mapping, <Plug>(qwen-accept-hunk) and so on, for your own keys; set a
+  -- key to false to leave it unmapped. No default starts with an operator
+  -- (c, d, y, g...): <localleader> is \ unless you set maplocalleader.
+  keys = {
     -- In the chat's input buffer.
     submit = '<C-s>',
-    -- In the chat buffer: expand or collapse the tool call under the cursor.
+    -- In the chat buffer: expand or collapse the tool call under the
+    -- cursor, or open the review named on that line.
     toggle_tool = '<CR>',
-    -- In a buffer under review.
-    accept_hunk = 'ca',
-    reject_hunk = 'cr',
-    accept_all = 'cA',
-    reject_all = 'cR',
+    -- In a buffer under review (buffer-local while the review is open).
     next_hunk = ']h',
     prev_hunk = '[h',
-    edit_proposal = 'ce',
-    reject_with_feedback = 'cf',
-    close_review = 'cq',
+    accept_hunk = '<localleader>a',
+    reject_hunk = '<localleader>r',
+    accept_all = '<localleader>A',
+    reject_all = '<localleader>R',
+    edit_proposal = '<localleader>e',
+    reject_with_feedback = '<localleader>f',
+    close_review = '<localleader>q',
   },
 }
 
 M.options = vim.deepcopy(M.defaults)
 
 function M.set(opts)
-  M.options = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  opts = vim.deepcopy(opts or {})
+  -- `keymaps` is the option's old name.
+  if type(opts.keymaps) == 'table' then
+    opts.keys = vim.tbl_extend('force', opts.keymaps, opts.keys or {})
+  end
+  opts.keymaps = nil
+  M.options = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts)
+  M.options.keymaps = M.options.keys
   return M.options
 end
 

@@ -30,9 +30,9 @@ function M.check()
   h.start('qwen: the qwen-ls binary')
   local exe = config.cmd and config.cmd[1]
   if not exe or vim.fn.executable(exe) ~= 1 then
-    h.error(string.format('%s is not executable', tostring(exe)), {
-      'Build it: go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls',
-      'or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls" } }',
+    h.error(string.format('%s not found (the option cmd)', tostring(exe)), {
+      'Build it onto your PATH: go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls',
+      'or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }',
     })
     return
   end
@@ -76,8 +76,44 @@ function M.check()
 
   h.start('qwen: model')
   local session = require('qwen.session')
+  -- qwen/checkSetup resolves the model as a prompt would and sends it one
+  -- real one-token request; the key is never read here.
+  local reply = util.request_sync(c, 'qwen/checkSetup', vim.empty_dict(), 20000)
   local res, err
-  -- The model in use is what a new session reports; the key is never read.
+  if reply then
+    res, err = reply.result, reply.err or reply.error
+  else
+    err = { message = 'no answer within 20 s' }
+  end
+  if err and err.code == -32601 then
+    return M.check_model_old(h, c, session)
+  end
+  if err then
+    h.error('qwen/checkSetup failed: ' .. (err.message or vim.inspect(err)))
+    return
+  end
+  if type(res) ~= 'table' then
+    h.error('qwen/checkSetup gave no result')
+    return
+  end
+  local message = type(res.message) == 'string' and res.message or ''
+  if res.ok == true then
+    h.ok(message)
+  else
+    local advice = {}
+    local hint = require('qwen.chat').setup_hint(res)
+    if hint then
+      table.insert(advice, 'To fix it: ' .. hint)
+    end
+    table.insert(advice, 'See :help qwen-failures')
+    h.error(message ~= '' and message or 'the model did not answer', advice)
+  end
+end
+
+--- A qwen-ls without qwen/checkSetup: the model a new session reports.
+function M.check_model_old(h, c, session)
+  local util = require('qwen.util')
+  local res, err
   local reply = util.request_sync(c, 'qwen/newSession', { cwd = c.config.root_dir }, 10000)
   if reply then
     res, err = reply.result, reply.err or reply.error
@@ -94,7 +130,7 @@ function M.check()
       'or model.name / model.baseUrl in ~/.qwen/settings.json, or model in setup{}',
     })
   else
-    h.ok('model: ' .. tostring(res.model) .. ', approval mode: ' .. tostring(res.approvalMode))
+    h.ok('model: ' .. tostring(res.model) .. ', approval mode: ' .. tostring(res.approvalMode) .. ' (this qwen-ls cannot try it: no qwen/checkSetup)')
   end
   if not session.session_id then
     -- Keep the session for the chat rather than leaving an empty one behind.

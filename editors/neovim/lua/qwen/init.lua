@@ -14,6 +14,7 @@ function M.setup(opts)
   config().set(opts)
   configured = true
   local client = require('qwen.client')
+  client.reset()
   local group = vim.api.nvim_create_augroup('qwen', { clear = true })
   if config().options.autostart then
     vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'BufEnter' }, {
@@ -77,7 +78,13 @@ end
 --- :QwenChat
 function M.chat()
   ensure()
-  require('qwen.chat').open()
+  require('qwen.chat').open({ insert = true })
+end
+
+--- :QwenReview [action]
+function M.review(arg)
+  ensure()
+  require('qwen.review').command(arg)
 end
 
 --- :QwenAsk {prompt}; with a range, the selected lines go along as context.
@@ -97,8 +104,11 @@ function M.ask(prompt, range)
       resource = { uri = uri, text = table.concat(lines, '\n') .. '\n', mimeType = 'text/plain' },
       label = string.format(' lines %d-%d', first, last),
     })
-    local last_line = lines[#lines] or ''
-    session.pending_selection = { start = { first - 1, 0 }, ['end'] = { last - 1, #last_line } }
+    -- The lines go once, as this block. Leaving Visual mode for the
+    -- command line already sent them as the focus's selection, which the
+    -- server would add to the prompt a second time: the focus goes again
+    -- with the cursor only.
+    session.pending_focus_cursor = true
     require('qwen.chat').last_buf = buf
   elseif util.is_normal_buffer(buf) then
     require('qwen.chat').last_buf = buf

@@ -1,6 +1,8 @@
 -- qwen/requestPermission through vim.ui.select. The request is answered
 -- "deferred" at once (Neovim 0.7 cannot answer later) and the choice goes
--- back with qwen/resolveReview.
+-- back with qwen/resolveReview. A question that arrives while the person
+-- types (Insert or command-line mode) waits until they leave that mode,
+-- so typed keys never answer it.
 local util = require('qwen.util')
 local status = require('qwen.status')
 
@@ -38,6 +40,44 @@ function M.describe(tc)
   return table.concat(lines, '\n')
 end
 
+--- Asks with vim.ui.select: every option the server sent, by its label,
+--- in its order; the answer is the option's id.
+local function ask(params, id, tc)
+  if not M.pending[id] then
+    return -- cancelled meanwhile
+  end
+  vim.ui.select(params.options or {}, {
+    prompt = M.describe(tc) .. '\n',
+    kind = 'qwen.permission',
+    format_item = function(o)
+      return o.name
+    end,
+  }, function(choice)
+    local p = M.pending[id]
+    if not p then
+      return -- cancelled meanwhile
+    end
+    M.pending[id] = nil
+    status.wait(-1)
+    local c = vim.lsp.get_client_by_id(p.client_id)
+    if not c then
+      return
+    end
+    local ans = { sessionId = p.session_id, toolCallId = id, outcome = 'cancelled' }
+    if choice then
+      ans.outcome = 'selected'
+      ans.optionId = choice.optionId
+    end
+    util.request(c, 'qwen/resolveReview', ans, function(err)
+      if err then
+        util.notify_user('the answer could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
+      end
+    end)
+  end)
+end
+
+local waiting = 0 -- questions held until the person stops typing
+
 function M.on_request(params, client_id)
   local tc = params.toolCall or {}
   local id = tc.toolCallId
@@ -47,35 +87,17 @@ function M.on_request(params, client_id)
     if not M.pending[id] then
       return
     end
-    local prompt = M.describe(tc)
-    vim.ui.select(params.options or {}, {
-      prompt = prompt .. '\n',
-      kind = 'qwen.permission',
-      format_item = function(o)
-        return o.name
-      end,
-    }, function(choice)
-      local p = M.pending[id]
-      if not p then
-        return -- cancelled meanwhile
-      end
-      M.pending[id] = nil
-      status.wait(-1)
-      local c = vim.lsp.get_client_by_id(p.client_id)
-      if not c then
-        return
-      end
-      local ans = { sessionId = p.session_id, toolCallId = id, outcome = 'cancelled' }
-      if choice then
-        ans.outcome = 'selected'
-        ans.optionId = choice.optionId
-      end
-      util.request(c, 'qwen/resolveReview', ans, function(err)
-        if err then
-          util.notify_user('the answer could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
-        end
-      end)
+    if not util.typing() then
+      return ask(params, id, tc)
+    end
+    -- Asked when the person leaves Insert (or command-line) mode: a
+    -- question asked now would take their next keys as its answer.
+    waiting = waiting + 1
+    util.when_not_typing(function()
+      waiting = waiting - 1
+      ask(params, id, tc)
     end)
+    util.notify_fit('asks to ' .. (tc.title or 'run a tool') .. ': press <Esc> to answer', 'a question waits: press <Esc> to answer')
   end)
   return { outcome = 'deferred' }
 end
@@ -86,6 +108,11 @@ function M.on_cancelled(params, client_id)
     M.pending[params.toolCallId] = nil
     status.wait(-1)
   end
+end
+
+--- The questions held while the person types (for tests and statuslines).
+function M.held()
+  return waiting
 end
 
 function M.on_exit(client_id)

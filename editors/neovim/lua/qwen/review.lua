@@ -4,6 +4,11 @@
 -- the decision goes to the server with qwen/resolveReview (the request was
 -- answered "deferred" at once, protocol.md §6.5), and the server applies the
 -- result with workspace/applyEdit, one undo step.
+--
+-- A review never takes the keyboard: it arrives without moving the cursor,
+-- the current window or tab, or the mode. It is announced (one notify, the
+-- statusline, a line in the chat) and opens only when asked (:QwenReview,
+-- or <CR> on its chat line).
 local config = require('qwen.config')
 local util = require('qwen.util')
 local status = require('qwen.status')
@@ -12,6 +17,7 @@ local M = {}
 
 M.ns = vim.api.nvim_create_namespace('qwen-review')
 M.reviews = {} -- toolCallId -> review
+local seq = 0 -- arrival order of reviews
 
 local function define_highlights()
   local function link(name, to)
@@ -46,12 +52,41 @@ function M.for_buffer(buf)
   end
 end
 
+--- The open reviews, oldest first.
 function M.list()
   local out = {}
   for _, r in pairs(M.reviews) do
     table.insert(out, r)
   end
+  table.sort(out, function(a, b)
+    return (a.seq or 0) < (b.seq or 0)
+  end)
   return out
+end
+
+local function pending_count(r)
+  local n = 0
+  for _, h in ipairs(r.hunks) do
+    if h.state == 'pending' then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- Puts the number of undecided hunks on the statusline.
+local function update_status()
+  local n = 0
+  for _, r in pairs(M.reviews) do
+    if r.shown then
+      n = n + pending_count(r)
+    end
+  end
+  status.set({ review = n > 0 and n or vim.NIL })
+end
+
+local function rel(path)
+  return vim.fn.fnamemodify(path, ':~:.')
 end
 
 -- Geometry ----------------------------------------------------------------
@@ -79,21 +114,35 @@ local function hunk_rows(r, h)
   return s, s + math.max(h.e - h.s, 1)
 end
 
+--- A key as the person types it: <localleader>a as \a.
+function M.key_label(lhs)
+  local function leader(v)
+    v = v or ''
+    local s = (v == '' and '\\' or v):gsub('%%', '%%%%')
+    return s
+  end
+  lhs = lhs:gsub('<[Ll]ocal[Ll]eader>', leader(vim.g.maplocalleader))
+  lhs = lhs:gsub('<[Ll]eader>', leader(vim.g.mapleader))
+  return lhs
+end
+
 local function key_hint()
-  local k = config.options.keymaps
+  local k = config.options.keys
   local parts = {}
   local function add(lhs, what)
     if lhs then
-      table.insert(parts, lhs .. ' ' .. what)
+      table.insert(parts, M.key_label(lhs) .. ' ' .. what)
     end
   end
   add(k.accept_hunk, 'accept')
   add(k.reject_hunk, 'reject')
-  add(k.accept_all, 'accept all')
+  add(k.accept_all, 'all')
   add(k.reject_all, 'reject all')
   add(k.edit_proposal, 'edit')
   add(k.reject_with_feedback, 'reject with feedback')
-  add(k.next_hunk, 'next')
+  if k.next_hunk and k.prev_hunk then
+    table.insert(parts, M.key_label(k.next_hunk) .. '/' .. M.key_label(k.prev_hunk) .. ' move')
+  end
   return table.concat(parts, ' · ')
 end
 
@@ -271,7 +320,7 @@ local function cleanup(r)
   if r.new_file and r.buf and vim.api.nvim_buf_is_valid(r.buf) then
     pcall(vim.api.nvim_buf_delete, r.buf, { force = true })
   end
-  status.wait(-1)
+  update_status()
 end
 
 --- Sends the decision and ends the review.
@@ -298,7 +347,8 @@ local function finish(r, outcome, extra)
   if extra and extra.finalText then
     what = 'accepted with changes'
   end
-  util.notify_user(string.format('%s: %s', vim.fn.fnamemodify(r.path, ':~:.'), what))
+  util.notify_user(string.format('%s: %s', rel(r.path), what))
+  require('qwen.chat').review_done(r.id, what)
 end
 
 --- The text with the accepted hunks (and, if with_pending, the undecided
@@ -351,42 +401,44 @@ local function cursor_row()
   return vim.api.nvim_win_get_cursor(0)[1] - 1
 end
 
+--- Moves the cursor of the current window (when it shows the review) to
+--- hunk i.
 function M.goto_hunk(r, i)
   local h = r.hunks[i]
   if not h then
     return
   end
   local s = hunk_rows(r, h)
-  local win = vim.fn.bufwinid(r.buf)
+  local win = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(win) ~= r.buf then
+    win = vim.fn.bufwinid(r.buf)
+  end
   if win ~= -1 then
     pcall(vim.api.nvim_win_set_cursor, win, { s + 1, 0 })
   end
 end
 
-local function next_pending(r, from)
-  for k = 1, #r.hunks do
-    local i = (from + k - 1) % #r.hunks + 1
-    if r.hunks[i].state == 'pending' then
+local function first_pending(r)
+  for i, h in ipairs(r.hunks) do
+    if h.state == 'pending' then
       return i
     end
   end
 end
 
 --- Decides the hunk i (default: under the cursor): 'accepted' or 'rejected'.
+--- The cursor stays where it is: the next hunk is one ]h away.
 function M.decide(r, state, i)
   i = i or hunk_at(r, cursor_row())
   if not i then
-    local k = config.options.keymaps
-    util.notify_user('the cursor is not on a hunk' .. (k.next_hunk and ('; ' .. k.next_hunk .. ' goes to the next one') or ''), vim.log.levels.WARN)
+    local k = config.options.keys
+    util.notify_user('the cursor is not on a hunk' .. (k.next_hunk and ('; ' .. M.key_label(k.next_hunk) .. ' goes to the next one') or ''), vim.log.levels.WARN)
     return
   end
   r.hunks[i].state = state
   render_hunk(r, i)
   if not check_done(r) then
-    local n = next_pending(r, i)
-    if n then
-      M.goto_hunk(r, n)
-    end
+    update_status()
   end
 end
 
@@ -397,11 +449,13 @@ function M.decide_all(r, state)
   check_done(r)
 end
 
+--- Goes to the next (dir > 0) or previous hunk; stops at the last and the
+--- first one (no wrapping around).
 function M.move(r, dir)
   local row = cursor_row()
   local order = {}
   for i, h in ipairs(r.hunks) do
-    table.insert(order, { i = i, s = hunk_start(r, h) })
+    table.insert(order, { i = i, s = hunk_rows(r, h) })
   end
   if dir > 0 then
     for _, o in ipairs(order) do
@@ -409,14 +463,18 @@ function M.move(r, dir)
         return M.goto_hunk(r, o.i)
       end
     end
-    return M.goto_hunk(r, order[1].i)
-  end
-  for k = #order, 1, -1 do
-    if order[k].s < row then
-      return M.goto_hunk(r, order[k].i)
+  else
+    for k = #order, 1, -1 do
+      if order[k].s < row then
+        return M.goto_hunk(r, order[k].i)
+      end
     end
   end
-  return M.goto_hunk(r, order[#order].i)
+  local k = config.options.keys
+  local key = dir > 0 and k.next_hunk or k.prev_hunk
+  if key then
+    util.notify_user(dir > 0 and 'this is the last hunk' or 'this is the first hunk')
+  end
 end
 
 function M.reject_with_feedback(r, feedback)
@@ -473,6 +531,7 @@ function M.edit_proposal(r)
   end
   vim.cmd('belowright split')
   vim.api.nvim_win_set_buf(0, r.edit_buf)
+  r.opened = true
   util.notify_user('edit the proposal, then :w to accept it (closing this window returns to the review)')
   return r.edit_buf
 end
@@ -502,37 +561,126 @@ end
 
 -- Start and end ------------------------------------------------------------
 
-local function set_keymaps(r)
-  local k = config.options.keymaps
-  r.maps, r.saved_maps = {}, {}
-  local function map(lhs, fn, desc)
-    if not lhs then
-      return
-    end
-    local saved = vim.fn.maparg(lhs, 'n', false, true)
-    if type(saved) == 'table' and saved.buffer == 1 then
-      table.insert(r.saved_maps, saved)
-    end
-    vim.keymap.set('n', lhs, function()
-      if M.reviews[r.id] then
-        fn()
+-- The review actions, by name: the <Plug> mappings, :QwenReview's
+-- arguments and the keys of setup{ keys = ... } share these names.
+M.actions = {
+  accept_hunk = { plug = 'qwen-accept-hunk', desc = 'accept the hunk', fn = function(r) M.decide(r, 'accepted') end },
+  reject_hunk = { plug = 'qwen-reject-hunk', desc = 'reject the hunk', fn = function(r) M.decide(r, 'rejected') end },
+  accept_all = { plug = 'qwen-accept-all', desc = 'accept every hunk', fn = function(r) M.decide_all(r, 'accepted') end },
+  reject_all = { plug = 'qwen-reject-all', desc = 'reject every hunk', fn = function(r) M.decide_all(r, 'rejected') end },
+  next_hunk = { plug = 'qwen-next-hunk', desc = 'next hunk', fn = function(r) M.move(r, 1) end },
+  prev_hunk = { plug = 'qwen-prev-hunk', desc = 'previous hunk', fn = function(r) M.move(r, -1) end },
+  edit_proposal = { plug = 'qwen-edit-proposal', desc = 'edit the proposal', fn = function(r) M.edit_proposal(r) end },
+  reject_with_feedback = { plug = 'qwen-reject-with-feedback', desc = 'reject with feedback', fn = function(r) M.reject_with_feedback(r) end },
+  close_review = { plug = 'qwen-close-review', desc = 'close (reject)', fn = function(r) M.close(r) end },
+}
+M.action_order = { 'next_hunk', 'prev_hunk', 'accept_hunk', 'reject_hunk', 'accept_all', 'reject_all', 'edit_proposal', 'reject_with_feedback', 'close_review' }
+
+--- Defines <Plug>(qwen-...) for every review action: they act on the
+--- review of the current buffer.
+function M.define_plugs()
+  for _, name in ipairs(M.action_order) do
+    local a = M.actions[name]
+    vim.keymap.set('n', '<Plug>(' .. a.plug .. ')', function()
+      local r = M.for_buffer()
+      if not r then
+        util.notify_user('no review in this buffer; :QwenReview opens one', vim.log.levels.WARN)
+        return
       end
-    end, { buffer = r.buf, nowait = true, desc = 'qwen review: ' .. desc })
-    table.insert(r.maps, lhs)
+      a.fn(r)
+    end, { desc = 'qwen review: ' .. a.desc })
   end
+end
+
+local function set_keymaps(r)
+  local k = config.options.keys
+  r.maps, r.saved_maps = {}, {}
+  M.define_plugs()
   vim.api.nvim_buf_call(r.buf, function()
-    map(k.accept_hunk, function() M.decide(r, 'accepted') end, 'accept the hunk')
-    map(k.reject_hunk, function() M.decide(r, 'rejected') end, 'reject the hunk')
-    map(k.accept_all, function() M.decide_all(r, 'accepted') end, 'accept every hunk')
-    map(k.reject_all, function() M.decide_all(r, 'rejected') end, 'reject every hunk')
-    map(k.next_hunk, function() M.move(r, 1) end, 'next hunk')
-    map(k.prev_hunk, function() M.move(r, -1) end, 'previous hunk')
-    map(k.edit_proposal, function() M.edit_proposal(r) end, 'edit the proposal')
-    map(k.reject_with_feedback, function() M.reject_with_feedback(r) end, 'reject with feedback')
-    map(k.close_review, function() M.close(r) end, 'close (reject)')
+    for _, name in ipairs(M.action_order) do
+      local lhs = k[name]
+      if lhs then
+        local saved = vim.fn.maparg(lhs, 'n', false, true)
+        if type(saved) == 'table' and saved.buffer == 1 then
+          table.insert(r.saved_maps, saved)
+        end
+        vim.keymap.set('n', lhs, '<Plug>(' .. M.actions[name].plug .. ')', { buffer = r.buf, remap = true, desc = 'qwen review: ' .. M.actions[name].desc })
+        table.insert(r.maps, lhs)
+      end
+    end
   end)
 end
 
+local function arm_leave(r)
+  if r.augroup then
+    return
+  end
+  r.augroup = vim.api.nvim_create_augroup('qwen-review-' .. r.id, { clear = true })
+  vim.api.nvim_create_autocmd('BufWinLeave', {
+    group = r.augroup,
+    buffer = r.buf,
+    callback = function()
+      -- Leaving a review you opened (:q, :e other, closing the window)
+      -- rejects it.
+      vim.schedule(function()
+        if M.reviews[r.id] and vim.fn.bufwinid(r.buf) == -1 then
+          finish(r, 'rejected')
+        end
+      end)
+    end,
+  })
+end
+
+--- Opens the review (the oldest one by default) in a window of the current
+--- tab and puts the cursor on its first undecided hunk. Only ever on the
+--- person's request.
+function M.open(r)
+  r = r or M.list()[1]
+  if not r then
+    util.notify_user('no edit is waiting for review')
+    return
+  end
+  if not r.shown then
+    return -- not ready yet; the announcement comes when it is
+  end
+  show_in_window(r.buf)
+  r.opened = true
+  arm_leave(r)
+  render(r) -- lined up with this window's sign and number columns
+  M.goto_hunk(r, first_pending(r) or 1)
+  pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenReviewOpen', modeline = false })
+  return r
+end
+
+--- :QwenReview [action]: without an action opens the oldest review; with
+--- one (accept_all, reject_all, close_review ...) decides it from anywhere.
+function M.command(arg)
+  arg = vim.trim(arg or ''):gsub('%-', '_')
+  if arg == '' or arg == 'open' then
+    return M.open()
+  end
+  local a = M.actions[arg]
+  if not a then
+    util.notify_user('unknown :QwenReview action ' .. arg .. '; use ' .. table.concat(M.action_order, ', '), vim.log.levels.ERROR)
+    return
+  end
+  local here = M.for_buffer()
+  local r = here or M.list()[1]
+  if not r then
+    util.notify_user('no edit is waiting for review')
+    return
+  end
+  -- The hunk actions work on the hunk under the cursor: in the review.
+  local per_hunk = { accept_hunk = true, reject_hunk = true, next_hunk = true, prev_hunk = true }
+  if per_hunk[arg] and not here then
+    util.notify_user(':QwenReview opens the review first; from here, accept-all or reject-all', vim.log.levels.WARN)
+    return
+  end
+  a.fn(r)
+end
+
+--- Builds the review (buffer, marks, keys) without touching windows,
+--- cursor or mode, and announces it.
 local function show(r)
   if not M.reviews[r.id] then
     return -- cancelled before it could be shown
@@ -561,24 +709,14 @@ local function show(r)
       util.notify_user('the buffer changed since this edit was proposed; the hunks are shown where they were computed', vim.log.levels.WARN)
     end
   end
-  show_in_window(r.buf)
-  vim.cmd('stopinsert')
   render(r)
   set_keymaps(r)
-  r.augroup = vim.api.nvim_create_augroup('qwen-review-' .. r.id, { clear = true })
-  vim.api.nvim_create_autocmd('BufWinLeave', {
-    group = r.augroup,
-    buffer = r.buf,
-    callback = function()
-      -- Leaving the review (:q, :e other, closing the window) rejects it.
-      vim.schedule(function()
-        if M.reviews[r.id] and vim.fn.bufwinid(r.buf) == -1 then
-          finish(r, 'rejected')
-        end
-      end)
-    end,
-  })
-  M.goto_hunk(r, 1)
+  r.shown = true
+  update_status()
+  local n = #r.hunks
+  local what = string.format('%s (%d hunk%s)', rel(r.path), n, n == 1 and '' or 's')
+  require('qwen.chat').review_line(r.id, what)
+  util.notify_fit('review ' .. what .. ': :QwenReview to open', 'an edit waits for review: :QwenReview')
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenReview', modeline = false })
 end
 
@@ -608,8 +746,9 @@ function M.on_propose(params, client_id)
     -- Nothing to review: the proposal changes nothing.
     return { outcome = 'accepted' }
   end
+  seq = seq + 1
+  r.seq = seq
   M.reviews[r.id] = r
-  status.wait(1)
   vim.schedule(function()
     local ok, err = pcall(show, r)
     if not ok then
@@ -631,9 +770,10 @@ function M.on_cancelled(params, client_id)
     cleanup(r)
   else
     M.reviews[r.id] = nil
-    status.wait(-1)
+    update_status()
   end
-  util.notify_user('the review of ' .. vim.fn.fnamemodify(r.path, ':~:.') .. ' was cancelled')
+  require('qwen.chat').review_done(r.id, 'cancelled')
+  util.notify_user('the review of ' .. rel(r.path) .. ' was cancelled')
 end
 
 function M.on_exit(client_id)
@@ -643,6 +783,7 @@ function M.on_exit(client_id)
         cleanup(r)
       else
         M.reviews[r.id] = nil
+        update_status()
       end
     end
   end

@@ -26,7 +26,7 @@ end
 
 --- Runs fn(client, sessionId) with the chat's session, creating the client
 --- and the session first when needed.
-function M.with_session(fn)
+function M.with_session(fn, on_fail)
   M.with_client(function(cl)
     if M.session_id then
       return fn(cl, M.session_id)
@@ -41,7 +41,7 @@ function M.with_session(fn)
       status.set({ mode = res.approvalMode })
       fn(cl, M.session_id)
     end)
-  end)
+  end, on_fail)
 end
 
 --- Tells the server which buffer is active and what is selected.
@@ -95,12 +95,13 @@ function M.prompt(text, blocks)
   chat().user_message(text, blocks)
   M.with_session(function(c, sid)
     local last = require('qwen.chat').last_file_buffer()
-    -- A selection from :'<,'>QwenAsk goes first; else the focus is sent
-    -- only if this buffer's was not (a Visual selection stays the focus).
-    if last and (M.pending_selection or focus_buf ~= last) then
-      M.send_focus(last, M.pending_selection)
+    -- After :'<,'>QwenAsk the focus is the cursor (the lines are in the
+    -- prompt already); else the focus is sent only if this buffer's was
+    -- not (a Visual selection stays the focus).
+    if last and (M.pending_focus_cursor or focus_buf ~= last) then
+      M.send_focus(last, nil)
     end
-    M.pending_selection = nil
+    M.pending_focus_cursor = nil
     local prompt = { { type = 'text', text = text } }
     for _, b in ipairs(blocks or {}) do
       -- label is the transcript's; the server gets the ACP block only
@@ -123,6 +124,11 @@ function M.prompt(text, blocks)
       status.set({ busy = false })
       chat().turn_error({ message = 'the server is not running' })
     end
+  end, function()
+    -- qwen-ls could not start; that was told once already.
+    M.busy = false
+    status.set({ busy = false, tool = vim.NIL })
+    chat().note('qwen-ls is not running: see :checkhealth qwen')
   end)
   return true
 end
@@ -156,11 +162,14 @@ function M.set_mode(mode)
 end
 
 --- Runs fn(client) with the chat's client, starting it when needed.
-function M.with_client(fn)
+function M.with_client(fn, on_fail)
   local c = client()
   if not c then
     c = client_mod.current(true)
     if not c then
+      if on_fail then
+        on_fail()
+      end
       return
     end
     M.client_id = c.id
@@ -193,7 +202,7 @@ function M.pick_session()
       format_item = function(s)
         local title = (s.title ~= nil and s.title ~= '') and s.title or '(untitled)'
         local mark = s.sessionId == M.session_id and '* ' or '  '
-        return mark .. title .. '  (' .. (s.updatedAt or '') .. ')'
+        return mark .. title .. '  (' .. util.local_time(s.updatedAt) .. ')'
       end,
     }, function(choice)
       if choice and choice.sessionId ~= M.session_id then

@@ -124,8 +124,109 @@ function M.apply_edits(text, edits, encoding)
   return table.concat(out)
 end
 
+--- Seconds since the epoch of an RFC 3339 time ("2026-11-27T14:03:00Z",
+--- "...+01:00"), or nil.
+function M.parse_time(iso)
+  if type(iso) ~= 'string' then
+    return nil
+  end
+  local y, mo, d, h, mi, sec, rest = iso:match('^(%d+)-(%d+)-(%d+)[T ](%d+):(%d+):(%d+)(.*)$')
+  if not y then
+    return nil
+  end
+  rest = rest:gsub('^%.%d+', '')
+  local offset = 0
+  if rest ~= 'Z' and rest ~= 'z' and rest ~= '' then
+    local sign, oh, om = rest:match('^([+-])(%d%d):?(%d%d)$')
+    if not sign then
+      return nil
+    end
+    offset = (tonumber(oh) * 3600 + tonumber(om) * 60) * (sign == '-' and -1 or 1)
+  end
+  -- Days since the epoch of a civil date (proleptic Gregorian).
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  if mo <= 2 then
+    y = y - 1
+  end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (mo + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) - offset
+end
+
+--- A time for a person: "just now", "5 min ago" within the hour, else the
+--- local date and time ("2026-11-27 14:03"). Unknown times as given.
+function M.local_time(iso, now)
+  local t = M.parse_time(iso)
+  if not t then
+    return type(iso) == 'string' and iso or ''
+  end
+  local ago = (now or os.time()) - t
+  if ago >= 0 and ago < 60 then
+    return 'just now'
+  elseif ago >= 0 and ago < 3600 then
+    return string.format('%d min ago', math.floor(ago / 60))
+  end
+  return os.date('%Y-%m-%d %H:%M', t)
+end
+
 function M.notify_user(msg, level)
   vim.notify('qwen: ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- True while the person is typing (Insert, Replace or command-line
+--- mode): anything that asks or stops for a key must wait.
+function M.typing()
+  return vim.api.nvim_get_mode().mode:match('^[iRc]') ~= nil
+end
+
+local held = {}
+local held_group = nil
+
+--- Runs fn now, or when the person stops typing (leaves Insert or
+--- command-line mode).
+function M.when_not_typing(fn)
+  if not M.typing() then
+    return fn()
+  end
+  table.insert(held, fn)
+  if not held_group then
+    held_group = vim.api.nvim_create_augroup('qwen-when-not-typing', { clear = true })
+    vim.api.nvim_create_autocmd('ModeChanged', {
+      group = held_group,
+      callback = function()
+        vim.schedule(function()
+          if M.typing() or #held == 0 then
+            return
+          end
+          local list = held
+          held = {}
+          for _, f in ipairs(list) do
+            f()
+          end
+        end)
+      end,
+    })
+  end
+end
+
+--- How many functions wait for the person to stop typing.
+function M.held_count()
+  return #held
+end
+
+--- Notifies msg when it fits the command line, else short: a message
+--- wider than the command line stops Neovim at a hit-enter prompt, which
+--- takes the next keys the person types.
+function M.notify_fit(msg, short, level)
+  local room = tonumber(vim.v.echospace) or (vim.o.columns - 12)
+  if vim.fn.strdisplaywidth('qwen: ' .. msg) > room then
+    msg = short
+  end
+  M.notify_user(msg, level)
 end
 
 --- The filetype for a file name, or nil.

@@ -92,6 +92,28 @@ return {
     end,
   },
   {
+    name = "chat: :'<,'>QwenAsk after a Visual selection sends the lines once",
+    run = function(H)
+      H.start('unsaved-read.txtar', 'calc/calc.go')
+      vim.api.nvim_win_set_cursor(0, { 8, 0 })
+      -- Visual mode left for the command line: the selection goes out as
+      -- the focus first, as when the person types :'<,'>
+      H.feed('Vj<Esc>')
+      vim.wait(200, function() return false end, 20)
+      vim.cmd("'<,'>QwenAsk Explain these lines")
+      H.wait_turn()
+      local user = {}
+      for _, m in ipairs(H.requests()[1].messages) do
+        if m.role == 'user' then
+          table.insert(user, m.content or '')
+        end
+      end
+      local text = table.concat(user, '\n')
+      local _, n = text:gsub(vim.pesc('func Scale(prices []int, factor int) []int {'), '')
+      H.eq(1, n, 'the selected lines in the prompt, counted:\n' .. text)
+    end,
+  },
+  {
     name = 'chat: a Visual selection is sent with qwen/didFocus',
     run = function(H)
       H.start('unsaved-read.txtar', 'calc/calc.go')

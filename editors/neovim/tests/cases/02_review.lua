@@ -1,6 +1,16 @@
 -- Inline review of qwen/proposeEdit: hunks as extmarks, per-hunk decisions,
 -- edit-the-proposal, reject with feedback, a new file, and cancellation.
+-- A review arrives without moving the person; :QwenReview opens it.
 local ORIGINAL = nil
+
+-- The review keys as typed: <localleader> is \ by default.
+local K = {
+  accept = '\\a',
+  reject = '\\r',
+  accept_all = '\\A',
+  edit = '\\e',
+  feedback = '\\f',
+}
 
 local function start_edit(H)
   local ws = H.workspace()
@@ -11,6 +21,7 @@ local function start_edit(H)
   H.wait_client()
   H.type_prompt('Shorten the Add comment and make Scale take a percentage')
   local r = H.wait_review()
+  vim.cmd('QwenReview')
   return ws, r
 end
 
@@ -25,7 +36,7 @@ return {
       local ws, r = start_edit(H)
       local buf = vim.fn.bufnr(ws .. '/calc/calc.go')
       H.eq(buf, r.buf, 'the review is in the file buffer')
-      H.eq(buf, vim.api.nvim_get_current_buf(), 'the file is focused')
+      H.eq(buf, vim.api.nvim_get_current_buf(), ':QwenReview focused the file')
       H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the review does not change the buffer')
       H.eq(false, vim.bo[buf].modified, 'the buffer is unchanged')
       H.eq(2, #r.hunks, 'two hunks')
@@ -43,17 +54,21 @@ return {
       H.contains(vl, '// Add returns a + b.', 'hunk 1 new line')
       -- tabs expanded so the virtual line lines up with the buffer's text
       H.contains(vl, '+ ' .. string.rep(' ', vim.bo[buf].tabstop * 2) .. 'out[i] = p * factor / 100', 'hunk 2 new line')
-      H.eq('qwen: waiting for you [default]', require('qwen').statusline(), 'statusline while reviewing')
+      H.eq('qwen: review: 2 hunks [default]', require('qwen').statusline(), 'statusline while reviewing')
+      H.contains(H.virt_lines(buf), '\\a accept · \\r reject', 'the header names the keys as typed')
       -- with the cursor off every hunk, the keys decide nothing
       vim.api.nvim_win_set_cursor(0, { 6, 0 })
-      H.feed('ca')
+      H.feed(K.accept)
       H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided from line 6')
-      -- accept hunk 1 with the cursor on it, then reject hunk 2 (the cursor moved there)
+      -- accept hunk 1 with the cursor on it; the cursor stays, ]h goes on
       vim.api.nvim_win_set_cursor(0, { 3, 0 })
-      H.feed('ca')
-      H.eq(12, vim.api.nvim_win_get_cursor(0)[1], 'the cursor moves to the next pending hunk')
+      H.feed(K.accept)
+      H.eq(3, vim.api.nvim_win_get_cursor(0)[1], 'deciding does not move the cursor')
       H.contains(H.virt_lines(buf), 'qwen: hunk 1/2 accepted', 'hunk 1 shown as accepted')
-      H.feed('cr')
+      H.eq('qwen: review: 1 hunk [default]', require('qwen').statusline(), 'one hunk left')
+      H.feed(']h')
+      H.eq(12, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 2')
+      H.feed(K.reject)
       local res = H.wait_turn()
       H.eq('end_turn', res.stopReason, 'stop reason')
       local want = ORIGINAL:gsub('// Add returns the sum of a and b%.', '// Add returns a + b.')
@@ -71,6 +86,58 @@ return {
     end,
   },
   {
+    name = 'review: the keys leave c{motion} and operator prefixes to Vim (ciw, ci(, a cr plugin map)',
+    run = function(H)
+      -- a plugin's operator map on cr, as vim-abolish has (crs: snake_case)
+      local abolish = 0
+      vim.keymap.set('n', 'crs', function()
+        abolish = abolish + 1
+      end)
+      H.defer(function()
+        pcall(vim.keymap.del, 'n', 'crs')
+      end)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      local function starts_operator(lhs)
+        return lhs:match('^[cdyg=<>!zZ]') ~= nil
+      end
+      local ours = 0
+      for _, m in ipairs(vim.api.nvim_buf_get_keymap(buf, 'n')) do
+        if (m.desc or ''):find('qwen', 1, true) or (m.rhs or ''):find('qwen', 1, true) then
+          ours = ours + 1
+          H.ok(not starts_operator(m.lhs), 'a review key starting with an operator: ' .. m.lhs)
+        end
+      end
+      H.eq(9, ours, 'the buffer-local review keys')
+      for _, m in ipairs(vim.api.nvim_get_keymap('n')) do
+        if (m.desc or ''):find('qwen', 1, true) then
+          H.ok(m.lhs:match('^<Plug>') ~= nil, 'global qwen maps are <Plug> only: ' .. m.lhs)
+        end
+      end
+      -- (Neovim's own defaults map some g and z keys, so only c is asked)
+      for _, prefix in ipairs({ 'ca', 'cA', 'ce', 'cf', 'cq', 'cR' }) do
+        H.eq('', vim.fn.mapcheck(prefix, 'n'), 'no mapping starting with ' .. prefix)
+      end
+      -- Vim's own c{motion} edits the text as in any buffer
+      vim.api.nvim_win_set_cursor(0, { 4, 5 }) -- "func Add(a, b int) int {", on Add
+      H.feed('ciwSum<Esc>')
+      H.eq('func Sum(a, b int) int {', vim.api.nvim_buf_get_lines(buf, 3, 4, false)[1], 'ciw')
+      vim.api.nvim_win_set_cursor(0, { 4, 10 }) -- inside the parentheses
+      H.feed('ci(x int<Esc>')
+      H.eq('func Sum(x int) int {', vim.api.nvim_buf_get_lines(buf, 3, 4, false)[1], 'ci(')
+      H.feed('crs')
+      H.eq(1, abolish, "the plugin's crs ran")
+      vim.cmd('silent undo 0')
+      H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'undone')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided by c{motion}')
+      -- the review keys still work afterwards
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed(K.accept_all)
+      H.wait_turn()
+      H.contains(require('qwen.util').buf_text(buf), '// Add returns a + b.', 'accepted')
+    end,
+  },
+  {
     name = 'review: navigate, accept all, one u undoes both hunks',
     run = function(H)
       local ws, r = start_edit(H)
@@ -80,9 +147,13 @@ return {
       H.eq(3, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 1')
       H.feed(']h')
       H.eq(12, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 2')
+      H.feed(']h')
+      H.eq(12, vim.api.nvim_win_get_cursor(0)[1], ']h stops at the last hunk (no wrapping)')
       H.feed('[h')
       H.eq(3, vim.api.nvim_win_get_cursor(0)[1], '[h goes back to hunk 1')
-      H.feed('cA')
+      H.feed('[h')
+      H.eq(3, vim.api.nvim_win_get_cursor(0)[1], '[h stops at the first hunk')
+      H.feed(K.accept_all)
       H.wait_turn()
       local text = require('qwen.util').buf_text(buf)
       H.contains(text, '// Add returns a + b.', 'hunk 1 applied')
@@ -98,7 +169,7 @@ return {
     run = function(H)
       local ws, r = start_edit(H)
       local buf = r.buf
-      H.feed('ce')
+      H.feed(K.edit)
       local eb = H.ok(r.edit_buf, 'an edit buffer')
       H.eq(eb, vim.api.nvim_get_current_buf(), 'the edit buffer is focused')
       local lines = buf_lines(eb)
@@ -128,7 +199,7 @@ return {
           cb('keep factor a multiplier')
         end)
       end
-      H.feed('cf')
+      H.feed(K.feedback)
       H.wait_turn()
       H.ok(asked, 'vim.ui.input to be asked')
       H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
@@ -153,7 +224,7 @@ return {
       -- model is not asked again, and the edit line shows it failed
       H.eq('end_turn', res.stopReason, 'stop reason')
       H.eq(2, #H.requests(), 'model requests')
-      H.contains(H.chat_lines(), '=> // Add returns a + b....  (failed)', 'the rejected edit line')
+      H.contains(H.chat_lines(), '▸ ✗ calc/calc.go: // Add returns the sum of a an... => // Add returns a + b....  (rejected)', 'the rejected edit line')
     end,
   },
   {
@@ -163,13 +234,15 @@ return {
       H.type_prompt('Add a test for Add')
       local r = H.wait_review()
       H.eq(true, r.new_file, 'a new file')
+      H.eq(-1, vim.fn.bufwinid(r.buf), 'the preview is not shown until asked')
+      vim.cmd('QwenReview')
       local name = vim.api.nvim_buf_get_name(r.buf)
       H.contains(name, 'qwen-new://' .. ws .. '/calc/calc_test.go', 'the preview name')
       H.eq(r.buf, vim.api.nvim_get_current_buf(), 'the preview is focused')
       H.eq('func TestAdd(t *testing.T) {', buf_lines(r.buf)[5], 'the preview text')
       H.contains(H.virt_lines(r.buf), 'qwen: hunk 1/1 pending', 'the header')
       H.ok(not H.exists(ws .. '/calc/calc_test.go'), 'nothing written before the decision')
-      H.feed('ca')
+      H.feed(K.accept)
       H.wait_turn()
       H.contains(H.read(ws .. '/calc/calc_test.go') or '', 'func TestAdd(t *testing.T) {', 'the new file on disk')
       H.ok(not vim.api.nvim_buf_is_valid(r.buf), 'the preview is gone')
@@ -189,7 +262,7 @@ return {
       H.eq({}, H.marks(buf), 'no review marks')
       H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
       H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
-      H.eq('', vim.fn.maparg('ca', 'n'), 'the review keymaps are gone')
+      H.eq('', vim.fn.maparg(K.accept, 'n'), 'the review keymaps are gone')
       H.eq('qwen: idle [default]', require('qwen').statusline(), 'statusline')
     end,
   },

@@ -45,6 +45,13 @@ return {
         return o.optionId
       end, asked.items)
       H.eq({ 'proceed_once', 'proceed_always', 'proceed_always_project', 'proceed_always_user', 'cancel' }, ids, 'the options')
+      -- shown by the server's labels, in its order, never by id
+      H.eq(vim.tbl_map(function(o)
+        return o.name
+      end, asked.items), asked.formatted, 'the labels shown')
+      for i, label in ipairs(asked.formatted) do
+        H.ok(not label:find(ids[i], 1, true), 'no option id in the label ' .. label)
+      end
       H.ok(H.exists(ws .. '/created-by-agent.txt'), 'the command to have run')
       -- the shell output is behind the tool line
       local lines = H.chat_lines()
@@ -68,6 +75,13 @@ return {
       H.type_prompt('Create the marker file')
       H.wait_turn()
       H.ok(not H.exists(ws .. '/created-by-agent.txt'), 'the command not to run')
+      local line
+      for _, l in ipairs(H.chat_lines()) do
+        if l:find('touch', 1, true) and l:find('^▸ ') then
+          line = l
+        end
+      end
+      H.ok(line and line:find('^▸ ✗ .*%(rejected%)$'), 'a rejected look, not failed: ' .. tostring(line))
     end,
   },
   {
@@ -93,6 +107,14 @@ return {
         return not alive(pid)
       end, 'the shell process ' .. pid .. ' to end')
       H.contains(H.chat_lines(), '— cancelled', 'the chat says cancelled')
+      -- the command's line says cancelled, not failed (_meta.qwen.outcome)
+      local line
+      for _, l in ipairs(H.chat_lines()) do
+        if l:find('^▸ ') and not l:find('(completed)', 1, true) then
+          line = l
+        end
+      end
+      H.ok(line and line:find('^▸ ⊘ .*%(cancelled%)$'), 'a cancelled look: ' .. tostring(line))
     end,
   },
   {

@@ -4,12 +4,16 @@ return {
     name = 'health: :checkhealth qwen reports the binary, its version, the model and Neovim',
     run = function(H)
       H.workspace()
-      H.model(nil)
+      -- any scripted answer will do for the one-token request
+      H.model('chat.txtar')
       H.setup()
       vim.cmd('silent checkhealth qwen')
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
       H.contains(text, 'qwen-ls 0.', 'the version')
-      H.contains(text, 'model: scripted', 'the model, from the server')
+      H.contains(text, 'scripted at ' .. H.current_model.url .. ' answered in', 'the model tried with one real request')
+      local reqs = H.requests()
+      H.eq(1, #reqs, 'one request to the model')
+      H.eq(0, #(reqs[1].tools or {}), 'a request without tools')
       H.contains(text, 'Neovim 0.', 'the Neovim version')
       H.contains(text, 'sandbox: ', 'which sandbox confines commands')
       H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
@@ -17,7 +21,8 @@ return {
     end,
   },
   {
-    name = 'health: no model configured is a warning that says what to set',
+    name = 'health: no model configured is an error that says what to set',
+    allow_errors = true,
     run = function(H)
       H.workspace()
       vim.opt.runtimepath:prepend(H.plugin)
@@ -28,8 +33,10 @@ return {
       require('qwen').setup({ cmd = { H.bin, '--stdio' }, cmd_env = none })
       vim.cmd('silent checkhealth qwen')
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
-      H.contains(text, 'no model is configured', 'the warning')
-      H.contains(text, 'OPENAI_API_KEY', 'what to set')
+      H.contains(text, 'ERROR', 'an error: nothing can work')
+      H.contains(text, 'model.name', 'the setting to set')
+      H.contains(text, 'OPENAI_API_KEY', 'the variable to set')
+      H.eq('qwen: no model', require('qwen').statusline(), 'the statusline says no model, not idle')
     end,
   },
   {
@@ -60,6 +67,10 @@ return {
         return offered ~= nil
       end, 'the session list')
       H.contains(offered, 'What does main.go do?', 'the session title')
+      for _, item in ipairs(offered) do
+        H.ok(not item:find('%d%d%d%d%-%d%d%-%d%dT%d'), 'no raw ISO time in ' .. item)
+      end
+      H.contains(offered, 'What does main.go do?  (just now)', 'a local, relative time')
       H.wait(5000, function()
         return table.concat(H.chat_lines(), '\n'):find('I read main.go as it is in your editor.', 1, true) ~= nil
       end, 'the session to be replayed')
@@ -78,7 +89,12 @@ return {
       H.wait_client()
       H.type_prompt('Shorten the Add comment and make Scale take a percentage')
       local r = H.wait_review()
-      H.feed('cA')
+      -- a hunk action needs the cursor on a hunk: not from elsewhere
+      vim.cmd('QwenReview accept-hunk')
+      H.eq({ 'pending', 'pending' }, { r.hunks[1].state, r.hunks[2].state }, 'no hunk decided from another buffer')
+      -- decided from where the person is, without opening the file
+      H.ok(vim.api.nvim_get_current_buf() ~= r.buf, 'the reviewed file is not the current buffer')
+      vim.cmd('QwenReview accept-all')
       H.wait_turn()
       local util = require('qwen.util')
       H.contains(util.buf_text(r.buf), 'out[i] = p * factor / 100', 'the edit applied')
