@@ -99,7 +99,11 @@ export class Agent {
         await vscode.commands.executeCommand('qwen.review.show', m.uri);
         return;
       case 'openSettings':
-        await vscode.commands.executeCommand('workbench.action.openSettings', m.query);
+        if (m.query === 'qwen.serverPath' && vscode.env.remoteName) {
+          await vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: m.query });
+        } else {
+          await vscode.commands.executeCommand('workbench.action.openSettings', m.query);
+        }
         return;
       case 'checkSetup':
         return this.checkSetup();

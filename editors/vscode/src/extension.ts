@@ -176,6 +176,7 @@ export class Extension implements vscode.Disposable {
         return res;
       } finally {
         this.status.waiting(false);
+        this.agent.refreshState();
       }
     });
     client.onRequest('qwen/proposeEdit', async (p: ProposeEditParams, token) => {
@@ -187,6 +188,7 @@ export class Extension implements vscode.Disposable {
         return res;
       } finally {
         this.status.waiting(false);
+        this.agent.refreshState();
       }
     });
     client.onDidChangeState((e) => {
@@ -217,7 +219,10 @@ export class Extension implements vscode.Disposable {
     if (this.missingShown === message) return;
     this.missingShown = message;
     void vscode.window.showErrorMessage(`Qwen: ${message}`, 'Open Settings').then((a) => {
-      if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.serverPath');
+      if (a !== 'Open Settings') return;
+      // A machine setting: in a remote window (SSH, code-server) it lives in the remote's settings.
+      if (vscode.env.remoteName) void vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: 'qwen.serverPath' });
+      else void vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.serverPath');
     });
   }
 

@@ -242,7 +242,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     });
   }
 
-  /** Opens a review where the person asked for it: the file beside the chat (or where it is open), with focus. */
+  /**
+   * Opens a review because the person asked: the file in the editor area
+   * beside the chat (the group that already shows it, else the active one),
+   * with focus. The only place a review moves focus.
+   */
   async show(uri?: string): Promise<void> {
     const review = this.reviewFor(uri) ?? [...this.reviews.values()].find((r) => !r.finished);
     if (!review || review.finished) return;
@@ -256,7 +260,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       const key = review.uri.toString();
       const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === key));
       const editor = await vscode.window.showTextDocument(doc, {
-        viewColumn: group?.viewColumn ?? vscode.ViewColumn.Beside,
+        viewColumn: group?.viewColumn ?? vscode.ViewColumn.Active,
         preview: false,
         preserveFocus: false,
       });
