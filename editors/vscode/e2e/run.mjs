@@ -911,11 +911,7 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
 if (process.env.QWEN_SCREENSHOTS) {
   const media = path.join(extDir, 'media/screenshots');
   const setTheme = async (name) => {
-    await command('Preferences: Color Theme');
-    const input = page.locator('.quick-input-widget input');
-    await input.fill(name);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
-    await page.keyboard.press('Enter');
+    await setUserSettings({ 'workbench.colorTheme': name });
     await sleep(1000);
   };
   for (const [theme, suffix] of [
