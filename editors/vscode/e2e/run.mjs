@@ -247,12 +247,19 @@ async function setUserSettings(extra) {
   await page.keyboard.press('Control+S');
   await until('settings.json saved', () => {
     try {
-      return JSON.stringify(JSON.parse(fs.readFileSync(settingsFile, 'utf8'))) === JSON.stringify(want);
+      // The text as typed: a file that only means the same (as written before) is not this save.
+      return fs.readFileSync(settingsFile, 'utf8').trim() === JSON.stringify(want);
     } catch {
       return false;
     }
   }, 10000);
-  await page.keyboard.press('Control+W');
+  // Close it: Ctrl+W in the editor, else the modal's own close button.
+  for (let i = 0; i < 3 && (await editor.isVisible()); i++) {
+    await editor.locator('.view-lines').click().catch(() => undefined);
+    await page.keyboard.press('Control+W');
+    await sleep(700);
+  }
+  if (await editor.isVisible()) await page.locator('.monaco-modal-editor-block a.codicon-close, .monaco-modal-editor-block .codicon-close').first().click().catch(() => undefined);
   await editor.waitFor({ state: 'hidden' });
 }
 
@@ -724,7 +731,10 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   if ((await frame.locator('#log > *').count()) !== 0) throw new Error('the chat did not clear');
   await viewAction('Open Session').click();
   await page.locator('.quick-input-widget input').fill('heron-4417');
-  await (await quickPickRow('Remember the codeword heron-4417')).click();
+  const row = await quickPickRow('Remember the codeword heron-4417');
+  const when = await row.textContent();
+  if (!/just now|min ago/.test(when) || /\d{4}-\d\d-\d\dT/.test(when)) throw new Error(`the session list does not show a relative time: ${when}`);
+  await row.click();
   await until('the replayed conversation', async () =>
     (await frame.locator('.msg.user', { hasText: 'Remember the codeword heron-4417' }).count()) === 1 &&
     (await frame.locator('.msg.agent', { hasText: 'Noted: the codeword is heron-4417.' }).count()) === 1,
@@ -748,6 +758,17 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   }
 });
 
+test('Qwen: Check Setup sends a real request and reports the answer', async () => {
+  await useInlineScript('-- 01.response --\ntext: ok\nusage: 10 1\n');
+  await command('Qwen: Check Setup');
+  const t = page.locator('.notification-toast', { hasText: 'answered' }).first();
+  await t.waitFor({ timeout: 20000 });
+  log(`check setup: ${await t.textContent()}`);
+  if (!/scripted/.test(await t.textContent())) throw new Error('the answer does not name the model');
+  const reqs = await modelRequests();
+  if (reqs.length !== 1) throw new Error(`expected one request to the model, got ${reqs.length}`);
+});
+
 test('a dead model URL ends the turn at once, without retries; chat, status and toast name qwen.model.baseUrl', async () => {
   const dead = await freePort(); // closed again: nothing listens there
   await setUserSettings({ 'qwen.model.baseUrl': `http://127.0.0.1:${dead}/v1` });
@@ -768,6 +789,9 @@ test('a dead model URL ends the turn at once, without retries; chat, status and 
   const t = toast('model.baseUrl');
   await t.waitFor({ timeout: 10000 });
   await shot('dead-url');
+  // Qwen: Check Setup tries the endpoint and says the same.
+  await command('Qwen: Check Setup');
+  await page.locator('.notification-toast', { hasText: 'model.baseUrl' }).nth(1).waitFor({ timeout: 20000 });
   await openSettingsFrom(t, 'Base Url');
   await setUserSettings({});
   await until('the status back from "error"', async () => (await frame.locator('#status').textContent()) !== 'error', 10000);
@@ -800,8 +824,8 @@ test('without an API key: a model name alone, then a remote URL, each names the 
   const dataDir = path.join(tmp, 'user-data-nokey');
   fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
   const file = path.join(dataDir, 'User/settings.json');
-  const { ['qwen.model.baseUrl']: _, ...noUrl } = baseSettings();
-  fs.writeFileSync(file, JSON.stringify({ ...noUrl, 'qwen.model.name': 'qwen3-coder-plus' }));
+  const { ['qwen.model.baseUrl']: _u, ['qwen.model.name']: _n, ...noModel } = baseSettings();
+  fs.writeFileSync(file, JSON.stringify(noModel));
   const port = await freePort();
   await startCodeServer(port, { dataDir, logName: 'code-server-nokey.log', withKey: false });
   const second = children.at(-1);
@@ -814,7 +838,15 @@ test('without an API key: a model name alone, then a remote URL, each names the 
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     await until('the Qwen status bar item', async () => (await page.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0, 60000);
     const frame = await openChat();
+    // Nothing configured: "no model" before any prompt, and the empty chat names the settings.
+    await page.locator('.statusbar-item', { hasText: 'Qwen: no model' }).waitFor({ timeout: 30000 });
+    await until('the chat status "no model"', async () => (await frame.locator('#status').textContent()) === 'no model', 10000);
+    const empty = await frame.locator('#empty-text').textContent();
+    if (!/qwen\.model\.name/.test(empty)) throw new Error(`the empty chat does not name qwen.model.name: ${empty}`);
+    await frame.locator('#empty button', { hasText: 'Open Settings' }).waitFor();
+    await page.screenshot({ path: path.join(artifacts, 'no-model.png') });
     // Name only: no endpoint and no key.
+    await setUserSettings({ 'qwen.model.baseUrl': undefined, 'qwen.model.name': 'qwen3-coder-plus' });
     await prompt(frame, 'Hello?');
     const err1 = frame.locator('.msg.error').first();
     await err1.waitFor({ timeout: 30000 });

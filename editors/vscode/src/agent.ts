@@ -264,7 +264,7 @@ export class Agent {
       void vscode.window.showErrorMessage('Qwen: the setup check gave an answer this extension does not understand.');
       return;
     }
-    const sandbox = r.sandbox ? ` Commands run in: ${r.sandbox}.` : '';
+    const sandbox = r.sandbox ? ` ${r.sandbox.charAt(0).toUpperCase()}${r.sandbox.slice(1).replace(/\.?$/, '.')}` : '';
     if (r.ok) {
       this.status.setProblem(undefined);
       this.setModel(r.model);
