@@ -114,6 +114,13 @@ async function useScript(name) {
   if (!res.ok) throw new Error(`loading ${name}: ${res.status} ${await res.text()}`);
 }
 
+/** edit-two-hunks.txtar with the edit held back for a while, so that a test is typing when it arrives. */
+async function useSlowEditScript(delay = '2s') {
+  const text = fs.readFileSync(path.join(scripts, 'edit-two-hunks.txtar'), 'utf8').replace('-- 02.response --\n', `-- 02.response --\ndelay: ${delay}\n`);
+  if (!text.includes(`delay: ${delay}`)) throw new Error('edit-two-hunks.txtar has no 02.response');
+  await useInlineScript(text);
+}
+
 /** Loads a script given inline (for a turn no shared script has). */
 async function useInlineScript(text) {
   const res = await fetch(`${control}/_control/script?reset=1&ROOT=${encodeURIComponent(ws)}`, { method: 'POST', body: text });
@@ -258,7 +265,15 @@ async function setUserSettings(extra) {
     await editor.locator('.view-lines').click().catch(() => undefined);
     await page.keyboard.press('Control+W');
     await sleep(700);
+    // VS Code sometimes still counts the saved buffer as changed and asks: the text is what we typed, save it.
+    const save = page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Save$/ });
+    if (await save.isVisible().catch(() => false)) {
+      log('settings.json: VS Code asked to save again after Ctrl+S');
+      await save.click();
+      await sleep(500);
+    }
   }
+  if (fs.readFileSync(settingsFile, 'utf8').trim() !== JSON.stringify(want)) throw new Error('settings.json is not what was typed');
   if (await editor.isVisible()) await page.locator('.monaco-modal-editor-block a.codicon-close, .monaco-modal-editor-block .codicon-close').first().click().catch(() => undefined);
   await editor.waitFor({ state: 'hidden' });
 }
@@ -433,6 +448,11 @@ test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other
   // Hunk 1 (the comment on Add): keep. Hunk 2 (Scale's percentage): undo.
   await keep.first().click();
   await until('one Keep lens left', async () => (await keep.count()) === 1);
+  // The kept hunk still shows its new text (drawn inline by a decoration) until the turn applies it.
+  const inline = await page.locator('.editor-group-container.active .monaco-editor .view-lines span').evaluateAll((spans) =>
+    spans.map((e) => getComputedStyle(e, '::after').content + getComputedStyle(e, '::before').content).join(' '),
+  );
+  if (!inline.includes('✓ → // Add returns a + b.')) throw new Error(`the kept text is not shown: ${inline.slice(0, 300)}`);
   await undo.first().click();
   const end = await turnEnd(frame);
   if (end !== '') throw new Error(`turn ended with ${end}`);
@@ -457,7 +477,7 @@ test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other
 });
 
 test('typing in the chat while a review arrives: every key stays in the chat, the file changes only by what is kept', async () => {
-  await useScript('edit-two-hunks.txtar');
+  await useSlowEditScript();
   const file = path.join(ws, 'calc/calc.go');
   const disk = fs.readFileSync(file, 'utf8');
   const expected = disk.replace('// Add returns the sum of a and b.', '// Add returns a + b.').replace('out[i] = p * factor\n', 'out[i] = p * factor / 100\n');
@@ -501,10 +521,50 @@ test('typing in the chat while a review arrives: every key stays in the chat, th
   await until('calc.go saved', () => fs.readFileSync(file, 'utf8') !== disk, 10000);
   const saved = fs.readFileSync(file, 'utf8');
   if (saved !== expected) throw new Error(`calc.go is not the kept proposal byte for byte:\n${saved}`);
-  // Back to the original for the tests after this one.
-  fs.writeFileSync(file, disk);
-  await until('calc.go reloaded', async () => (await editorText()).includes('the sum of a and b'), 15000);
+  // Back to the original for the tests after this one: one Ctrl+Z takes the kept edit back.
+  await page.keyboard.press('Control+Z');
+  await until('the undo', async () => (await editorText()).includes('the sum of a and b'));
+  await page.keyboard.press('Control+S');
+  await until('calc.go saved as it was', () => fs.readFileSync(file, 'utf8') === disk, 10000);
   await frame.locator('#prompt').fill('');
+});
+
+test('typing in another file while a review arrives: the keys stay in that file', async () => {
+  await useSlowEditScript('4s');
+  await openFile('go.mod');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  await page.locator('.tab', { hasText: 'go.mod' }).first().click();
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.press('Enter');
+  const review = frame.locator('#reviews button.review-action');
+  let typed = '';
+  let atReview = -1;
+  const t0 = Date.now();
+  while (atReview < 0 || typed.length < atReview + 40) {
+    const c = 'abcdefghij'[typed.length % 10];
+    await page.keyboard.type(c);
+    typed += c;
+    if (atReview < 0 && (await review.isVisible())) atReview = typed.length;
+    if (Date.now() - t0 > 90000) throw new Error('no review announced');
+  }
+  log(`typed ${typed.length} characters into go.mod, the review was announced after ${atReview}`);
+  if (!(await page.locator('.tab.active', { hasText: 'go.mod' }).isVisible())) throw new Error('the review took the editor away from go.mod');
+  const text = await editorText();
+  if (!text.includes(typed)) throw new Error(`go.mod lost keys: ${JSON.stringify(text.slice(-120))}`);
+  if ((await page.locator('.tab.dirty', { hasText: 'calc.go' }).count()) !== 0) throw new Error('calc.go became dirty');
+  // Undo the typing, then answer the review.
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(fs.readFileSync(path.join(ws, 'go.mod'), 'utf8'));
+  await page.keyboard.press('Control+S');
+  await openReview(frame);
+  await page.locator('.codelens-decoration a', { hasText: 'Undo all' }).first().click({ timeout: 30000 });
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+  await turnEnd(frame);
 });
 
 test('Review in diff editor: the text typed on the right is what gets applied', async () => {
