@@ -4,6 +4,8 @@
 // the scripted model server on loopback, playing testdata/scripts/*.txtar.
 //
 //   node e2e/run.mjs [--only NAME]    (after `npm run package` and the e2e install)
+//   QWEN_SCREENSHOTS=light|dark node e2e/run.mjs --only screenshots
+//                                     (retakes media/screenshots/*-light|dark.png)
 //
 // Prints "N passed, N failed" last and exits non-zero on any failure.
 // Screenshots go to e2e/artifacts/.
@@ -105,6 +107,7 @@ function baseSettings() {
     'editor.codeLens': true,
     'window.commandCenter': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    ...(process.env.QWEN_SCREENSHOTS ? { 'workbench.colorTheme': screenshotThemes[process.env.QWEN_SCREENSHOTS] } : {}),
   };
 }
 
@@ -529,17 +532,19 @@ test('typing in the chat while a review arrives: every key stays in the chat, th
   await frame.locator('#prompt').fill('');
 });
 
-test('typing in another file while a review arrives: the keys stay in that file', async () => {
+test('typing in another file, chat hidden, while a review arrives: the keys stay in that file; the notification opens the review', async () => {
   await useSlowEditScript('4s');
   await openFile('go.mod');
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
+  // The person closes the chat and works in go.mod.
+  await viewAction('Hide Panel').click();
   await page.locator('.tab', { hasText: 'go.mod' }).first().click();
   await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
   await page.keyboard.press('Control+End');
   await page.keyboard.press('Enter');
-  const review = frame.locator('#reviews button.review-action');
+  const note = page.locator('.notification-toast', { hasText: 'Qwen: review 2 hunks in calc.go' }).first();
   let typed = '';
   let atReview = -1;
   const t0 = Date.now();
@@ -547,24 +552,26 @@ test('typing in another file while a review arrives: the keys stay in that file'
     const c = 'abcdefghij'[typed.length % 10];
     await page.keyboard.type(c);
     typed += c;
-    if (atReview < 0 && (await review.isVisible())) atReview = typed.length;
-    if (Date.now() - t0 > 90000) throw new Error('no review announced');
+    if (atReview < 0 && (await note.isVisible())) atReview = typed.length;
+    if (Date.now() - t0 > 90000) throw new Error('no review notification');
   }
   log(`typed ${typed.length} characters into go.mod, the review was announced after ${atReview}`);
   if (!(await page.locator('.tab.active', { hasText: 'go.mod' }).isVisible())) throw new Error('the review took the editor away from go.mod');
   const text = await editorText();
   if (!text.includes(typed)) throw new Error(`go.mod lost keys: ${JSON.stringify(text.slice(-120))}`);
   if ((await page.locator('.tab.dirty', { hasText: 'calc.go' }).count()) !== 0) throw new Error('calc.go became dirty');
-  // Undo the typing, then answer the review.
+  await page.locator('.statusbar-item', { hasText: 'review 2 hunks in calc.go' }).waitFor({ timeout: 5000 });
+  // Put go.mod back, then open the review from the notification and answer it.
   await page.keyboard.press('Control+A');
   await page.keyboard.press('Delete');
   await page.keyboard.insertText(fs.readFileSync(path.join(ws, 'go.mod'), 'utf8'));
   await page.keyboard.press('Control+S');
-  await openReview(frame);
+  await note.locator('.monaco-button', { hasText: 'Review' }).click();
+  await page.locator('.tab.active', { hasText: 'calc.go' }).waitFor({ timeout: 10000 });
   await page.locator('.codelens-decoration a', { hasText: 'Undo all' }).first().click({ timeout: 30000 });
   await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
   await page.keyboard.press('Enter');
-  await turnEnd(frame);
+  await turnEnd(await openChat());
 });
 
 test('Review in diff editor: the text typed on the right is what gets applied', async () => {
@@ -999,19 +1006,17 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
   }
 });
 
-// Opt-in (QWEN_SCREENSHOTS=1): the pictures of the README, in a light and a dark theme.
+// Opt-in (QWEN_SCREENSHOTS=light or dark): the pictures of the README, in
+// Default Light Modern or Default Dark Modern (the theme is in the settings
+// VS Code starts with).
+const screenshotThemes = { light: 'Default Light Modern', dark: 'Default Dark Modern' };
 if (process.env.QWEN_SCREENSHOTS) {
   const media = path.join(extDir, 'media/screenshots');
-  const setTheme = async (name) => {
-    await setUserSettings({ 'workbench.colorTheme': name });
-    await sleep(1000);
-  };
-  for (const [theme, suffix] of [
-    ['Default Light Modern', 'light'],
-    ['Default Dark Modern', 'dark'],
-  ]) {
+  const suffix = process.env.QWEN_SCREENSHOTS;
+  const theme = screenshotThemes[suffix];
+  if (!theme) throw new Error(`QWEN_SCREENSHOTS must be light or dark, not ${suffix}`);
+  {
     test(`screenshots in ${theme}`, async () => {
-      await setTheme(theme);
       await useScript('chat.txtar');
       const frame = await openChat();
       await newSession(frame);

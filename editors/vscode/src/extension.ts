@@ -113,6 +113,7 @@ export class Extension implements vscode.Disposable {
       vscode.window.onDidChangeTextEditorSelection(() => this.scheduleFocus()),
     );
     this.review.register(c);
+    this.review.notifyWhen = () => !this.chat.visible;
     this.chat.onMessage((m) => this.agent.fromWebview(m));
     this.status.setTrusted(vscode.workspace.isTrusted);
     await this.ensureClient();

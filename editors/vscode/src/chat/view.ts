@@ -19,6 +19,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
+  /** True while the chat is on screen. */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
   onMessage(fn: (m: WebviewMessage) => void): void {
     this.listeners.push(fn);
   }

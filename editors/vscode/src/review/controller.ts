@@ -232,8 +232,16 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     this.decoEmitter.fire(undefined);
   }
 
+  /**
+   * Whether a review should also raise a notification: set by the extension
+   * to "the chat is not visible" (a visible chat shows its own Review button,
+   * and a notification cannot be taken back once the review is decided).
+   */
+  notifyWhen: () => boolean = () => true;
+
   /** Tells the person a review waits, without touching focus: a notification with a Review button. */
   private announce(review: Review): void {
+    if (!this.notifyWhen()) return;
     const name = path.basename(review.uri.fsPath);
     const n = review.hunks.length;
     const what = review.p.isNewFile ? `the new file ${name}` : `${n} ${n === 1 ? 'hunk' : 'hunks'} in ${name}`;
