@@ -7,7 +7,7 @@
 // "Keep | Undo" per hunk and "Keep all | Undo all" at the top, and a diff
 // editor on request where the proposal can be edited. The request is
 // answered once every hunk is decided; closing the file or the diff after
-// opening it rejects. Nothing here writes the document: the server applies
+// opening it through Review rejects. Nothing here writes the document: the server applies
 // the decision with workspace/applyEdit, so one Ctrl+Z undoes it.
 import * as vscode from 'vscode';
 import * as path from 'path';
@@ -104,7 +104,7 @@ class Review {
   finished = false;
   /** True while the review waits for the feedback input after a rejection. */
   askingFeedback = false;
-  /** True once the file or the diff is open: closing tabs before that means nothing. */
+  /** True once the person opened the file or the diff through Review: closing tabs before that means nothing. */
   shown = false;
 
   constructor(readonly p: ProposeEditParams) {
@@ -200,8 +200,9 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     if (token.isCancellationRequested) return { outcome: 'cancelled' };
     this.reviews.set(key, review);
     const sub = token.onCancellationRequested(() => review.finish({ outcome: 'cancelled' }));
-    // Already open somewhere: closing it now means "no", as after a Review click.
-    review.shown = !p.isNewFile && this.openTabs().has(key);
+    // Not shown until the person opens it: closing a tab they already had
+    // open decides nothing.
+    review.shown = false;
     this.redrawAll();
     this.updateContext();
     this.changed();
