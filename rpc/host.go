@@ -39,6 +39,7 @@ type deferredKey struct{ session, call string }
 
 // Update implements session.Host: rich clients get qwen/sessionUpdate.
 func (h *host) Update(sessionID string, u session.Update) {
+	h.s.plainUpdate(sessionID, u)
 	if u.Kind == session.UpdateToolCall {
 		if p := h.s.turns.get(sessionID); p != nil {
 			p.report(u.Title)
@@ -463,8 +464,7 @@ func (h *host) ask(ctx context.Context, message string) (string, error) {
 }
 
 func (h *host) reviewPlain(ctx context.Context, r session.EditReview) (session.EditAnswer, error) {
-	added, removed := lineCounts(r.OldText, r.NewText)
-	title, err := h.ask(ctx, fmt.Sprintf("%s: %s (+%d -%d)", r.Title, r.Path, added, removed))
+	title, err := h.ask(ctx, h.s.plainReviewMessage(r))
 	if err != nil {
 		return session.EditAnswer{}, err
 	}
@@ -475,33 +475,6 @@ func (h *host) reviewPlain(ctx context.Context, r session.EditReview) (session.E
 		return session.EditAnswer{Outcome: "accepted", Always: true}, nil
 	}
 	return session.EditAnswer{Outcome: "rejected"}, nil
-}
-
-func (h *host) permissionPlain(ctx context.Context, r session.PermissionRequest) (session.PermissionAnswer, error) {
-	msg := r.Title
-	for _, c := range r.Content {
-		if c.Content != nil && c.Content.Text != "" {
-			msg += ": " + firstLine(c.Content.Text)
-			break
-		}
-	}
-	title, err := h.ask(ctx, msg)
-	if err != nil {
-		return session.PermissionAnswer{}, err
-	}
-	want := session.OptionCancel
-	switch title {
-	case "Allow":
-		want = session.OptionProceedOnce
-	case "Allow for session":
-		want = session.OptionProceedAlways
-	}
-	for _, o := range r.Options {
-		if o.OptionID == want && want != session.OptionCancel {
-			return session.PermissionAnswer{OptionID: want}, nil
-		}
-	}
-	return session.PermissionAnswer{Cancelled: true}, nil
 }
 
 func lineCounts(oldText, newText string) (added, removed int) {

@@ -82,6 +82,7 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 	if w := p.Capabilities.Window; w != nil {
 		caps.WorkDoneProgress = w.WorkDoneProgress != nil && *w.WorkDoneProgress
 		caps.ShowMessage = w.ShowMessage != nil
+		caps.ShowDocument = w.ShowDocument != nil && w.ShowDocument.Support
 	}
 	if len(p.Capabilities.Experimental) > 0 {
 		var exp struct {
@@ -193,7 +194,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 				Change:    &incremental,
 				Save:      &protocol.SaveOptions{IncludeText: &no},
 			},
-			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup"}},
+			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: plainCommands},
 			Workspace: &protocol.WorkspaceOptions{
 				WorkspaceFolders: &protocol.WorkspaceFoldersServerCapabilities{
 					Supported:           &yes,
@@ -203,6 +204,10 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 			Experimental: exp,
 		},
 		ServerInfo: protocol.ServerInfo{Name: "qwen-ls", Version: protocol.NewOptional(s.opts.Version)},
+	}
+	if !caps.Rich {
+		// Plain clients get the agent through code actions.
+		result.Capabilities.CodeActionProvider = protocol.Boolean(true)
 	}
 	raw, err := protocol.Marshal(result)
 	if err != nil {

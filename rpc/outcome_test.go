@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -120,45 +121,19 @@ func TestToolCallOutcomesTellRejectedCancelledAndFailedApart(t *testing.T) {
 }
 
 // ACP clients get the same outcome: a rejected edit is "rejected", not
-// only ACP's "failed".
-func TestACPToolCallOutcome(t *testing.T) {
+// only ACP's "failed", its reason is shown once, and the permission
+// requests leave the calls' titles alone, since ACP clients merge a
+// request's toolCall into the call they show.
+func TestACPRejectedCalls(t *testing.T) {
 	m := modeltest.Start(t)
 	c := startACP(t, m.URL)
-	c.answer = func(method string, params json.RawMessage) any {
-		if method == "session/request_permission" {
-			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}
-		}
-		return acpError{-32601, method}
-	}
-	sid, root := acpSession(t, c, nil)
-	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{
-		{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", filepath.Join(root, "new.txt"), "content", "x\n")},
-	}})
-	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "write"}}})
-	var final map[string]json.RawMessage
-	for _, u := range c.updates() {
-		if string(u["toolCallId"]) == `"w"` && string(u["status"]) == `"failed"` {
-			final = u
-		}
-	}
-	if got := string(final["_meta"]); got != `{"qwen":{"outcome":"rejected"}}` {
-		t.Fatalf("the rejected call's _meta = %s", got)
-	}
-	// The reason is shown once: in the content, not again as rawOutput.
-	if !strings.Contains(string(final["content"]), "The user rejected") || final["rawOutput"] != nil {
-		t.Errorf("the rejected call's content %s and rawOutput %s", final["content"], final["rawOutput"])
-	}
-}
-
-// A permission request leaves the call's title alone: ACP clients merge
-// its toolCall into the call they show.
-func TestACPPermissionKeepsTheCallTitle(t *testing.T) {
-	m := modeltest.Start(t)
-	c := startACP(t, m.URL)
+	var mu sync.Mutex
 	var asked []json.RawMessage
 	c.answer = func(method string, params json.RawMessage) any {
 		if method == "session/request_permission" {
+			mu.Lock()
 			asked = append(asked, params)
+			mu.Unlock()
 			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}
 		}
 		return acpError{-32601, method}
@@ -170,6 +145,21 @@ func TestACPPermissionKeepsTheCallTitle(t *testing.T) {
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "write"}}})
 	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: jsonArgs("command", "touch x")}}})
 	c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "run"}}})
+
+	var final map[string]json.RawMessage
+	for _, u := range c.updates() {
+		if string(u["toolCallId"]) == `"w"` && string(u["status"]) == `"failed"` {
+			final = u
+		}
+	}
+	if got := string(final["_meta"]); got != `{"qwen":{"outcome":"rejected"}}` {
+		t.Fatalf("the rejected call's _meta = %s", got)
+	}
+	if !strings.Contains(string(final["content"]), "The user rejected") || final["rawOutput"] != nil {
+		t.Errorf("the rejected call's content %s and rawOutput %s", final["content"], final["rawOutput"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(asked) != 2 {
 		t.Fatalf("%d permission requests, want 2", len(asked))
 	}

@@ -102,7 +102,9 @@ type Server struct {
 	sessions *session.Manager
 	host     *host
 	turns    turnProgress
-	sources  *registry.Sources
+	// plain holds the transcripts of a plain client's sessions.
+	plain   transcripts
+	sources *registry.Sources
 	// srcMu guards srcProgress, the $/progress of the running discovery
 	// round.
 	srcMu       sync.Mutex
@@ -158,6 +160,7 @@ type ClientCaps struct {
 	DocumentChanges   bool
 	WorkDoneProgress  bool
 	ShowMessage       bool
+	ShowDocument      bool
 	Rich              bool
 	SessionUpdates    bool
 	RequestPermission bool

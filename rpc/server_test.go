@@ -84,7 +84,7 @@ func TestInitializeAdvertisesProtocolCapabilities(t *testing.T) {
 				"workspace": map[string]any{"workspaceFolders": map[string]any{
 					"supported": true, "changeNotifications": true,
 				}},
-				"executeCommandProvider": map[string]any{"commands": []any{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup"}},
+				"executeCommandProvider": map[string]any{"commands": []any{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkSetup", "qwen-ls.ask"}},
 				"experimental": map[string]any{"qwen": map[string]any{
 					"protocolVersion": float64(1),
 					"model":           nil,

@@ -118,8 +118,11 @@ func (s *Session) contextLimits() (window, threshold int) {
 	return window, int(float64(window) * share)
 }
 
-// contextExceeded recognises a provider's "the prompt is too long" error.
-var contextExceeded = regexp.MustCompile(`(?i)context[ _-]?length|context window|maximum context|too many tokens|prompt is too long|input is too long|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`)
+// contextExceeded recognises a provider's "the prompt is too long" error:
+// OpenAI and vLLM ("maximum context length"), DashScope ("Range of input
+// length should be [1, n]"), llama.cpp ("exceeds the available context
+// size"), Anthropic's compatible endpoint ("prompt is too long").
+var contextExceeded = regexp.MustCompile(`(?i)context[ _-]?length|context window|context size|maximum context|too many tokens|prompt is too long|input is too long|range of input length|input length should be|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`)
 
 // isContextExceeded reports whether a model error says the request did not
 // fit the model's context.
@@ -132,6 +135,171 @@ func isContextExceeded(err error) bool {
 		return false
 	}
 	return contextExceeded.MatchString(me.Message)
+}
+
+// The numbers a context-length error may give: the model's window, and
+// the size of the request it refused.
+var (
+	refusedLimit = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)maximum context length is (\d+)`),
+		regexp.MustCompile(`(?i)context length (?:is|of) (\d+)`),
+		regexp.MustCompile(`(?i)input length should be \[\d+, ?(\d+)\]`),
+		regexp.MustCompile(`(?i)\d+ tokens > (\d+)`),
+		regexp.MustCompile(`(?i)n_ctx\W{1,3}(\d+)`),
+	}
+	refusedSize = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)(?:resulted in|requested|you sent) (\d+) tokens`),
+		regexp.MustCompile(`(?i)(\d+) tokens > \d+`),
+		regexp.MustCompile(`(?i)n_prompt_tokens\W{1,3}(\d+)`),
+	}
+)
+
+// refusedNumbers reads the window and the refused request's size from a
+// context-length error; 0 for what it does not say.
+func refusedNumbers(err error) (limit, sent int) {
+	var me *ModelError
+	if !errors.As(err, &me) {
+		return 0, 0
+	}
+	first := func(res []*regexp.Regexp) int {
+		for _, re := range res {
+			if m := re.FindStringSubmatch(me.Message); m != nil {
+				var n int
+				if _, err := fmt.Sscan(m[1], &n); err == nil && n > 0 {
+					return n
+				}
+			}
+		}
+		return 0
+	}
+	return first(refusedLimit), first(refusedSize)
+}
+
+// turnOutputFloor is the least a tool output of the current turn is cut
+// to, in tokens: below that, the output tells the model nothing.
+const turnOutputFloor = 500
+
+// fitRefused makes room after the model refused a request as too long
+// (refusal). The current turn's own oversized tool outputs are cut first,
+// to their start and end: they are what a turn adds at once, and the only
+// thing to cut when nothing older is there (one huge output in the first
+// turn). Then the older history is compressed as before. It reports
+// whether anything changed.
+func (s *Session) fitRefused(ctx context.Context, model Model, system string, decls []ToolDecl, refusal error) (bool, error) {
+	before := s.requestTokens(system, decls)
+	limit, sent := refusedNumbers(refusal)
+	// The target is in our own estimate's units: the model's window
+	// scaled by how our estimate compares with its count, with room for
+	// the answer.
+	target := before * 7 / 10
+	switch {
+	case limit > 0 && sent > 0:
+		target = int(float64(limit) * 0.85 * float64(before) / float64(sent))
+	case limit > 0:
+		target = limit * 85 / 100
+	}
+	if cut := s.cutTurnOutputs(system, decls, target); cut > 0 {
+		after := s.requestTokens(system, decls)
+		s.recordCompaction(compaction{before: before, after: after, truncated: cut})
+		if after <= target {
+			return true, nil
+		}
+		_, err := s.fitContext(ctx, model, system, decls, true)
+		return true, err
+	}
+	return s.fitContext(ctx, model, system, decls, true)
+}
+
+// cutTurnOutputs cuts the tool outputs of the current turn (after its
+// prompt, the last user message) that are too big for the request to fit
+// target tokens: each output over a quarter of target shares what the
+// rest of the request leaves, and is cut to that share (at least
+// turnOutputFloor tokens). It returns how many it cut.
+func (s *Session) cutTurnOutputs(system string, decls []ToolDecl, target int) int {
+	total := s.requestTokens(system, decls)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := -1
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].Role == "user" {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return 0
+	}
+	var big []int
+	bigTokens := 0
+	for i := start + 1; i < len(s.history) && i < len(s.tokens); i++ {
+		if s.history[i].Role == "tool" && s.tokens[i] > max(target/4, turnOutputFloor) {
+			big = append(big, i)
+			bigTokens += s.tokens[i]
+		}
+	}
+	if len(big) == 0 || total <= target {
+		return 0
+	}
+	// Each cut output also carries a note of about 80 tokens.
+	share := max((target-(total-bigTokens))/len(big)-100, turnOutputFloor)
+	n := 0
+	for _, i := range big {
+		m := s.history[i]
+		// About four bytes a token, as estimateText counts.
+		keep := share * 4
+		if len(m.Text) <= keep {
+			continue
+		}
+		m.Text = cutTurnOutput(m.Text, keep)
+		if n == 0 {
+			s.splitTranscript()
+		}
+		s.history[i] = m
+		s.tokens[i] = estimateMessage(m)
+		n++
+	}
+	if n > 0 {
+		s.calib = calibration{}
+	}
+	return n
+}
+
+// cutTurnOutput keeps the start and the end of a tool output of the
+// current turn, and says how much was cut and how to get the rest: asking
+// for the same output again would not fit either.
+func cutTurnOutput(text string, limit int) string {
+	head, tail := limit*2/3, limit/3
+	h := text[:runeStartAtOrBefore(text, head)]
+	t := text[runeStartAtOrAfter(text, len(text)-tail):]
+	return fmt.Sprintf("%s\n[... %d of this output's %d characters were cut here because the whole did not fit the model's context window; to see them, ask for a smaller part (a line range with offset and limit, a narrower pattern, a filter such as | head) ...]\n%s",
+		h, len(text)-len(h)-len(t), len(text), t)
+}
+
+// contextTooSmall is the error a turn ends with when the model refused a
+// request as too long and nothing could be cut or compressed: it says how
+// big the request was, what took the room, and what to change.
+func (s *Session) contextTooSmall(refusal error, system string, decls []ToolDecl) error {
+	var me *ModelError
+	if !errors.As(refusal, &me) {
+		return refusal
+	}
+	fixed := estimateText(system) + estimateDecls(decls)
+	total := s.requestTokens(system, decls)
+	limit, sent := refusedNumbers(refusal)
+	var b strings.Builder
+	b.WriteString("The request does not fit the model's context window, and nothing in this conversation is left to cut or compress")
+	switch {
+	case limit > 0 && sent > 0:
+		fmt.Fprintf(&b, " (the server counted %d tokens against a window of %d)", sent, limit)
+	case limit > 0:
+		fmt.Fprintf(&b, " (the server's window is %d tokens)", limit)
+	}
+	fmt.Fprintf(&b, ". By qwen-ls's estimate the system prompt and tool declarations take about %d tokens and the conversation about %d. ", fixed, max(total-fixed, 0))
+	b.WriteString("Use a model or server with a larger window (for a local server, its context size: llama.cpp --ctx-size, Ollama num_ctx, vLLM --max-model-len) and set model.contextWindow (model.generationConfig.contextWindowSize in Qwen Code's settings) to it, or send a smaller request. The server said: ")
+	b.WriteString(me.Message)
+	out := *me
+	out.Message = b.String()
+	return &out
 }
 
 // compaction is what one compression did.

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -230,5 +231,107 @@ func TestContextLengthErrorCompressesAndRetries(t *testing.T) {
 	}
 	if compressed < refusals {
 		t.Fatalf("%d refusals but %d context_compressed updates", refusals, compressed)
+	}
+}
+
+// The first request of a session is already too long for the model (a
+// small local window, say): there is nothing older to compress and no tool
+// output to cut, so the turn ends at once with an error that says what
+// took the room and what to change, not the server's bare message.
+func TestContextLengthWithNothingToCompressSaysWhatToDo(t *testing.T) {
+	st := newStored(t)
+	cm := &countingModel{limit: 40}
+	st.model.SetSide(cm.answer)
+	m := st.manager(t, []tools.Tool{bigRead()})
+	s := newSess(t, m, "yolo")
+	_, err := s.Prompt(context.Background(), []session.ContentBlock{{Type: "text", Text: "hello"}})
+	if err == nil {
+		t.Fatal("the turn succeeded against a 40-token window")
+	}
+	msg := err.Error()
+	t.Logf("message: %s", msg)
+	for _, want := range []string{"does not fit the model's context window", "window of 40", "model.contextWindow",
+		"model.generationConfig.contextWindowSize", "smaller request", "system prompt and tool declarations take about",
+		"maximum context length is 40 tokens"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message lacks %q", want)
+		}
+	}
+	var me *session.ModelError
+	if !errors.As(err, &me) || me.Status != 400 {
+		t.Errorf("the error is not the model's 400: %#v", err)
+	}
+	if reqs := cm.all(); len(reqs) != 1 {
+		t.Errorf("%d requests, want the one refused (nothing to retry with)", len(reqs))
+	}
+}
+
+// One huge tool output in the first turn: nothing older to compress, so
+// the session cuts that output to what fits, keeping its start and end
+// and saying how much it cut, and the retried request succeeds.
+func TestContextLengthCutsTheCurrentTurnsHugeOutput(t *testing.T) {
+	st := newStored(t)
+	const limit = 6000
+	cm := &countingModel{limit: limit}
+	st.model.SetSide(cm.answer)
+	var out strings.Builder
+	out.WriteString("FIRST LINE\n")
+	for i := 0; out.Len() < 200_000; i++ {
+		fmt.Fprintf(&out, "row %06d of the huge listing\n", i)
+	}
+	out.WriteString("LAST LINE\n")
+	huge := readOnly("big_read", func(context.Context) (tools.Result, error) {
+		return tools.TextResult(out.String(), tools.Markdown("read")), nil
+	})
+	m := st.manager(t, []tools.Tool{huge})
+	s := newSess(t, m, "yolo")
+	if res := prompt(t, s, "read the huge listing"); res.StopReason != session.StopEndTurn {
+		t.Fatalf("stopped with %s", res.StopReason)
+	}
+	reqs := cm.all()
+	var seq []string
+	for _, r := range reqs {
+		seq = append(seq, fmt.Sprintf("{tokens %d, summary %v, refused %v}", r.tokens, r.summary, r.refused))
+	}
+	t.Logf("requests: %s", strings.Join(seq, " "))
+	if len(reqs) != 3 || !reqs[1].refused || reqs[2].refused || reqs[2].summary {
+		t.Fatalf("want: the call, the refusal, one retry that fits; got %s", strings.Join(seq, " "))
+	}
+	last := reqs[2].messages
+	tool := last[len(last)-1]
+	text := tool.Text()
+	t.Logf("the %d-character output was cut to %d characters", out.Len(), len(text))
+	if tool.Role != "tool" || !strings.HasPrefix(text, "FIRST LINE\n") || !strings.HasSuffix(text, "LAST LINE\n") {
+		t.Fatalf("the cut output lost its start or end: %.200q ... %.200q", text, text[max(0, len(text)-200):])
+	}
+	if !strings.Contains(text, fmt.Sprintf("of this output's %d characters were cut here because the whole did not fit the model's context window", out.Len())) {
+		t.Errorf("the cut output does not say what was cut")
+	}
+	// Cut to the room the window leaves, not to a fixed sliver.
+	if len(text) < 4*limit/4 {
+		t.Errorf("the output was cut to %d characters, far less than a %d-token window leaves", len(text), limit)
+	}
+	var cuts int
+	for _, u := range st.host.all() {
+		if u.Kind == session.UpdateCompressed {
+			cuts += u.TruncatedOutputs
+		}
+	}
+	if cuts != 1 {
+		t.Errorf("context_compressed updates report %d cut outputs, want 1", cuts)
+	}
+	// The editor's replay still shows the whole output.
+	st.host.mu.Lock()
+	st.host.updates = nil
+	st.host.mu.Unlock()
+	s.Replay()
+	whole := false
+	for _, u := range st.host.all() {
+		if c, ok := u.Content.([]session.ToolContent); ok && u.Kind == session.UpdateToolCallUpd && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == out.String() {
+			whole = true
+		}
+	}
+	if !whole {
+		t.Error("the replay does not show the whole output")
 	}
 }

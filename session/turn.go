@@ -96,14 +96,20 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			s.mgr.logf("session %s: compressing the context failed: %v", s.id, err)
 		}
 		resp, sent, err := s.request(ctx, model, system, decls)
-		for retry := 0; retry < 3 && err != nil && isContextExceeded(err) && ctx.Err() == nil; retry++ {
-			// The model counted more than we did: compress and retry,
-			// for as long as compressing frees room.
-			ok, cerr := s.fitContext(ctx, model, system, decls, true)
-			if cerr != nil {
-				s.mgr.logf("session %s: compressing the context failed: %v", s.id, cerr)
+		for retry := 0; err != nil && isContextExceeded(err) && ctx.Err() == nil; retry++ {
+			// The model counted more than we did: cut this turn's
+			// oversized outputs or compress, and retry, for as long as
+			// that frees room; then say what to change.
+			ok := false
+			if retry < 3 {
+				var cerr error
+				ok, cerr = s.fitRefused(ctx, model, system, decls, err)
+				if cerr != nil {
+					s.mgr.logf("session %s: compressing the context failed: %v", s.id, cerr)
+				}
 			}
 			if !ok {
+				err = s.contextTooSmall(err, system, decls)
 				break
 			}
 			resp, sent, err = s.request(ctx, model, system, decls)

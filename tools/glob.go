@@ -29,7 +29,7 @@ const globSchema = `{
     },
     "path": {
       "type": "string",
-      "description": "Absolute path of the directory to search. Leave it out to search every workspace root."
+      "description": "The directory to search: absolute, or relative to the first workspace root. Leave it out to search every workspace root."
     },
     "case_sensitive": {
       "type": "boolean",
@@ -133,16 +133,16 @@ func (g *Glob) Describe(params map[string]any) string {
 	pattern, _ := String(params, "pattern")
 	out := "'" + pattern + "'"
 	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
+		if abs, terr := g.env.searchPathArg(p); terr == nil {
+			p = abs
+		}
 		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
 	}
 	return out
 }
 
 func (g *Glob) Locations(params map[string]any) []Location {
-	if p, ok := String(params, "path"); ok && filepath.IsAbs(CleanPathArg(p)) {
-		return []Location{{Path: CleanPathArg(p)}}
-	}
-	return nil
+	return g.env.searchLocations(params)
 }
 
 // globHit is one matching file.

@@ -65,8 +65,10 @@ func TestGlobValidation(t *testing.T) {
 		{map[string]any{"pattern": " "}, tools.ErrorInvalidToolParams, `Argument "pattern" must not be empty.`},
 		{map[string]any{"pattern": "a[b"}, tools.ErrorInvalidToolParams, `"a[b" is not a valid glob pattern.`},
 		{map[string]any{"pattern": "{a,b"}, tools.ErrorInvalidToolParams, `"{a,b" is not a valid glob pattern.`},
-		{map[string]any{"pattern": "*", "path": "sub"}, tools.ErrorInvalidToolParams,
-			"Not an absolute path: sub. Give the full path, starting with /. The workspace root is " + e.Root + ", so the full path is probably " + e.Root + "/sub."},
+		{map[string]any{"pattern": "*", "path": "sub"}, tools.ErrorSearchPathNotFound, e.Root + "/sub does not exist."},
+		{map[string]any{"pattern": "*", "path": "f.txt"}, tools.ErrorSearchPathNotADirectory, file + " is not a directory."},
+		{map[string]any{"pattern": "*", "path": "../.."}, tools.ErrorPathNotInWorkspace,
+			"Path is outside the workspace: " + filepath.Dir(filepath.Dir(e.Root)) + ". Tools may only access files inside the workspace roots: " + e.Root + "."},
 		{map[string]any{"pattern": "*", "path": e.Root + "/nope"}, tools.ErrorSearchPathNotFound, e.Root + "/nope does not exist."},
 		{map[string]any{"pattern": "*", "path": file}, tools.ErrorSearchPathNotADirectory, file + " is not a directory."},
 		{map[string]any{"pattern": "*", "path": "/"}, tools.ErrorPathNotInWorkspace,
@@ -290,5 +292,42 @@ func TestGlobSeveralRoots(t *testing.T) {
 		a + "\n" + inner + "\n" + filepath.Join(other, "o.go")
 	if got := searchText(t, res); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// A relative path is taken from the primary root, as Qwen Code does.
+func TestGlobRelativePath(t *testing.T) {
+	e := newTestEnv(t, nil)
+	e.write(t, "src/a.go", "x")
+	e.write(t, "src/deep/b.go", "x")
+	e.write(t, "top.go", "x")
+	// The watched index may take the new files in a moment later.
+	for deadline := time.Now().Add(10 * time.Second); len(globPaths(t, e, map[string]any{"pattern": "**/*.go"})) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatal("the new files never showed up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"src", []string{"src/a.go", "src/deep/b.go"}},
+		{"./src/deep", []string{"src/deep/b.go"}},
+		{".", []string{"src/a.go", "src/deep/b.go", "top.go"}},
+	} {
+		got := globPaths(t, e, map[string]any{"pattern": "**/*.go", "path": c.path})
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("path %q: got %v, want %v", c.path, got, c.want)
+		}
+	}
+	g := tools.NewGlob(e.Env)
+	params := map[string]any{"pattern": "*.go", "path": "src"}
+	if got := g.Describe(params); got != "'*.go' in path 'src'" {
+		t.Errorf("describe: %q", got)
+	}
+	if got := g.Locations(params); len(got) != 1 || got[0].Path != filepath.Join(e.Root, "src") {
+		t.Errorf("locations: %+v", got)
 	}
 }

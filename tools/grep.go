@@ -31,7 +31,7 @@ const grepSchema = `{
     },
     "path": {
       "type": "string",
-      "description": "Absolute path of the directory (or single file) to search. Leave it out to search every workspace root."
+      "description": "The directory (or single file) to search: absolute, or relative to the first workspace root. Leave it out to search every workspace root."
     },
     "glob": {
       "type": "string",
@@ -131,6 +131,9 @@ func (g *GrepSearch) Describe(params map[string]any) string {
 	pattern, _ := String(params, "pattern")
 	out := "'" + pattern + "'"
 	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
+		if abs, terr := g.env.searchPathArg(p); terr == nil {
+			p = abs
+		}
 		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
 	}
 	if glob, ok := String(params, "glob"); ok && glob != "" {
@@ -140,10 +143,7 @@ func (g *GrepSearch) Describe(params map[string]any) string {
 }
 
 func (g *GrepSearch) Locations(params map[string]any) []Location {
-	if p, ok := String(params, "path"); ok && filepath.IsAbs(CleanPathArg(p)) {
-		return []Location{{Path: CleanPathArg(p)}}
-	}
-	return nil
+	return g.env.searchLocations(params)
 }
 
 func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any, _ func(Output)) (Result, error) {

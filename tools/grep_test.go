@@ -339,8 +339,9 @@ func TestGrepValidation(t *testing.T) {
 			"\"(a)\\1\" is not a valid regular expression (error parsing regexp: invalid escape sequence: `\\1`)." + grepLookaroundHint},
 		{`{"pattern":"x","glob":"*.{go"}`, ErrorInvalidToolParams, `"*.{go" is not a valid glob pattern.`},
 		{grepArgs(map[string]any{"pattern": "x", "path": root + "/nope"}), ErrorSearchPathNotFound, root + "/nope does not exist."},
-		{`{"pattern":"x","path":"sub"}`, ErrorInvalidToolParams,
-			"Not an absolute path: sub. Give the full path, starting with /. The workspace root is " + root + ", so the full path is probably " + root + "/sub."},
+		{`{"pattern":"x","path":"sub"}`, ErrorSearchPathNotFound, root + "/sub does not exist."},
+		{`{"pattern":"x","path":"../"}`, ErrorPathNotInWorkspace,
+			"Path is outside the workspace: " + filepath.Dir(root) + ". Tools may only access files inside the workspace roots: " + root + "."},
 		{`{"pattern":"x","path":"/"}`, ErrorPathNotInWorkspace,
 			"Path is outside the workspace: /. Tools may only access files inside the workspace roots: " + root + "."},
 		{`{"pattern":"x","limit":0}`, ErrorInvalidToolParams, "params/limit must be >= 1"},
@@ -472,7 +473,7 @@ func TestGrepContentKinds(t *testing.T) {
 	got := grepBoth(t, files, nil, `{"pattern":"^\\s*needle"}`)
 	want := "4 matching lines for \"^\\s*needle\" in the workspace:\n---\n" +
 		"File: bom8.txt\nL1: needle after a BOM\n---\n" +
-		"File: crlf.txt\nL2: needle with CRLF\n---\n" +
+		"File: crlf.txt\nL2:   needle with CRLF\n---\n" +
 		"File: noext\nL1: needle in a text file without an extension\n---\n" +
 		"File: utf16.txt\nL1: needle\n---"
 	if got != want {
@@ -687,5 +688,61 @@ func TestGrepScanRefusesAFolderSwappedForAnOutsideLink(t *testing.T) {
 		if data, ok := w2.load(grepTarget{path: filepath.Join(noRead, "a.txt"), size: -1}); !ok || string(data) != "inside\n" {
 			t.Errorf("a file in a folder without read permission = %q, %v; want it read", data, ok)
 		}
+	}
+}
+
+// A matching line keeps its indentation (tabs or spaces), which the edit
+// tool needs exact; trailing blanks go, as in read_file.
+func TestGrepKeepsIndentation(t *testing.T) {
+	files := map[string]string{
+		"a.go":  "package a\n\nfunc f() {\n\tif x {\n\t\treturn needle\n\t}\n}\n",
+		"b.py":  "def f():\n    needle = 1  \n",
+		"c.txt": "  needle in CRLF\r\n",
+	}
+	got := grepBoth(t, files, nil, `{"pattern":"needle"}`)
+	want := "3 matching lines for \"needle\" in the workspace:\n---\n" +
+		"File: a.go\nL5: \t\treturn needle\n---\n" +
+		"File: b.py\nL2:     needle = 1\n---\n" +
+		"File: c.txt\nL1:   needle in CRLF\n---"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// A relative path is taken from the primary root, as Qwen Code does, so a
+// model that writes "src" does not lose a turn; it stays inside the roots.
+func TestGrepRelativePath(t *testing.T) {
+	files := map[string]string{"src/a.go": "needle\n", "src/deep/b.go": "needle\n", "top.txt": "needle\n"}
+	for _, c := range []struct{ path, want string }{
+		{"src", "2 matching lines for \"needle\" under W/src:\n---\nFile: a.go\nL1: needle\n---\nFile: deep/b.go\nL1: needle\n---"},
+		{"./src/deep/", "1 matching line for \"needle\" under W/src/deep:\n---\nFile: b.go\nL1: needle\n---"},
+		{"src/a.go", "1 matching line for \"needle\" under W/src/a.go:\n---\nFile: a.go\nL1: needle\n---"},
+		{".", "3 matching lines for \"needle\" under W:\n---\nFile: src/a.go\nL1: needle\n---\nFile: src/deep/b.go\nL1: needle\n---\nFile: top.txt\nL1: needle\n---"},
+	} {
+		if got := grepBoth(t, files, nil, grepArgs(map[string]any{"pattern": "needle", "path": c.path})); got != c.want {
+			t.Errorf("path %q:\ngot  %q\nwant %q", c.path, got, c.want)
+		}
+	}
+	env, root := grepTestEnv(t, files, nil, false)
+	g := NewGrepSearch(env)
+	params := map[string]any{"pattern": "needle", "path": "src"}
+	if got := g.Describe(params); got != "'needle' in path 'src'" {
+		t.Errorf("describe: %q", got)
+	}
+	if got := g.Locations(params); len(got) != 1 || got[0].Path != root+"/src" {
+		t.Errorf("locations: %+v", got)
+	}
+	// With several roots, the first one is the base.
+	other, _ := filepath.EvalSymlinks(t.TempDir())
+	if err := os.MkdirAll(filepath.Join(other, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env.Workspace.SetRoots([]string{root, other})
+	res, err := grepCall(t, env, context.Background(), `{"pattern":"needle","path":"src/deep"}`)
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	if !strings.HasPrefix(res.Text(), "1 matching line for \"needle\" under "+root+"/src/deep:") {
+		t.Errorf("two roots: %q", res.Text())
 	}
 }

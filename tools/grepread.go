@@ -223,11 +223,13 @@ func (w *grepWorker) scan(i int) *grepHits {
 	return h
 }
 
-// grepKeptText is a matching line as stored: trimmed, and when it is far
-// longer than the character cap could show, cut (at a rune boundary) to a
-// length that still exceeds the cap, so the output cuts it the same way.
+// grepKeptText is a matching line as stored: with its indentation, which
+// the edit tool needs exact, and right-trimmed like read_file's lines (edit
+// forgives trailing blanks); and when it is far longer than the character
+// cap could show, cut (at a rune boundary) to a length that still exceeds
+// the cap, so the output cuts it the same way.
 func grepKeptText(line []byte, threshold int) string {
-	line = bytes.TrimSpace(line)
+	line = bytes.TrimRight(line, " \t\r")
 	if keep := 4*threshold + 64; threshold > 0 && len(line) > keep {
 		for keep > 0 && !utf8.RuneStart(line[keep]) {
 			keep--

@@ -102,6 +102,19 @@ func (e *escapeEnv) escapingPaths() []string {
 		"$HOME/" + secretName,
 		"/",
 		"/etc",
+		// Relative paths, which glob and grep_search take from the
+		// primary root.
+		"../outside",
+		"../outside/" + secretName,
+		"sub/../../outside",
+		"link_dir",
+		"link_dir/" + secretName,
+		"link_rel",
+		"chain1",
+		"sub/up",
+		"link_proc",
+		"link_file",
+		"./link_root" + O,
 	}
 }
 

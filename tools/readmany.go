@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,11 +153,11 @@ func (r *ReadManyFiles) Execute(ctx context.Context, call *Call, params map[stri
 		}
 		files = files[:readManyMaxFiles]
 	}
-	return r.read(ctx, call, files, s.skipped)
+	return r.read(ctx, call, files, s.skipped, s)
 }
 
 // read reads the chosen files and builds the result.
-func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, skipped []rmfSkip) (Result, error) {
+func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, skipped []rmfSkip, s *rmfSearch) (Result, error) {
 	n := max(len(files), 1)
 	lines, chars := 0, 0
 	if l := r.env.LineLimit(); l > 0 {
@@ -217,13 +218,93 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 			ledger.Record(f, *c.Entry)
 		}
 	}
+	named, skipped := s.namedNotRead(read, skipped)
 	display := Markdown(r.display(read, skipped))
 	if len(read) == 0 {
-		return TextResult("No file was read: nothing matched, or every match was skipped.", display), nil
+		return TextResult("No file was read: nothing matched, or every match was skipped."+namedNote(named), display), nil
 	}
 	text.WriteString("\n--- end of files ---")
+	text.WriteString(namedNote(named))
 	flush()
 	return Result{LLMContent: parts, Display: display}, nil
+}
+
+// namedNotRead finds the paths the model named that were not read, each
+// with the reason: the skip already recorded for it, or the rule that left
+// it out of the search. It returns them, and skipped with them first (so
+// that the display's short list shows them).
+func (s *rmfSearch) namedNotRead(read []string, skipped []rmfSkip) (named, all []rmfSkip) {
+	// Matching ignores case, so "readme.md" may have read README.md.
+	wasRead := func(named string) bool {
+		return slices.ContainsFunc(read, func(f string) bool { return inFolder(strings.ToLower(named), strings.ToLower(f)) })
+	}
+	taken := map[int]bool{}
+	for _, n := range s.named() {
+		if len(n.paths) == 0 {
+			// It climbs out of the roots; the search said so.
+			if i := slices.IndexFunc(skipped, func(k rmfSkip) bool { return k.path == n.pattern }); i >= 0 {
+				taken[i] = true
+			}
+			continue
+		}
+		if slices.ContainsFunc(n.paths, wasRead) {
+			continue
+		}
+		if i := slices.IndexFunc(skipped, func(k rmfSkip) bool {
+			return slices.ContainsFunc(n.paths, func(p string) bool { return strings.EqualFold(k.path, p) })
+		}); i >= 0 {
+			taken[i] = true
+			continue
+		}
+		reason, at := "", n.paths[0]
+		for _, p := range n.paths {
+			fi, err := os.Stat(p)
+			if err != nil {
+				continue
+			}
+			at = p
+			if fi.IsDir() {
+				reason = "a directory, and no file below it could be read"
+				if why := s.whyLeftOut(p, true); why != "" {
+					reason = why
+				}
+			} else if reason = s.whyLeftOut(p, false); reason == "" {
+				reason = "left out of the search"
+			}
+			break
+		}
+		if reason == "" {
+			if _, open := s.env.Workspace.Overlay.Get(at); open {
+				continue
+			}
+			reason = "not found"
+		}
+		skipped = append(skipped, rmfSkip{at, reason})
+		taken[len(skipped)-1] = true
+	}
+	for i, k := range skipped {
+		if taken[i] {
+			named = append(named, k)
+		}
+	}
+	all = append(slices.Clone(named), slices.DeleteFunc(slices.Clone(skipped), func(k rmfSkip) bool {
+		return slices.Contains(named, k)
+	})...)
+	return named, all
+}
+
+// namedNote tells the model which of the paths it named were not read, and
+// why.
+func namedNote(named []rmfSkip) string {
+	if len(named) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\nNot read, though named:\n")
+	for _, k := range named {
+		fmt.Fprintf(&b, "- %s: %s\n", k.path, k.reason)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // rmfSkipReason says why a file the pipeline answered with a message

@@ -114,7 +114,7 @@ func TestReadManyOutside(t *testing.T) {
 	}
 
 	res = readMany(t, e, readCall(), map[string]any{"paths": []string{outside}})
-	readWantText(t, res, "No file was read: nothing matched, or every match was skipped.")
+	readWantText(t, res, "No file was read: nothing matched, or every match was skipped.\n\nNot read, though named:\n- "+outside+": outside the workspace")
 }
 
 func TestReadManyExcludes(t *testing.T) {
@@ -194,7 +194,7 @@ func TestReadManyMedia(t *testing.T) {
 	off := newTestEnv(t, nil)
 	off.write(t, "i.png", string(readPNG))
 	res = readMany(t, off, readCall(), map[string]any{"paths": []string{"i.png"}})
-	readWantText(t, res, "No file was read: nothing matched, or every match was skipped.")
+	readWantText(t, res, "No file was read: nothing matched, or every match was skipped.\n\nNot read, though named:\n- "+off.Root+"/i.png: the model does not accept image input")
 	if d := string(res.Display.(tools.Markdown)); !strings.Contains(d, "- `i.png` (the model does not accept image input)") {
 		t.Errorf("display =\n%s", d)
 	}
@@ -258,5 +258,70 @@ func TestReadManyErrors(t *testing.T) {
 	readManyWantFiles(t, e, res, "ok.txt")
 	if d := string(res.Display.(tools.Markdown)); !strings.Contains(d, "- `big.txt` ("+big+" is too large to read: 11.00 MB, over the 10 MB limit.)") {
 		t.Errorf("display =\n%s", d)
+	}
+}
+
+// A file the model named and did not get back comes with the reason, in
+// the text the model reads and first in the display, whatever left it
+// out: the search (ignore files, default excludes, exclude, a missing
+// file, a path out of the roots) or the read (binary, too large).
+func TestReadManySaysWhyANamedFileWasSkipped(t *testing.T) {
+	e := newTestEnv(t, nil)
+	readGitRepo(t, e, "*.log\nignored/\n")
+	e.write(t, ".qwenignore", "private.txt\n")
+	e.Workspace.Ignore.Invalidate(filepath.Join(e.Root, ".qwenignore"))
+	for _, rel := range []string{"keep.txt", "app.log", "ignored/x.txt", "private.txt", ".env", "dist/out.js",
+		"node_modules/m/x.js", "gen/big.txt", "notes/a.md", "notes/b.md"} {
+		e.write(t, rel, rel)
+	}
+	e.write(t, "blob", "a\x00binary")
+	e.write(t, "other.log", "matched by a glob, not named")
+	big := e.write(t, "huge.txt", strings.Repeat("x", 11<<20))
+	outside := filepath.Join(filepath.Dir(e.Root), "elsewhere.txt")
+	res := readMany(t, e, readCall(), map[string]any{
+		"paths": []string{"keep.txt", "app.log", "ignored/x.txt", "private.txt", ".env", "dist/out.js",
+			"node_modules/m/x.js", "gen/big.txt", "missing.txt", "blob", big, outside, "../up.txt", "notes/*.md", "*.log"},
+		"exclude": []string{"gen/**"},
+	})
+	readManyWantFiles(t, e, res, "keep.txt", "notes/a.md", "notes/b.md")
+	W := e.Root
+	reasons := []string{
+		W + "/app.log: ignored by .gitignore",
+		W + "/ignored/x.txt: ignored by .gitignore",
+		W + "/private.txt: ignored by .qwenignore",
+		W + "/.env: excluded by default (useDefaultExcludes)",
+		W + "/dist/out.js: inside dist, which useDefaultExcludes leaves out",
+		W + "/node_modules/m/x.js: inside node_modules, which searches leave out; name a pattern that starts inside it",
+		W + "/gen/big.txt: matched by exclude",
+		W + "/missing.txt: not found",
+		W + "/blob: binary file",
+		outside + ": outside the workspace",
+		"../up.txt: outside the workspace",
+	}
+	text := res.Text()
+	_, note, ok := strings.Cut(text, "--- end of files ---\n\nNot read, though named:\n")
+	if !ok {
+		t.Fatalf("no note after the files:\n%s", truncateForLog(text))
+	}
+	for _, want := range reasons {
+		if !strings.Contains(note, "- "+want+"\n") && !strings.HasSuffix(note, "- "+want) {
+			t.Errorf("the note lacks %q:\n%s", want, note)
+		}
+	}
+	if !strings.Contains(note, "- "+big+": ") {
+		t.Errorf("the note does not name the file too large to read:\n%s", note)
+	}
+	if got, want := strings.Count(note, "\n- ")+1, len(reasons)+1; got != want {
+		t.Errorf("the note names %d paths, want %d:\n%s", got, want, note)
+	}
+	// The display's short list starts with what the model named.
+	d := string(res.Display.(tools.Markdown))
+	if !strings.Contains(d, "Skipped 13 items:\n") || !strings.Contains(d, "- ...and 8 more") || strings.Contains(d+note, "other.log") {
+		t.Errorf("display =\n%s", d)
+	}
+	// A pattern that finds nothing is no file the model named: no note.
+	res = readMany(t, e, readCall(), map[string]any{"paths": []string{"keep.txt", "*.none"}})
+	if strings.Contains(res.Text(), "Not read") {
+		t.Errorf("note for a glob:\n%s", res.Text())
 	}
 }

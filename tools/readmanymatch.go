@@ -389,3 +389,81 @@ func underDefaultExcludedDir(dir, p string) bool {
 	}
 	return false
 }
+
+// rmfNamed is an entry of paths or include without glob characters: a
+// file or directory the model named, and the absolute paths it may mean
+// (one per root for a relative name).
+type rmfNamed struct {
+	pattern string
+	paths   []string
+}
+
+// named lists the patterns that name one path rather than a glob.
+func (s *rmfSearch) named() []rmfNamed {
+	var out []rmfNamed
+	for _, p := range s.patterns {
+		if hasGlobMeta(p) {
+			continue
+		}
+		n := rmfNamed{pattern: p}
+		if filepath.IsAbs(p) {
+			n.paths = []string{filepath.Clean(p)}
+		} else if clean := pathCleanPattern(filepath.ToSlash(p)); clean != ".." && !strings.HasPrefix(clean, "../") {
+			for _, root := range s.env.Workspace.Roots.List() {
+				n.paths = append(n.paths, filepath.Join(root, filepath.FromSlash(clean)))
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// whyLeftOut says why the search did not pick p, a path the model named
+// that exists: the rule of §3.7 that left it out, or "" when none did.
+func (s *rmfSearch) whyLeftOut(p string, isDir bool) string {
+	if s.env.CheckInside(p, PathOptions{AllowTemp: true}) != nil {
+		return "outside the workspace"
+	}
+	root := ""
+	for _, r := range s.env.Workspace.Roots.List() {
+		if inFolder(r, p) && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" {
+		return ""
+	}
+	rel := filepath.ToSlash(strings.TrimPrefix(strings.TrimPrefix(p, root), string(filepath.Separator)))
+	if rel != "" && matchAny(lowerAll(s.exclude), strings.ToLower(rel)) {
+		return "matched by exclude"
+	}
+	// The directories on the way down, then the path itself.
+	segs := strings.Split(rel, "/")
+	dir := root
+	for i, seg := range segs {
+		if seg == "" {
+			break
+		}
+		dir = filepath.Join(dir, seg)
+		last := i == len(segs)-1
+		if !last || isDir {
+			if workspace.IsDefaultExcludedDir(seg) {
+				return "inside " + seg + ", which searches leave out; name a pattern that starts inside it"
+			}
+			if s.defaults && slices.Contains(readManyExcludedDirs, seg) {
+				return "inside " + seg + ", which useDefaultExcludes leaves out"
+			}
+		}
+		v := s.env.Workspace.Ignore.Check(dir, !last || isDir)
+		switch {
+		case s.filter.git && v.Git:
+			return "ignored by .gitignore"
+		case s.filter.qwen && v.Qwen:
+			return "ignored by .qwenignore"
+		}
+	}
+	if !isDir && s.defaultExcluded(rel) {
+		return "excluded by default (useDefaultExcludes)"
+	}
+	return ""
+}

@@ -21,10 +21,14 @@ import (
 
 // searchDir checks a search path argument (§2.2) and that it exists (and,
 // with wantDir, that it is a directory). An open buffer that is not on disk
-// yet counts as an existing file.
+// yet counts as an existing file. A relative path is taken from the
+// primary root, as Qwen Code does, and confined to the roots like any.
 func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
-	p, terr := e.AbsPath(raw, PathOptions{AllowTemp: true})
+	p, terr := e.searchPathArg(raw)
 	if terr != nil {
+		return "", terr
+	}
+	if terr := e.CheckInside(p, PathOptions{AllowTemp: true}); terr != nil {
 		return "", terr
 	}
 	fi, err := os.Stat(p)
@@ -41,6 +45,33 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 		return "", Errorf(ErrorSearchPathNotADirectory, "%s is not a directory.", p)
 	}
 	return p, nil
+}
+
+// searchPathArg is the path argument of glob and grep_search, cleaned and
+// made absolute: a relative one is resolved against the primary root. It
+// is not checked.
+func (e *Env) searchPathArg(raw string) (string, *ToolError) {
+	p := CleanPathArg(raw)
+	if filepath.IsAbs(p) {
+		return p, nil
+	}
+	primary := e.Workspace.Roots.Primary()
+	if primary == "" {
+		return "", InvalidParams(e.notAbsoluteMessage(p))
+	}
+	return filepath.Join(primary, p), nil
+}
+
+// searchLocations is Locations for glob and grep_search's path argument.
+func (e *Env) searchLocations(params map[string]any) []Location {
+	raw, _ := String(params, "path")
+	if strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	if p, terr := e.searchPathArg(raw); terr == nil {
+		return []Location{{Path: p}}
+	}
+	return nil
 }
 
 // searchLocation is the <loc> of the search tools' messages.

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,19 +112,31 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if bg, _ := Bool(params, "is_background"); bg && a.TrailingBackground {
 		return InvalidParams(`With is_background true, do not end the command with "&": remove the trailing "&", and the command still runs in the background.`)
 	}
-	if _, given := params["timeout"]; given {
-		ms, ok := Int(params, "timeout")
-		switch {
-		case !ok:
-			return InvalidParams(`Argument "timeout" must be a whole number of milliseconds.`)
-		case ms <= 0:
-			return InvalidParams(`Argument "timeout" must be more than 0.`)
-		case ms > shellMaxTimeout:
-			return InvalidParams(`Argument "timeout" can be at most 600000 (10 minutes).`)
-		}
+	if _, terr := shellTimeout(params); terr != nil {
+		return terr
 	}
 	_, terr := s.directory(params)
 	return terr
+}
+
+// shellTimeout reads the timeout argument in whole milliseconds: the
+// default when it is absent, and a fraction rounded up (the schema declares
+// a number, and models send 1.5 or 2500.0). Not a finite number, not more
+// than 0, or past the maximum is an error.
+func shellTimeout(params map[string]any) (int, *ToolError) {
+	if _, given := params["timeout"]; !given {
+		return shellDefaultTimeout, nil
+	}
+	f, ok := Float(params, "timeout")
+	switch {
+	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, InvalidParams(`Argument "timeout" must be a number of milliseconds.`)
+	case f <= 0:
+		return 0, InvalidParams(`Argument "timeout" must be more than 0.`)
+	case f > shellMaxTimeout:
+		return 0, InvalidParams(`Argument "timeout" can be at most 600000 (10 minutes).`)
+	}
+	return int(math.Ceil(f)), nil
 }
 
 // directory resolves the directory argument (tools.md §3.8 step 6).
@@ -271,10 +284,7 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 		dirLabel = "(root)"
 	}
 	background, _ := Bool(params, "is_background")
-	timeout := shellDefaultTimeout
-	if ms, ok := Int(params, "timeout"); ok {
-		timeout = ms
-	}
+	timeout, _ := shellTimeout(params)
 	sessionID := ""
 	if call != nil {
 		sessionID = call.SessionID

@@ -168,7 +168,9 @@ func TestShellValidation(t *testing.T) {
 		{map[string]any{"command": `echo "hi`}, "", "Could not parse the command: 1:6: reached EOF without closing quote `\"`. Check the quoting and try again."},
 		{map[string]any{"command": "A=1 B=2"}, "", "The command runs no program (it only sets variables), so there is nothing to approve or run."},
 		{map[string]any{"command": "sleep 1 &", "is_background": true}, "", `With is_background true, do not end the command with "&": remove the trailing "&", and the command still runs in the background.`},
-		{map[string]any{"command": "ls", "timeout": 1.5}, "", `Argument "timeout" must be a whole number of milliseconds.`},
+		{map[string]any{"command": "ls", "timeout": -0.5}, "", `Argument "timeout" must be more than 0.`},
+		{map[string]any{"command": "ls", "timeout": 1e300}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
+		{map[string]any{"command": "ls", "timeout": 600000.5}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
 		{map[string]any{"command": "ls", "timeout": 0}, "", `Argument "timeout" must be more than 0.`},
 		{map[string]any{"command": "ls", "timeout": -5}, "", `Argument "timeout" must be more than 0.`},
 		{map[string]any{"command": "ls", "timeout": 600001}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
@@ -194,6 +196,8 @@ func TestShellValidation(t *testing.T) {
 	for _, ok := range []map[string]any{
 		{"command": "ls", "timeout": 600000},
 		{"command": "ls", "timeout": 5.0},
+		{"command": "ls", "timeout": 1.5},
+		{"command": "ls", "timeout": 2500.25},
 		{"command": "ls", "directory": "sub"},
 		{"command": "ls", "directory": filepath.Join(e.Root, "sub")},
 		{"command": "ls", "directory": "sub/../sub/"},
@@ -669,5 +673,19 @@ func TestUntrustedRepositoryGitAsks(t *testing.T) {
 	e.Env.Settings().SetEditorTrust(&trusted)
 	if conf, terr := tools.GuardConfirm(context.Background(), sh, &tools.Call{}, map[string]any{"command": "git status"}); conf != nil || terr != nil {
 		t.Errorf("trusted: git status asks: %+v %v", conf, terr)
+	}
+}
+
+// The schema declares timeout a number, and models send fractions: a
+// fractional timeout runs the command, rounded up to whole milliseconds.
+func TestShellFractionalTimeout(t *testing.T) {
+	_, sh := shellTestEnv(t, nil)
+	res := shellRun(t, sh, map[string]any{"command": "echo quick", "timeout": 30000.5})
+	if res.Error != nil || !strings.Contains(res.Text(), "quick") {
+		t.Fatalf("echo with timeout 30000.5: %+v\n%s", res.Error, res.Text())
+	}
+	res = shellRun(t, sh, map[string]any{"command": "sleep 5; echo late", "timeout": 299.5})
+	if text := res.Text(); !strings.Contains(text, "the command ran past its 300 ms timeout and was stopped.") {
+		t.Errorf("sleep with timeout 299.5:\n%s", text)
 	}
 }

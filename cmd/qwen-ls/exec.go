@@ -74,6 +74,7 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	defer func() { toServerW.Close(); <-served }()
 
 	pr := newPrinter(stdout, root)
+	pr.notes = stderr
 	c := newClient(ctx, toClientR, toServerW)
 	c.onUpdate = func(_ string, u json.RawMessage) { pr.update(u) }
 	c.onMessage = func(text string) { fmt.Fprintln(stderr, text) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,8 +17,15 @@ type printer struct {
 	out io.Writer
 	// root shortens paths in titles.
 	root string
+	// notes receives qwen-ls's own notices (a retry of the model request,
+	// a context summary), apart from the transcript; nil prints them in
+	// it.
+	notes io.Writer
 	// inText is true while agent text is streaming.
 	inText bool
+	// inThought is true while the model's reasoning is streaming;
+	// thoughtLineStart says the last thing printed in it was a newline.
+	inThought, thoughtLineStart bool
 	// titles remembers each call's title for its final line.
 	titles map[string]string
 	// reviewed marks calls whose diff was already shown as a proposal.
@@ -63,6 +71,7 @@ func (p *printer) update(raw json.RawMessage) {
 	case "agent_message_chunk":
 		var c wireContent
 		json.Unmarshal(u.Content, &c)
+		p.endThought()
 		if !p.inText {
 			fmt.Fprint(p.out, "\nQwen: ")
 			p.inText = true
@@ -71,8 +80,16 @@ func (p *printer) update(raw json.RawMessage) {
 	case "agent_thought_chunk":
 		var c wireContent
 		json.Unmarshal(u.Content, &c)
-		p.endText()
-		fmt.Fprintf(p.out, "  (%s)\n", strings.TrimSpace(c.Text))
+		if note, ok := p.notice(c.Text); ok {
+			p.endText()
+			if p.notes != nil {
+				fmt.Fprintf(p.notes, "qwen-ls: %s\n", note)
+			} else {
+				fmt.Fprintf(p.out, "  ! %s\n", note)
+			}
+			return
+		}
+		p.thought(c.Text)
 	case "tool_call":
 		p.endText()
 		p.titles[u.ToolCallID] = u.Title
@@ -120,7 +137,68 @@ func (p *printer) update(raw json.RawMessage) {
 	}
 }
 
+// knownNotices start the notices qwen-ls sends as thought chunks.
+var knownNotices = []string{"[The model request failed", "[Summarising ", "[Could not save the permission rule"}
+
+// notice reports whether a thought chunk is one of qwen-ls's own notices
+// rather than the model's reasoning, and returns its text without the
+// brackets. A notice comes whole in one chunk, as one bracketed line; while
+// reasoning streams, only the known notices count, so that a fragment of
+// the model's that happens to look like one stays in its thought.
+func (p *printer) notice(t string) (string, bool) {
+	line := strings.TrimSpace(t)
+	if !strings.HasPrefix(line, "[") || !strings.HasSuffix(line, "]") || strings.Contains(line, "\n") {
+		return "", false
+	}
+	if p.inThought && !slices.ContainsFunc(knownNotices, func(k string) bool { return strings.HasPrefix(line, k) }) {
+		return "", false
+	}
+	return line[1 : len(line)-1], true
+}
+
+// thought prints a fragment of the model's reasoning. Fragments flow into
+// one block (the model streams a few words at a time), its lines indented
+// under a "thinking:" label.
+func (p *printer) thought(t string) {
+	if !p.inThought {
+		t = strings.TrimLeft(t, " \t\n")
+		if t == "" {
+			return
+		}
+		p.endText()
+		fmt.Fprint(p.out, "  thinking: ")
+		p.inThought, p.thoughtLineStart = true, false
+	}
+	for i, part := range strings.Split(t, "\n") {
+		if i > 0 {
+			fmt.Fprintln(p.out)
+			p.thoughtLineStart = true
+		}
+		if part == "" {
+			continue
+		}
+		if p.thoughtLineStart {
+			fmt.Fprint(p.out, "    ")
+		}
+		fmt.Fprint(p.out, part)
+		p.thoughtLineStart = false
+	}
+}
+
+// endThought closes a reasoning block with a newline.
+func (p *printer) endThought() {
+	if p.inThought {
+		if !p.thoughtLineStart {
+			fmt.Fprintln(p.out)
+		}
+		p.inThought = false
+	}
+}
+
+// endText closes whatever block is streaming: the model's text or its
+// reasoning.
 func (p *printer) endText() {
+	p.endThought()
 	if p.inText {
 		fmt.Fprintln(p.out)
 		p.inText = false
