@@ -208,10 +208,20 @@ function serverPids() {
 let page;
 
 async function command(title) {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
+  // As in openFile: a palette opened while the workbench still moves focus
+  // can come up inert; close it and open it again.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      await input.fill(`>${title}`, { timeout: 5000 });
+      break;
+    } catch (e) {
+      if (attempt === 4) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
   await page.keyboard.press('Enter');
 }
