@@ -257,18 +257,27 @@ let settingsFile;
 async function setUserSettings(extra) {
   const want = { ...baseSettings(), ...extra };
   for (const [k, v] of Object.entries(want)) if (v === undefined) delete want[k];
-  await command('Preferences: Open User Settings (JSON)');
+  await editSettingsJson('Preferences: Open User Settings (JSON)', settingsFile, want);
+}
+
+/** Replaces the machine (remote) settings, where code-server reads machine-scoped settings such as qwen.serverPath. */
+async function setMachineSettings(want) {
+  await editSettingsJson('Preferences: Open Remote Settings (JSON)', path.join(userData, 'Machine/settings.json'), want);
+}
+
+async function editSettingsJson(commandTitle, file, want) {
+  await command(commandTitle);
   // VS Code opens it in a tab or, since 1.13x, in a modal editor.
-  const editor = page.locator('.monaco-editor', { hasText: '"files.autoSave"' }).last();
+  const editor = page.locator(`.monaco-editor[data-uri$="${path.basename(path.dirname(file))}/settings.json"]`).last();
   await editor.locator('.view-lines').click();
   await page.keyboard.press('Control+A');
   await page.keyboard.press('Delete');
   await page.keyboard.insertText(JSON.stringify(want));
   await page.keyboard.press('Control+S');
-  await until('settings.json saved', () => {
+  await until(`${file} saved`, () => {
     try {
       // The text as typed: a file that only means the same (as written before) is not this save.
-      return fs.readFileSync(settingsFile, 'utf8').trim() === JSON.stringify(want);
+      return fs.readFileSync(file, 'utf8').trim() === JSON.stringify(want);
     } catch {
       return false;
     }
@@ -286,7 +295,7 @@ async function setUserSettings(extra) {
       await sleep(500);
     }
   }
-  if (fs.readFileSync(settingsFile, 'utf8').trim() !== JSON.stringify(want)) throw new Error('settings.json is not what was typed');
+  if (fs.readFileSync(file, 'utf8').trim() !== JSON.stringify(want)) throw new Error(`${file} is not what was typed`);
   if (await editor.isVisible()) await page.locator('.monaco-modal-editor-block a.codicon-close, .monaco-modal-editor-block .codicon-close').first().click().catch(() => undefined);
   await editor.waitFor({ state: 'hidden' });
 }
@@ -877,12 +886,10 @@ test('a dead model URL ends the turn at once, without retries; chat, status and 
 test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it; the chat says so', async () => {
   const frame = await openChat();
   await newSession(frame);
-  // qwen.serverPath is a machine setting: in code-server it is read from the machine's settings file.
-  const machine = path.join(userData, 'Machine/settings.json');
-  fs.mkdirSync(path.dirname(machine), { recursive: true });
-  fs.writeFileSync(machine, JSON.stringify({ 'qwen.serverPath': path.join(tmp, 'no-such-dir', 'qwen-ls') }));
+  // qwen.serverPath is a machine setting: code-server reads it from the remote (machine) settings.
+  await setMachineSettings({ 'qwen.serverPath': path.join(tmp, 'no-such-dir', 'qwen-ls') });
   const t = toast('qwen.serverPath');
-  await t.waitFor({ timeout: 90000 }); // VS Code notices the file through its watcher, slow on a loaded machine
+  await t.waitFor({ timeout: 30000 });
   await page.locator('.statusbar-item', { hasText: 'not running' }).waitFor({ timeout: 10000 });
   const empty = await frame.locator('#empty-text').textContent();
   if (!/qwen\.serverPath/.test(empty)) throw new Error(`the empty chat does not name qwen.serverPath: ${empty}`);
@@ -892,8 +899,8 @@ test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it;
   if (toasts !== 1) throw new Error(`expected one toast about qwen.serverPath, found ${toasts}`);
   await shot('missing-binary');
   await openSettingsFrom(t, 'Server Path');
-  fs.writeFileSync(machine, '{}');
-  await until('qwen-ls running again', async () => (await page.locator('.statusbar-item', { hasText: 'not running' }).count()) === 0, 90000);
+  await setMachineSettings({});
+  await until('qwen-ls running again', async () => (await page.locator('.statusbar-item', { hasText: 'not running' }).count()) === 0, 30000);
 });
 
 test('without an API key: a model name alone, then a remote URL, each names the setting to change', async () => {
@@ -999,15 +1006,24 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
       throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
     }
     // A settings change reaches the server as workspace/didChangeConfiguration.
-    fs.writeFileSync(
-      path.join(dataDir, 'User/settings.json'),
-      JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' }),
-    );
+    // Made in VS Code's settings.json editor: a change written behind VS
+    // Code's back waits for its file watcher, which can take minutes on a
+    // loaded machine.
+    const mainPage = page;
+    const mainSettings = settingsFile;
+    page = p2;
+    settingsFile = path.join(dataDir, 'User/settings.json');
+    try {
+      await setUserSettings({ 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' });
+    } finally {
+      page = mainPage;
+      settingsFile = mainSettings;
+    }
     await until('didChangeConfiguration with the new model name', () => {
       const all = trace();
       const at = all.lastIndexOf("Sending notification 'workspace/didChangeConfiguration'");
       return at >= 0 && all.slice(at, at + 600).includes('"name": "scripted-renamed"');
-    }, 90000); // VS Code notices a changed settings file through its file watcher, slow on a loaded machine
+    }, 30000);
     // The key (OPENAI_API_KEY in VS Code's environment) reaches qwen-ls only through its environment.
     if (trace().includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
     await p2.screenshot({ path: path.join(artifacts, 'restricted.png') });
