@@ -4,6 +4,8 @@
 // the scripted model server on loopback, playing testdata/scripts/*.txtar.
 //
 //   node e2e/run.mjs [--only NAME]    (after `npm run package` and the e2e install)
+//   QWEN_SCREENSHOTS=light|dark node e2e/run.mjs --only screenshots
+//                                     (retakes media/screenshots/*-light|dark.png)
 //
 // Prints "N passed, N failed" last and exits non-zero on any failure.
 // Screenshots go to e2e/artifacts/.
@@ -105,6 +107,7 @@ function baseSettings() {
     'editor.codeLens': true,
     'window.commandCenter': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    ...(process.env.QWEN_SCREENSHOTS ? { 'workbench.colorTheme': screenshotThemes[process.env.QWEN_SCREENSHOTS] } : {}),
   };
 }
 
@@ -112,6 +115,13 @@ async function useScript(name) {
   const body = fs.readFileSync(path.join(scripts, name));
   const res = await fetch(`${control}/_control/script?reset=1&ROOT=${encodeURIComponent(ws)}`, { method: 'POST', body });
   if (!res.ok) throw new Error(`loading ${name}: ${res.status} ${await res.text()}`);
+}
+
+/** edit-two-hunks.txtar with the edit held back for a while, so that a test is typing when it arrives. */
+async function useSlowEditScript(delay = '2s') {
+  const text = fs.readFileSync(path.join(scripts, 'edit-two-hunks.txtar'), 'utf8').replace('-- 02.response --\n', `-- 02.response --\ndelay: ${delay}\n`);
+  if (!text.includes(`delay: ${delay}`)) throw new Error('edit-two-hunks.txtar has no 02.response');
+  await useInlineScript(text);
 }
 
 /** Loads a script given inline (for a turn no shared script has). */
@@ -125,7 +135,7 @@ async function modelRequests() {
   return res.json();
 }
 
-function env() {
+function env({ withKey = true } = {}) {
   const e = { ...process.env };
   // The model comes from the extension's settings; nothing from the caller.
   for (const k of ['OPENAI_BASE_URL', 'OPENAI_MODEL', 'DASHSCOPE_API_KEY']) delete e[k];
@@ -137,11 +147,11 @@ function env() {
     XDG_DATA_HOME: path.join(tmp, 'xdg-data'),
     XDG_CACHE_HOME: path.join(tmp, 'xdg-cache'),
     EXTENSIONS_GALLERY: '{}',
-    OPENAI_API_KEY: 'sk-test',
+    ...(withKey ? { OPENAI_API_KEY: 'sk-test' } : { OPENAI_API_KEY: '' }),
   };
 }
 
-async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log' } = {}) {
+async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log', withKey = true } = {}) {
   const args = [
     '--bind-addr', `127.0.0.1:${port}`,
     '--auth', 'none',
@@ -153,7 +163,7 @@ async function startCodeServer(port, { dataDir = userData, folder = ws, trust = 
     '--disable-getting-started-override',
     folder,
   ];
-  const p = spawn(codeServer, args, { env: env(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const p = spawn(codeServer, args, { env: env({ withKey }), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(p);
   if (dataDir === userData) mainCodeServer = p.pid;
   const out = fs.createWriteStream(path.join(artifacts, logName));
@@ -198,10 +208,20 @@ function serverPids() {
 let page;
 
 async function command(title) {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`>${title}`);
+  // As in openFile: a palette opened while the workbench still moves focus
+  // can come up inert; close it and open it again.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      await input.fill(`>${title}`, { timeout: 5000 });
+      break;
+    } catch (e) {
+      if (attempt === 4) throw e;
+      await page.keyboard.press('Escape');
+    }
+  }
   await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
   await page.keyboard.press('Enter');
 }
@@ -227,9 +247,90 @@ async function prompt(frame, text) {
   await frame.locator('#prompt').press('Enter');
 }
 
+/** The user settings.json of the VS Code the tests drive. */
+let settingsFile;
+
+/**
+ * Replaces the user settings (baseSettings plus extra; undefined drops a key)
+ * the way a person does: in VS Code's settings.json editor, saved with Ctrl+S.
+ */
+async function setUserSettings(extra) {
+  const want = { ...baseSettings(), ...extra };
+  for (const [k, v] of Object.entries(want)) if (v === undefined) delete want[k];
+  await editSettingsJson('Preferences: Open User Settings (JSON)', settingsFile, want);
+}
+
+/** Replaces the machine (remote) settings, where code-server reads machine-scoped settings such as qwen.serverPath. */
+async function setMachineSettings(want) {
+  await editSettingsJson('Preferences: Open Remote Settings (JSON)', path.join(userData, 'Machine/settings.json'), want);
+}
+
+async function editSettingsJson(commandTitle, file, want) {
+  await command(commandTitle);
+  // VS Code opens it in a tab or, since 1.13x, in a modal editor.
+  const editor = page.locator(`.monaco-editor[data-uri$="${path.basename(path.dirname(file))}/settings.json"]`).last();
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(JSON.stringify(want));
+  await page.keyboard.press('Control+S');
+  await until(`${file} saved`, () => {
+    try {
+      // The text as typed: a file that only means the same (as written before) is not this save.
+      return fs.readFileSync(file, 'utf8').trim() === JSON.stringify(want);
+    } catch {
+      return false;
+    }
+  }, 10000);
+  // Close it: Ctrl+W in the editor, else the modal's own close button.
+  for (let i = 0; i < 3 && (await editor.isVisible()); i++) {
+    await editor.locator('.view-lines').click().catch(() => undefined);
+    await page.keyboard.press('Control+W');
+    await sleep(700);
+    // VS Code sometimes still counts the saved buffer as changed and asks: the text is what we typed, save it.
+    const save = page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Save$/ });
+    if (await save.isVisible().catch(() => false)) {
+      log('settings.json: VS Code asked to save again after Ctrl+S');
+      await save.click();
+      await sleep(500);
+    }
+  }
+  if (fs.readFileSync(file, 'utf8').trim() !== JSON.stringify(want)) throw new Error(`${file} is not what was typed`);
+  if (await editor.isVisible()) await page.locator('.monaco-modal-editor-block a.codicon-close, .monaco-modal-editor-block .codicon-close').first().click().catch(() => undefined);
+  await editor.waitFor({ state: 'hidden' });
+}
+
+/** The error toast that holds text, with its buttons. */
+function toast(text) {
+  return page.locator('.notification-toast', { hasText: text }).first();
+}
+
+/** Clicks a toast's button, then checks that the Settings editor shows the setting titled title. */
+async function openSettingsFrom(t, title) {
+  await t.locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
+  await page.locator('.settings-editor .setting-item-title', { hasText: title }).first().waitFor({ timeout: 15000 });
+  const shown = await page.locator('.settings-editor .setting-item-contents .setting-item-title').allTextContents();
+  log(`Open Settings shows: ${JSON.stringify(shown)}`);
+  await page.locator('.settings-editor .setting-item-title').first().click();
+  await page.keyboard.press('Control+W');
+  await page.locator('.settings-editor').first().waitFor({ state: 'hidden' });
+}
+
+/** An action in the chat view's title bar, by its command title. */
+function viewAction(title) {
+  return page.locator(`.monaco-workbench a.action-label[aria-label^="${title}"]`).first();
+}
+
+/** Clicks the chat's "Review" action of the waiting review (nothing opens before that). */
+async function openReview(frame, timeout = 60000) {
+  const b = frame.locator('#reviews button.review-action').first();
+  await b.waitFor({ state: 'visible', timeout });
+  await b.click();
+}
+
 async function newSession(frame) {
   const before = await frame.locator('#log > *').count();
-  await frame.locator('#new').click();
+  await viewAction('New Session').click();
   if (before > 0) await until('the chat to clear', async () => (await frame.locator('#log > *').count()) === 0);
 }
 
@@ -292,6 +393,10 @@ const test = (name, fn) => tests.push({ name, fn });
 test('a prompt in the chat view streams a markdown answer, tool cards and the plan', async () => {
   await useScript('chat.txtar');
   const frame = await openChat();
+  // An empty chat says what to do next.
+  const empty = frame.locator('#empty');
+  await empty.waitFor({ state: 'visible' });
+  if (!/Ask Qwen/.test(await empty.textContent())) throw new Error(`empty state: ${await empty.textContent()}`);
   await prompt(frame, 'Summarise the calc package');
   await turnEnd(frame);
   const strong = await frame.locator('.msg.agent strong').allTextContents();
@@ -304,8 +409,11 @@ test('a prompt in the chat view streams a markdown answer, tool cards and the pl
   if ((await read.getAttribute('data-status')) !== 'completed') throw new Error('read_file card is not completed');
   const readTitle = await read.locator('.tool-title').textContent();
   if (!readTitle.includes('calc/calc.go')) throw new Error(`read_file card title: ${readTitle}`);
-  const plan = await frame.locator('#plan-list li').allTextContents();
+  const plan = await frame.locator('#log .plan li').allTextContents();
   if (plan.length !== 2 || !plan.every((t) => t.startsWith('✓'))) throw new Error(`plan: ${JSON.stringify(plan)}`);
+  // The plan is a card of its turn, not pinned above the ones after it.
+  const order = await frame.locator('#log > *').evaluateAll((els) => els.map((e) => e.className));
+  if (order.indexOf('plan') <= order.indexOf('msg user')) throw new Error(`the plan is not inside its turn: ${order}`);
   await command('View: Toggle Maximized Panel');
   await sleep(500);
   await shot('chat-view');
@@ -351,6 +459,7 @@ test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
+  await openReview(frame);
   const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
   const undo = page.locator('.codelens-decoration a', { hasText: /^Undo$/ });
   await until('two Keep lenses', async () => (await keep.count()) === 2, 60000);
@@ -361,6 +470,11 @@ test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other
   // Hunk 1 (the comment on Add): keep. Hunk 2 (Scale's percentage): undo.
   await keep.first().click();
   await until('one Keep lens left', async () => (await keep.count()) === 1);
+  // The kept hunk still shows its new text (drawn inline by a decoration) until the turn applies it.
+  const inline = await page.locator('.editor-group-container.active .monaco-editor .view-lines span').evaluateAll((spans) =>
+    spans.map((e) => getComputedStyle(e, '::after').content + getComputedStyle(e, '::before').content).join(' '),
+  );
+  if (!inline.includes('✓ → // Add returns a + b.')) throw new Error(`the kept text is not shown: ${inline.slice(0, 300)}`);
   await undo.first().click();
   const end = await turnEnd(frame);
   if (end !== '') throw new Error(`turn ended with ${end}`);
@@ -384,11 +498,113 @@ test('an edit proposal shows Keep/Undo CodeLenses; keep one hunk, undo the other
   await page.locator('.tab.active:not(.dirty)', { hasText: 'calc.go' }).waitFor({ timeout: 5000 });
 });
 
+test('typing in the chat while a review arrives: every key stays in the chat, the file changes only by what is kept', async () => {
+  await useSlowEditScript();
+  const file = path.join(ws, 'calc/calc.go');
+  const disk = fs.readFileSync(file, 'utf8');
+  const expected = disk.replace('// Add returns the sum of a and b.', '// Add returns a + b.').replace('out[i] = p * factor\n', 'out[i] = p * factor / 100\n');
+  // The person has the file open, and works in the chat.
+  await openFile('calc/calc.go');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  // Type without a pause from the moment the prompt is sent until well after the review is announced.
+  const sentence = 'the quick brown fox jumps over the lazy dog, ';
+  const review = frame.locator('#reviews button.review-action');
+  let typed = '';
+  let atReview = -1;
+  const t0 = Date.now();
+  while (atReview < 0 || typed.length < atReview + 60) {
+    await page.keyboard.type(sentence[typed.length % sentence.length]);
+    typed += sentence[(typed.length) % sentence.length];
+    if (atReview < 0 && (await review.isVisible())) atReview = typed.length;
+    if (Date.now() - t0 > 90000) throw new Error(`no review announced in the chat after typing ${typed.length} characters`);
+  }
+  log(`typed ${typed.length} characters, the review was announced after ${atReview} (${Date.now() - t0} ms)`);
+  const value = await frame.locator('#prompt').inputValue();
+  if (value !== typed) throw new Error(`the chat input lost keys: typed ${JSON.stringify(typed)}, holds ${JSON.stringify(value)}`);
+  const focused = await frame.evaluate(() => document.activeElement?.id);
+  if (focused !== 'prompt') throw new Error(`focus left the chat input (now on ${focused})`);
+  // Nothing reached the file: the tab is clean and the status bar points at the review.
+  if ((await page.locator('.tab.dirty', { hasText: 'calc.go' }).count()) !== 0) throw new Error('calc.go became dirty during the review');
+  if ((await editorText()).includes('quick brown')) throw new Error('typed text landed in calc.go');
+  await page.locator('.statusbar-item', { hasText: 'review 2 hunks in calc.go' }).waitFor({ timeout: 10000 });
+  const label = await review.first().textContent();
+  if (!/Review \(2 hunks\) calc\.go/.test(label)) throw new Error(`chat review action: ${label}`);
+  await shot('review-announced');
+  // The person opens it and keeps everything: only the proposal lands, byte for byte.
+  await review.first().click();
+  await page.locator('.codelens-decoration a', { hasText: 'Keep all' }).first().click({ timeout: 30000 });
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  await page.locator('.tab.active.dirty', { hasText: 'calc.go' }).waitFor({ timeout: 10000 });
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  await until('calc.go saved', () => fs.readFileSync(file, 'utf8') !== disk, 10000);
+  const saved = fs.readFileSync(file, 'utf8');
+  if (saved !== expected) throw new Error(`calc.go is not the kept proposal byte for byte:\n${saved}`);
+  // Back to the original for the tests after this one: one Ctrl+Z takes the kept edit back.
+  await page.keyboard.press('Control+Z');
+  await until('the undo', async () => (await editorText()).includes('the sum of a and b'));
+  await page.keyboard.press('Control+S');
+  await until('calc.go saved as it was', () => fs.readFileSync(file, 'utf8') === disk, 10000);
+  await frame.locator('#prompt').fill('');
+});
+
+test('typing in another file, chat hidden, while a review arrives: the keys stay in that file; the notification opens the review', async () => {
+  await useSlowEditScript('4s');
+  await openFile('go.mod');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Tidy the calc package');
+  // The person closes the chat and works in go.mod.
+  await viewAction('Hide Panel').click();
+  await page.locator('.tab', { hasText: 'go.mod' }).first().click();
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.press('Enter');
+  const note = page.locator('.notification-toast', { hasText: 'Qwen: review 2 hunks in calc.go' }).first();
+  let typed = '';
+  let atReview = -1;
+  const t0 = Date.now();
+  while (atReview < 0 || typed.length < atReview + 40) {
+    const c = 'abcdefghij'[typed.length % 10];
+    await page.keyboard.type(c);
+    typed += c;
+    if (atReview < 0 && (await note.isVisible())) atReview = typed.length;
+    if (Date.now() - t0 > 90000) throw new Error('no review notification');
+  }
+  log(`typed ${typed.length} characters into go.mod, the review was announced after ${atReview}`);
+  if (!(await page.locator('.tab.active', { hasText: 'go.mod' }).isVisible())) throw new Error('the review took the editor away from go.mod');
+  // Saved, go.mod holds every key (a long line is only partly rendered, so read the file).
+  const gomod = path.join(ws, 'go.mod');
+  const original = fs.readFileSync(gomod, 'utf8');
+  await page.keyboard.press('Control+S');
+  await until('go.mod saved', () => fs.readFileSync(gomod, 'utf8') !== original, 10000);
+  const saved = fs.readFileSync(gomod, 'utf8');
+  if (!saved.startsWith(original.trimEnd()) || saved.trimEnd().slice(-typed.length) !== typed) throw new Error(`go.mod lost keys: ${JSON.stringify(saved.slice(-160))}`);
+  if ((await page.locator('.tab.dirty', { hasText: 'calc.go' }).count()) !== 0) throw new Error('calc.go became dirty');
+  await page.locator('.statusbar-item', { hasText: 'review 2 hunks in calc.go' }).waitFor({ timeout: 5000 });
+  // Put go.mod back, then open the review from the notification and answer it.
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(original);
+  await page.keyboard.press('Control+S');
+  await until('go.mod as it was', () => fs.readFileSync(gomod, 'utf8') === original, 10000);
+  await note.locator('.monaco-button', { hasText: 'Review' }).click();
+  await page.locator('.tab.active', { hasText: 'calc.go' }).waitFor({ timeout: 10000 });
+  await page.locator('.codelens-decoration a', { hasText: 'Undo all' }).first().click({ timeout: 30000 });
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+  await turnEnd(await openChat());
+});
+
 test('Review in diff editor: the text typed on the right is what gets applied', async () => {
   await useScript('edit-two-hunks.txtar');
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
+  await openReview(frame);
   await page.locator('.codelens-decoration a', { hasText: 'Review in diff editor' }).first().click({ timeout: 60000 });
   const modified = page.locator('.monaco-diff-editor .editor.modified .view-lines').first();
   await modified.waitFor();
@@ -419,6 +635,7 @@ test('Undo all asks for feedback, and the model gets it', async () => {
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
+  await openReview(frame);
   await page.locator('.codelens-decoration a', { hasText: 'Undo all' }).first().click({ timeout: 60000 });
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -439,6 +656,7 @@ test('a new file is reviewed in the diff editor and written when kept', async ()
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Add a test for Add');
+  await openReview(frame);
   const modified = page.locator('.monaco-diff-editor .editor.modified .view-lines').first();
   await until('the new file on the right', async () => (await modified.innerText().catch(() => '')).replace(/\u00a0/g, ' ').includes('func TestAdd'), 60000);
   // The diff editor's title bar carries Keep and Undo.
@@ -454,11 +672,15 @@ test('a permission QuickPick is answered', async () => {
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Create the marker file');
-  const row = await quickPickRow('proceed_once');
+  const row = await quickPickRow('Allow');
   const title = await page.locator('.quick-input-widget .quick-input-title').textContent();
   if (!/Qwen asks/.test(title)) throw new Error(`QuickPick title: ${title}`);
   const items = await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').allTextContents();
   if (!items.some((t) => t.includes('touch created-by-agent.txt && echo made it'))) throw new Error(`the command is not shown in full: ${items}`);
+  // Labels only: no internal option id anywhere in the list.
+  const ids = items.filter((t) => /proceed_(once|always)|\bcancel\b/.test(t));
+  if (ids.length) throw new Error(`option ids shown: ${JSON.stringify(ids)}`);
+  if (!items[0].includes('Allow')) throw new Error(`the server's first option is not first: ${items}`);
   await shot('permission');
   await row.click();
   await turnEnd(frame);
@@ -476,7 +698,7 @@ test('Stop cancels a running shell command', async () => {
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Wait a minute');
-  await (await quickPickRow('proceed_once')).click();
+  await (await quickPickRow('Allow')).click();
   const pid = await until('shell.pid', () => {
     const s = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
     return /^\d+$/.test(s) ? Number(s) : undefined;
@@ -490,6 +712,50 @@ test('Stop cancels a running shell command', async () => {
   if (!(await frame.locator('#stop').isDisabled())) throw new Error('Stop still enabled after the turn');
 });
 
+test('a rejected command and a cancelled one each have their own look', async () => {
+  await useScript('shell-permission.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, 'Create the marker file');
+  await quickPickRow('Allow');
+  // The list may scroll: filter to the choice, as a person would type it.
+  await page.locator('.quick-input-widget input').fill('Reject');
+  await (await quickPickRow('Reject')).click();
+  await turnEnd(frame);
+  const rejected = frame.locator('details.tool[data-kind="execute"]').last();
+  await until('the rejected card', async () => (await rejected.getAttribute('data-outcome')) === 'rejected', 10000);
+  const rejectedLook = await rejected.locator('summary').innerText();
+  const colour = async (card) => card.locator('.tool-icon').evaluate((e) => getComputedStyle(e).color);
+  const rejectedColour = await colour(rejected);
+  await useScript('shell-cancel.txtar');
+  await newSession(frame);
+  await prompt(frame, 'Wait a minute');
+  await (await quickPickRow('Allow')).click();
+  await until('the card to run', async () => (await frame.locator('details.tool[data-kind="execute"]').getAttribute('data-status')) === 'in_progress');
+  await viewAction('Stop').click();
+  await turnEnd(frame);
+  const cancelled = frame.locator('details.tool[data-kind="execute"]').last();
+  await until('the cancelled card', async () => (await cancelled.getAttribute('data-outcome')) === 'cancelled', 10000);
+  const cancelledLook = await cancelled.locator('summary').innerText();
+  log(`looks: ${JSON.stringify(rejectedLook)} / ${JSON.stringify(cancelledLook)}`);
+  if (!/rejected/.test(rejectedLook) || !/⊘/.test(cancelledLook) || !/cancelled/.test(cancelledLook)) {
+    throw new Error(`the looks do not say how the calls ended: ${rejectedLook} / ${cancelledLook}`);
+  }
+  const cancelledColour = await colour(cancelled);
+  log(`colours: rejected ${rejectedColour}, cancelled ${cancelledColour}`);
+  if (rejectedColour === cancelledColour) throw new Error('rejected and cancelled have the same colour');
+  await shot('outcomes');
+});
+
+test('Ctrl+Alt+Q opens the chat', async () => {
+  await openChat();
+  await viewAction('Hide Panel').click();
+  await until('the chat hidden', async () => !(await page.locator('.part.panel').isVisible()), 10000);
+  await page.keyboard.press('Control+Alt+KeyQ');
+  const frame = await chatFrame();
+  if (!(await frame.locator('#prompt').isVisible())) throw new Error('the chat input is not visible');
+});
+
 test('Undo Last Agent Turn puts the buffer back after Keep all, unsaved, and the model is told', async () => {
   await useScript('edit-two-hunks.txtar');
   const file = path.join(ws, 'calc/calc.go');
@@ -497,6 +763,7 @@ test('Undo Last Agent Turn puts the buffer back after Keep all, unsaved, and the
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
+  await openReview(frame);
   await page.locator('.codelens-decoration a', { hasText: 'Keep all' }).first().click({ timeout: 60000 });
   const end = await turnEnd(frame);
   if (end !== '') throw new Error(`turn ended with ${end}`);
@@ -554,9 +821,12 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   // An empty chat, then the earlier session from the list.
   await newSession(frame);
   if ((await frame.locator('#log > *').count()) !== 0) throw new Error('the chat did not clear');
-  await frame.locator('#sessions').click();
+  await viewAction('Open Session').click();
   await page.locator('.quick-input-widget input').fill('heron-4417');
-  await (await quickPickRow('Remember the codeword heron-4417')).click();
+  const row = await quickPickRow('Remember the codeword heron-4417');
+  const when = await row.textContent();
+  if (!/just now|min ago/.test(when) || /\d{4}-\d\d-\d\dT/.test(when)) throw new Error(`the session list does not show a relative time: ${when}`);
+  await row.click();
   await until('the replayed conversation', async () =>
     (await frame.locator('.msg.user', { hasText: 'Remember the codeword heron-4417' }).count()) === 1 &&
     (await frame.locator('.msg.agent', { hasText: 'Noted: the codeword is heron-4417.' }).count()) === 1,
@@ -577,6 +847,126 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   const k = msgs.findIndex((m) => m.role === 'user' && String(m.content).includes('What was the codeword?'));
   if (i < 0 || j < i || k < j) {
     throw new Error(`the request did not carry the earlier history in order: ${JSON.stringify(msgs.map((m) => [m.role, String(m.content).slice(0, 60)]))}`);
+  }
+});
+
+test('Qwen: Check Setup sends a real request and reports the answer', async () => {
+  await useInlineScript('-- 01.response --\ntext: ok\nusage: 10 1\n');
+  await command('Qwen: Check Setup');
+  const t = page.locator('.notification-toast', { hasText: 'answered' }).first();
+  await t.waitFor({ timeout: 20000 });
+  log(`check setup: ${await t.textContent()}`);
+  if (!/scripted/.test(await t.textContent())) throw new Error('the answer does not name the model');
+  const reqs = await modelRequests();
+  if (reqs.length !== 1) throw new Error(`expected one request to the model, got ${reqs.length}`);
+});
+
+test('a dead model URL ends the turn at once, without retries; chat, status and toast name qwen.model.baseUrl', async () => {
+  const dead = await freePort(); // closed again: nothing listens there
+  await setUserSettings({ 'qwen.model.baseUrl': `http://127.0.0.1:${dead}/v1` });
+  const frame = await openChat();
+  await newSession(frame);
+  const t0 = Date.now();
+  await prompt(frame, 'Hello?');
+  const err = frame.locator('.msg.error').first();
+  await err.waitFor({ timeout: 60000 });
+  log(`dead URL: the error showed ${Date.now() - t0} ms after Enter`);
+  const text = await err.textContent();
+  if (!/model\.baseUrl/.test(text)) throw new Error(`the chat's error names no setting: ${text}`);
+  const all = await frame.locator('#log').innerText();
+  if (/retry/i.test(all)) throw new Error(`a retry notice was shown: ${all}`);
+  await frame.locator('.msg.error button', { hasText: 'Open Settings' }).first().waitFor();
+  await until('the chat status "error"', async () => (await frame.locator('#status').textContent()) === 'error', 10000);
+  await page.locator('.statusbar-item', { hasText: 'Qwen: error' }).waitFor({ timeout: 10000 });
+  const t = toast('model.baseUrl');
+  await t.waitFor({ timeout: 10000 });
+  await shot('dead-url');
+  // Qwen: Check Setup tries the endpoint and says the same.
+  await command('Qwen: Check Setup');
+  await page.locator('.notification-toast', { hasText: 'model.baseUrl' }).nth(1).waitFor({ timeout: 20000 });
+  await openSettingsFrom(t, 'Base Url');
+  await setUserSettings({});
+  await until('the status back from "error"', async () => (await frame.locator('#status').textContent()) !== 'error', 10000);
+});
+
+test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it; the chat says so', async () => {
+  const frame = await openChat();
+  await newSession(frame);
+  // qwen.serverPath is a machine setting: code-server reads it from the remote (machine) settings.
+  await setMachineSettings({ 'qwen.serverPath': path.join(tmp, 'no-such-dir', 'qwen-ls') });
+  const t = toast('qwen.serverPath');
+  await t.waitFor({ timeout: 30000 });
+  await page.locator('.statusbar-item', { hasText: 'not running' }).waitFor({ timeout: 10000 });
+  const empty = await frame.locator('#empty-text').textContent();
+  if (!/qwen\.serverPath/.test(empty)) throw new Error(`the empty chat does not name qwen.serverPath: ${empty}`);
+  await prompt(frame, 'Hello?');
+  await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).first().waitFor({ timeout: 10000 });
+  const toasts = await page.locator('.notification-toast', { hasText: 'qwen.serverPath' }).count();
+  if (toasts !== 1) throw new Error(`expected one toast about qwen.serverPath, found ${toasts}`);
+  await shot('missing-binary');
+  await openSettingsFrom(t, 'Server Path');
+  await setMachineSettings({});
+  await until('qwen-ls running again', async () => (await page.locator('.statusbar-item', { hasText: 'not running' }).count()) === 0, 30000);
+});
+
+test('without an API key: a model name alone, then a remote URL, each names the setting to change', async () => {
+  // A second VS Code whose environment has no key (the main one has OPENAI_API_KEY).
+  const dataDir = path.join(tmp, 'user-data-nokey');
+  fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
+  const file = path.join(dataDir, 'User/settings.json');
+  const { ['qwen.model.baseUrl']: _u, ['qwen.model.name']: _n, ...noModel } = baseSettings();
+  fs.writeFileSync(file, JSON.stringify(noModel));
+  const port = await freePort();
+  await startCodeServer(port, { dataDir, logName: 'code-server-nokey.log', withKey: false });
+  const second = children.at(-1);
+  const main = page;
+  const mainSettings = settingsFile;
+  page = await main.context().newPage();
+  settingsFile = file;
+  try {
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    await until('the Qwen status bar item', async () => (await page.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0, 60000);
+    const frame = await openChat();
+    // Nothing configured: "no model" before any prompt, and the empty chat names the settings.
+    await page.locator('.statusbar-item', { hasText: 'Qwen: no model' }).waitFor({ timeout: 30000 });
+    await until('the chat status "no model"', async () => (await frame.locator('#status').textContent()) === 'no model', 10000);
+    const empty = await frame.locator('#empty-text').textContent();
+    if (!/qwen\.model\.name/.test(empty)) throw new Error(`the empty chat does not name qwen.model.name: ${empty}`);
+    await frame.locator('#empty button', { hasText: 'Open Settings' }).waitFor();
+    await page.screenshot({ path: path.join(artifacts, 'no-model.png') });
+    // Name only: no endpoint and no key.
+    await setUserSettings({ 'qwen.model.baseUrl': undefined, 'qwen.model.name': 'qwen3-coder-plus' });
+    await prompt(frame, 'Hello?');
+    const err1 = frame.locator('.msg.error').first();
+    await err1.waitFor({ timeout: 30000 });
+    const text1 = await err1.textContent();
+    log(`name only: ${text1}`);
+    if (!/model\.baseUrl/.test(text1)) throw new Error(`name only: the error does not name model.baseUrl: ${text1}`);
+    const t1 = toast('model.baseUrl');
+    await t1.waitFor({ timeout: 10000 });
+    await openSettingsFrom(t1, 'Base Url');
+    // A remote endpoint without a key (refused before any connection is made).
+    await setUserSettings({ 'qwen.model.baseUrl': 'https://model.example.invalid/v1', 'qwen.model.name': 'qwen3-coder-plus' });
+    await newSession(frame);
+    await prompt(frame, 'Hello again?');
+    const err2 = frame.locator('.msg.error').first();
+    await err2.waitFor({ timeout: 30000 });
+    const text2 = await err2.textContent();
+    log(`missing key: ${text2}`);
+    if (!/OPENAI_API_KEY/.test(text2) || !/Set API Key/.test(text2)) throw new Error(`missing key: the error does not say where the key goes: ${text2}`);
+    const t2 = toast('OPENAI_API_KEY');
+    await t2.waitFor({ timeout: 10000 });
+    if ((await t2.locator('.monaco-button', { hasText: 'Set API Key' }).count()) !== 1) throw new Error('the missing-key toast offers no Set API Key');
+    await page.locator('.statusbar-item', { hasText: 'Qwen: error' }).waitFor({ timeout: 10000 });
+    await page.screenshot({ path: path.join(artifacts, 'missing-key.png') });
+  } finally {
+    await page.close();
+    page = main;
+    settingsFile = mainSettings;
+    try {
+      process.kill(-second.pid, 'SIGTERM'); // one VS Code at a time from here on
+    } catch {}
   }
 });
 
@@ -622,15 +1012,24 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
       throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
     }
     // A settings change reaches the server as workspace/didChangeConfiguration.
-    fs.writeFileSync(
-      path.join(dataDir, 'User/settings.json'),
-      JSON.stringify({ ...baseSettings(), 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' }),
-    );
+    // Made in VS Code's settings.json editor: a change written behind VS
+    // Code's back waits for its file watcher, which can take minutes on a
+    // loaded machine.
+    const mainPage = page;
+    const mainSettings = settingsFile;
+    page = p2;
+    settingsFile = path.join(dataDir, 'User/settings.json');
+    try {
+      await setUserSettings({ 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' });
+    } finally {
+      page = mainPage;
+      settingsFile = mainSettings;
+    }
     await until('didChangeConfiguration with the new model name', () => {
       const all = trace();
       const at = all.lastIndexOf("Sending notification 'workspace/didChangeConfiguration'");
       return at >= 0 && all.slice(at, at + 600).includes('"name": "scripted-renamed"');
-    }, 90000); // VS Code notices a changed settings file through its file watcher, slow on a loaded machine
+    }, 30000);
     // The key (OPENAI_API_KEY in VS Code's environment) reaches qwen-ls only through its environment.
     if (trace().includes('sk-test')) throw new Error('the API key appeared in the LSP traffic');
     await p2.screenshot({ path: path.join(artifacts, 'restricted.png') });
@@ -638,6 +1037,49 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
     await p2.close();
   }
 });
+
+// Opt-in (QWEN_SCREENSHOTS=light or dark): the pictures of the README, in
+// Default Light Modern or Default Dark Modern (the theme is in the settings
+// VS Code starts with).
+const screenshotThemes = { light: 'Default Light Modern', dark: 'Default Dark Modern' };
+if (process.env.QWEN_SCREENSHOTS) {
+  const media = path.join(extDir, 'media/screenshots');
+  const suffix = process.env.QWEN_SCREENSHOTS;
+  const theme = screenshotThemes[suffix];
+  if (!theme) throw new Error(`QWEN_SCREENSHOTS must be light or dark, not ${suffix}`);
+  {
+    test(`screenshots in ${theme}`, async () => {
+      await useScript('chat.txtar');
+      const frame = await openChat();
+      await newSession(frame);
+      await prompt(frame, 'Summarise the calc package');
+      await turnEnd(frame);
+      await command('View: Toggle Maximized Panel');
+      await sleep(800);
+      await page.screenshot({ path: path.join(media, `chat-${suffix}.png`) });
+      await command('View: Toggle Maximized Panel');
+      await useScript('edit-two-hunks.txtar');
+      await openFile('main.go');
+      await newSession(frame);
+      await prompt(frame, 'Tidy the calc package');
+      await frame.locator('#reviews button.review-action').first().waitFor({ timeout: 60000 });
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `review-announced-${suffix}.png`) });
+      await openReview(frame);
+      const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
+      await until('two Keep lenses', async () => (await keep.count()) === 2, 60000);
+      await keep.first().click();
+      await until('one Keep lens left', async () => (await keep.count()) === 1);
+      await page.mouse.move(0, 0);
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `review-${suffix}.png`) });
+      await page.locator('.codelens-decoration a', { hasText: /^Undo$/ }).first().click();
+      await turnEnd(frame);
+      await page.keyboard.press('Control+Z');
+      log(`screenshots in ${media}`);
+    });
+  }
+}
 
 // ---- main ----
 
@@ -652,7 +1094,8 @@ try {
   baseUrl = await startModel();
   control = baseUrl.replace(/\/v1\/?$/, '');
   log(`scripted model at ${baseUrl}`);
-  fs.writeFileSync(path.join(userData, 'User/settings.json'), JSON.stringify(baseSettings(), null, 2));
+  settingsFile = path.join(userData, 'User/settings.json');
+  fs.writeFileSync(settingsFile, JSON.stringify(baseSettings(), null, 2));
   const vsix = findVsix();
   log(`installing ${path.basename(vsix)}`);
   execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensionsDir, '--install-extension', vsix], {

@@ -10,6 +10,7 @@ import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
 import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage, withoutReminders } from './chat/protocol';
 import { StatusBar } from './status';
+import { elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
 
 // html: false escapes any HTML the model writes; the webview's CSP blocks
 // scripts in any case.
@@ -32,6 +33,8 @@ export class Agent {
   sessionId: string | undefined;
   mode: string | undefined;
   private model: string | null = null;
+  /** A sentence for the empty chat when no model is configured, else null. */
+  private setupHint: string | null = null;
   private busy = false;
   private messageSeq = 0;
   private currentAgentId: string | undefined;
@@ -48,6 +51,17 @@ export class Agent {
     this.status.setMode(approvalModeSetting());
   }
 
+  /** Sends the state again (the status changed outside the agent). */
+  refreshState(): void {
+    this.postState();
+  }
+
+  /** qwen-ls cannot start: the empty chat says why instead of suggesting a prompt. */
+  serverUnavailable(message: string): void {
+    this.setupHint = message;
+    this.postState();
+  }
+
   private post(m: HostMessage): void {
     this.chat.post(m);
   }
@@ -60,6 +74,7 @@ export class Agent {
       sessionId: this.sessionId ?? null,
       model: this.model,
       status: this.status.state,
+      setupHint: this.setupHint,
     });
   }
 
@@ -80,6 +95,18 @@ export class Agent {
         return this.setMode(m.mode);
       case 'pickMention':
         return this.pickMention();
+      case 'openReview':
+        await vscode.commands.executeCommand('qwen.review.show', m.uri);
+        return;
+      case 'openSettings':
+        if (m.query === 'qwen.serverPath' && vscode.env.remoteName) {
+          await vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: m.query });
+        } else {
+          await vscode.commands.executeCommand('workbench.action.openSettings', m.query);
+        }
+        return;
+      case 'checkSetup':
+        return this.checkSetup();
       case 'openLocation': {
         const uri = vscode.Uri.file(m.path);
         if (!vscode.workspace.getWorkspaceFolder(uri)) return;
@@ -92,7 +119,7 @@ export class Agent {
 
   private async requireClient() {
     const client = await this.ext.ensureClient();
-    if (!client) throw new Error('qwen-ls is not running; see the Qwen output channel.');
+    if (!client) throw new Error(this.status.errorText ?? 'qwen-ls is not running; see the Qwen output channel.');
     return client;
   }
 
@@ -106,7 +133,7 @@ export class Agent {
     });
     this.sessionId = res.sessionId;
     this.mode = res.approvalMode;
-    this.model = res.model;
+    this.setModel(res.model);
     this.status.setMode(res.approvalMode);
     this.postState();
     return res.sessionId;
@@ -155,13 +182,18 @@ export class Agent {
       const blocks = await this.promptBlocks(text);
       const res = await client.sendRequest<{ stopReason: string }>('qwen/prompt', { sessionId, prompt: blocks });
       this.post({ type: 'turnEnd', stopReason: res.stopReason });
+      this.status.setProblem(undefined);
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      const problem = isObj(err) ? setupProblem(err.data) : undefined;
       if (code === -32800) {
         this.post({ type: 'turnEnd', stopReason: 'cancelled' });
+      } else if (problem) {
+        this.setupFailed(errorText(err), problem);
       } else {
         this.post({ type: 'error', message: errorText(err) });
         if (code === -32000) {
+          // A server without error.data: the old hint.
           void vscode.window
             .showErrorMessage(`Qwen: ${errorText(err)}`, 'Set API Key', 'Open Settings')
             .then((a) =>
@@ -178,6 +210,76 @@ export class Agent {
       this.status.setBusy(false);
       this.postState();
     }
+  }
+
+  /** The model in use (null: none configured), from initialize or a new session. */
+  setModel(model: string | null | undefined): void {
+    if (model === undefined) return; // a server that does not say
+    this.model = model;
+    this.status.setNoModel(model === null);
+    this.setupHint =
+      model === null ? 'No model is configured: set qwen.model.name and qwen.model.baseUrl (or OPENAI_MODEL and OPENAI_BASE_URL).' : null;
+    this.postState();
+  }
+
+  /** The model settings changed: what the status said about them may no longer hold. */
+  modelSettingsChanged(): void {
+    this.status.setProblem(undefined);
+    this.status.setNoModel(false);
+    this.setupHint = null;
+    this.postState();
+  }
+
+  /** A prompt failed for its model setup: the chat, the status and a toast say what to change. */
+  private setupFailed(message: string, problem: SetupProblem): void {
+    const places = fixPlaces(problem);
+    const hint = elsewhereHint(places);
+    const full = hint ? `${message} ${hint}` : message;
+    this.post({ type: 'error', message: full, settings: places.vscode });
+    this.status.setProblem({ status: statusFor(problem.reason), message: full });
+    if (problem.reason === 'no_model' || problem.reason === 'no_model_name') this.setupHint = full;
+    showFix(full, places);
+  }
+
+  /** Qwen: Check Setup: qwen/checkSetup, reported in a toast (and the chat, when it is open). */
+  async checkSetup(): Promise<void> {
+    let raw: unknown;
+    try {
+      const client = await this.requireClient();
+      raw = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Qwen: checking the model setup…' },
+        () => client.sendRequest('qwen/checkSetup', {}),
+      );
+    } catch (err) {
+      const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      if (code === -32601) {
+        void vscode.window.showWarningMessage('Qwen: this qwen-ls cannot check the setup (qwen/checkSetup is missing); update qwen-ls.');
+        return;
+      }
+      void vscode.window.showErrorMessage(`Qwen: the setup check failed: ${errorText(err)}`);
+      return;
+    }
+    const r = parseCheckSetup(raw);
+    if (!r) {
+      void vscode.window.showErrorMessage('Qwen: the setup check gave an answer this extension does not understand.');
+      return;
+    }
+    const sandbox = r.sandbox ? ` ${r.sandbox.charAt(0).toUpperCase()}${r.sandbox.slice(1).replace(/\.?$/, '.')}` : '';
+    if (r.ok) {
+      this.status.setProblem(undefined);
+      this.setModel(r.model);
+      this.post({ type: 'notice', text: `Qwen: ${r.message}` });
+      void vscode.window.showInformationMessage(`Qwen: ${r.message}${sandbox}`);
+      return;
+    }
+    const problem: SetupProblem = { reason: r.reason ?? 'model_error', settings: r.settings ?? [], env: r.env ?? [] };
+    const places = fixPlaces(problem);
+    const hint = elsewhereHint(places);
+    const full = hint ? `${r.message} ${hint}` : r.message;
+    this.status.setProblem({ status: statusFor(problem.reason), message: full });
+    if (r.model === null && (problem.reason === 'no_model' || problem.reason === 'no_model_name')) this.setModel(null);
+    this.post({ type: 'error', message: full, settings: places.vscode });
+    showFix(full + sandbox, places);
   }
 
   async cancel(): Promise<void> {
@@ -221,7 +323,7 @@ export class Agent {
       const pick = await vscode.window.showQuickPick(
         res.sessions.map((s) => ({
           label: s.title || '(untitled)',
-          description: s.sessionId === this.sessionId ? 'current' : new Date(s.updatedAt).toLocaleString(),
+          description: s.sessionId === this.sessionId ? 'current' : relativeTime(s.updatedAt, Date.now(), vscode.env.language),
           detail: s.cwd,
           sessionId: s.sessionId,
         })),
@@ -393,6 +495,8 @@ export class Agent {
         if (typeof u.title === 'string') card.title = u.title;
         if (typeof u.kind === 'string') card.kind = u.kind;
         if (typeof u.status === 'string') card.status = u.status;
+        const outcome = toolOutcome(card.status, u._meta);
+        if (outcome) card.outcome = outcome;
         if (Array.isArray(u.content)) {
           const texts: string[] = [];
           const diffs: NonNullable<ToolCard['diffs']> = [];
@@ -437,4 +541,14 @@ export class Agent {
         return;
     }
   }
+}
+
+/** An error toast whose buttons open the settings to change (filtered to them) or set the key. */
+export function showFix(message: string, places: ReturnType<typeof fixPlaces>): void {
+  const actions = [...fixActions(places), 'Check Setup'];
+  void vscode.window.showErrorMessage(`Qwen: ${message}`, ...actions).then((a) => {
+    if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', settingsQueryFor(places.vscode));
+    else if (a === 'Set API Key') void vscode.commands.executeCommand('qwen.setApiKey');
+    else if (a === 'Check Setup') void vscode.commands.executeCommand('qwen.checkSetup');
+  });
 }

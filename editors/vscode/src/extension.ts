@@ -66,6 +66,8 @@ export class Extension implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private focusTimer: NodeJS.Timeout | undefined;
   private starting: Promise<LanguageClient | undefined> | undefined;
+  /** The missing-binary message already shown, so that every retry does not toast again. */
+  private missingShown: string | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.status = new StatusBar();
@@ -91,6 +93,15 @@ export class Extension implements vscode.Disposable {
       vscode.commands.registerCommand('qwen.clearApiKey', () => this.clearApiKey()),
       vscode.commands.registerCommand('qwen.undoTurn', () => this.agent.undoTurn()),
       vscode.commands.registerCommand('qwen.restartServer', () => this.restart()),
+      vscode.commands.registerCommand('qwen.checkSetup', () => this.agent.checkSetup()),
+      // Until the server can switch models, the model action opens its setting.
+      vscode.commands.registerCommand('qwen.pickModel', () => vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.model.name')),
+      vscode.commands.registerCommand('qwen.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:qwen-ls.qwen-ls')),
+      this.review.onDidChangePending((reviews) => {
+        this.status.setReviews(reviews);
+        this.chat.post({ type: 'reviews', reviews });
+        this.agent.refreshState();
+      }),
       vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
         this.status.setTrusted(true);
@@ -102,6 +113,7 @@ export class Extension implements vscode.Disposable {
       vscode.window.onDidChangeTextEditorSelection(() => this.scheduleFocus()),
     );
     this.review.register(c);
+    this.review.notifyWhen = () => !this.chat.visible;
     this.chat.onMessage((m) => this.agent.fromWebview(m));
     this.status.setTrusted(vscode.workspace.isTrusted);
     await this.ensureClient();
@@ -123,7 +135,7 @@ export class Extension implements vscode.Disposable {
     const found = resolveServerPath(cfg.get<string>('serverPath', ''), process.env.PATH, this.context.extensionPath);
     if ('error' in found) {
       this.status.setError(found.error);
-      void vscode.window.showErrorMessage(`Qwen: ${found.error}`);
+      this.serverMissing(found.error);
       return undefined;
     }
     this.output.info(`starting ${found.path} (from ${found.from})`);
@@ -165,6 +177,7 @@ export class Extension implements vscode.Disposable {
         return res;
       } finally {
         this.status.waiting(false);
+        this.agent.refreshState();
       }
     });
     client.onRequest('qwen/proposeEdit', async (p: ProposeEditParams, token) => {
@@ -176,6 +189,7 @@ export class Extension implements vscode.Disposable {
         return res;
       } finally {
         this.status.waiting(false);
+        this.agent.refreshState();
       }
     });
     client.onDidChangeState((e) => {
@@ -185,14 +199,32 @@ export class Extension implements vscode.Disposable {
     try {
       await client.start();
     } catch (err) {
-      this.status.setError(`qwen-ls did not start: ${err instanceof Error ? err.message : String(err)}`);
+      const msg = `qwen-ls (${found.path}, from ${found.from === 'setting' ? 'qwen.serverPath' : found.from}) did not start: ${err instanceof Error ? err.message : String(err)}`;
+      this.status.setError(msg);
+      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the qwen-ls on PATH or the bundled one.`);
       return undefined;
     }
     this.status.setError(undefined);
+    this.missingShown = undefined;
+    const model = (client.initializeResult?.capabilities.experimental as { qwen?: { model?: string | null } } | undefined)?.qwen?.model;
+    this.agent.setModel(model);
     const sandbox = (client.initializeResult?.capabilities.experimental as { qwen?: { sandbox?: SandboxInfo } } | undefined)?.qwen?.sandbox;
     this.status.setSandbox(sandbox);
     this.scheduleFocus();
     return client;
+  }
+
+  /** One toast for a server that cannot start, naming qwen.serverPath, with Open Settings. */
+  private serverMissing(message: string): void {
+    this.agent.serverUnavailable(message);
+    if (this.missingShown === message) return;
+    this.missingShown = message;
+    void vscode.window.showErrorMessage(`Qwen: ${message}`, 'Open Settings').then((a) => {
+      if (a !== 'Open Settings') return;
+      // A machine setting: in a remote window (SSH, code-server) it lives in the remote's settings.
+      if (vscode.env.remoteName) void vscode.commands.executeCommand('workbench.action.openRemoteSettings', { query: 'qwen.serverPath' });
+      else void vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.serverPath');
+    });
   }
 
   async restart(): Promise<void> {
@@ -205,9 +237,11 @@ export class Extension implements vscode.Disposable {
 
   private configurationChanged(e: vscode.ConfigurationChangeEvent): void {
     if (e.affectsConfiguration('qwen.serverPath')) {
+      this.missingShown = undefined;
       void this.restart();
       return;
     }
+    if (e.affectsConfiguration('qwen.model')) this.agent.modelSettingsChanged();
     if ((e.affectsConfiguration('qwen.model') || e.affectsConfiguration('qwen.approvalMode')) && this.client?.state === State.Running) {
       // Replaces what initializationOptions gave (protocol.md §10); the
       // approval mode is the one new sessions start in.

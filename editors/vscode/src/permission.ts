@@ -3,11 +3,9 @@
 // or URL shown in full.
 import * as vscode from 'vscode';
 
-export interface PermissionOption {
-  optionId: string;
-  name: string;
-  kind: string;
-}
+import { optionItems, PermissionOption } from './permissionLabels';
+
+export type { PermissionOption };
 
 export interface PermissionParams {
   sessionId: string;
@@ -36,8 +34,6 @@ export function subjectOf(p: PermissionParams): string {
   if (texts.length > 0) return texts.join('\n');
   return raw === undefined ? '' : JSON.stringify(raw, null, 2);
 }
-
-const icons: Record<string, string> = { allow_once: '$(check)', allow_always: '$(check-all)', reject_once: '$(close)', reject_always: '$(circle-slash)' };
 
 function validParams(p: PermissionParams): boolean {
   return (
@@ -78,11 +74,7 @@ function askQuickPick(p: PermissionParams, token: vscode.CancellationToken): Pro
     qp.placeholder = oneLine === '' ? 'Choose an answer' : oneLine;
     qp.ignoreFocusOut = true;
     qp.matchOnDetail = true;
-    const items: Item[] = p.options.map((o) => ({
-      label: `${icons[o.kind] ?? ''} ${o.name}`.trim(),
-      description: o.optionId,
-      optionId: o.optionId,
-    }));
+    const items: Item[] = optionItems(p.options);
     if (subject !== '') {
       items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
       // The placeholder is cut to the widget's width: the whole text is here.

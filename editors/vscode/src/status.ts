@@ -1,7 +1,9 @@
 // The status bar item: what the agent is doing (idle, working with a tool,
-// waiting for you), the approval mode, and whether the workspace is
-// restricted. A click changes the approval mode.
+// waiting for you, a review to look at), whether a model is set up (no model,
+// error), the approval mode, and whether the workspace is restricted. A click
+// opens the waiting review, else changes the approval mode.
 import * as vscode from 'vscode';
+import type { PendingReview } from './review/controller';
 
 /** experimental.qwen.sandbox of the initialize result. */
 export interface SandboxInfo {
@@ -18,6 +20,9 @@ export class StatusBar implements vscode.Disposable {
   private trusted = true;
   private error: string | undefined;
   private sandbox: SandboxInfo | undefined;
+  private noModel = false;
+  private problem: { status: 'no model' | 'error'; message: string } | undefined;
+  private reviews: PendingReview[] = [];
 
   constructor() {
     this.item.name = 'Qwen';
@@ -64,11 +69,46 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  /** The state as one word, for the chat view. */
+  /** No model is configured (initialize's experimental.qwen.model is null). */
+  setNoModel(none: boolean): void {
+    this.noModel = none;
+    this.render();
+  }
+
+  /** The setup problem of the last prompt (kept until a turn gets through), or undefined. */
+  setProblem(problem: { status: 'no model' | 'error'; message: string } | undefined): void {
+    this.problem = problem;
+    this.render();
+  }
+
+  /** The reviews waiting for the person: the item names the first and opens it on click. */
+  setReviews(reviews: PendingReview[]): void {
+    this.reviews = reviews;
+    this.render();
+  }
+
+  /** The review line, e.g. "review 2 hunks in calc.go", or undefined. */
+  private reviewText(): string | undefined {
+    const r = this.reviews[0];
+    if (!r) return undefined;
+    const what = r.isNewFile ? `new file ${r.name}` : `${r.hunks} ${r.hunks === 1 ? 'hunk' : 'hunks'} in ${r.name}`;
+    return `review ${what}${this.reviews.length > 1 ? ` (+${this.reviews.length - 1})` : ''}`;
+  }
+
+  /** Why qwen-ls is not running, or undefined. */
+  get errorText(): string | undefined {
+    return this.error;
+  }
+
+  /** The state in a few words, for the chat view. */
   get state(): string {
     if (this.error) return 'error';
+    const review = this.reviewText();
+    if (review) return review;
     if (this.waitingCount > 0) return 'waiting for you';
     if (this.busy) return this.tool ? `working: ${this.tool}` : 'working';
+    if (this.problem) return this.problem.status;
+    if (this.noModel) return 'no model';
     return 'idle';
   }
 
@@ -76,20 +116,37 @@ export class StatusBar implements vscode.Disposable {
     const shield = this.trusted ? '' : '$(shield) ';
     let icon = '$(sparkle)';
     let text = 'idle';
+    const review = this.reviewText();
+    this.item.command = 'qwen.setApprovalMode';
     if (this.error) {
       icon = '$(error)';
       text = 'not running';
+    } else if (review) {
+      icon = '$(diff)';
+      text = review;
+      this.item.command = { title: 'Review', command: 'qwen.review.show', arguments: [this.reviews[0].uri] };
     } else if (this.waitingCount > 0) {
       icon = '$(bell-dot)';
       text = 'waiting for you';
     } else if (this.busy) {
       icon = '$(loading~spin)';
       text = this.tool ? `working: ${this.tool}` : 'working';
+    } else if (this.problem) {
+      icon = this.problem.status === 'no model' ? '$(circle-slash)' : '$(error)';
+      text = this.problem.status;
+      this.item.command = 'qwen.checkSetup';
+    } else if (this.noModel) {
+      icon = '$(circle-slash)';
+      text = 'no model';
+      this.item.command = 'qwen.checkSetup';
     }
     if (text.length > 40) text = text.slice(0, 39) + '…';
     this.item.text = `${shield}${icon} Qwen: ${text} · ${this.mode}`;
     const md = new vscode.MarkdownString();
-    md.appendMarkdown(`**Qwen** — ${this.state}\n\nApproval mode: \`${this.mode}\` (click to change)`);
+    md.appendMarkdown(`**Qwen** — ${escapeMarkdown(this.state)}\n\nApproval mode: \`${this.mode}\`${this.item.command === 'qwen.setApprovalMode' ? ' (click to change)' : ''}`);
+    if (review) md.appendMarkdown('\n\nClick to open the review.');
+    if (this.problem) md.appendMarkdown(`\n\n${escapeMarkdown(this.problem.message)}\n\nClick to check the setup.`);
+    else if (this.noModel && !this.busy) md.appendMarkdown('\n\nNo model is configured: set `qwen.model.name` and `qwen.model.baseUrl`. Click to check the setup.');
     if (!this.trusted) {
       md.appendMarkdown(
         '\n\n$(shield) Restricted workspace: qwen-ls ignores the workspace settings that start processes, widen permissions, raise the approval mode or change the model endpoint.',
@@ -103,7 +160,7 @@ export class StatusBar implements vscode.Disposable {
     md.supportThemeIcons = true;
     this.item.tooltip = md;
     this.item.backgroundColor =
-      this.waitingCount > 0 ? new vscode.ThemeColor('statusBarItem.warningBackground') : this.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+      this.waitingCount > 0 || review ? new vscode.ThemeColor('statusBarItem.warningBackground') : this.error ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
   }
 
   dispose(): void {

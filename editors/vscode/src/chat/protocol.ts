@@ -18,13 +18,18 @@ export type WebviewMessage =
   | { type: 'listSessions' }
   | { type: 'setMode'; mode: ApprovalMode }
   | { type: 'pickMention' }
-  | { type: 'openLocation'; path: string; line?: number };
+  | { type: 'openLocation'; path: string; line?: number }
+  | { type: 'openReview'; uri: string }
+  | { type: 'openSettings'; query: string }
+  | { type: 'checkSetup' };
 
 export interface ToolCard {
   id: string;
   title: string;
   kind: string;
   status: string;
+  /** How a finished call ended (_meta.qwen.outcome, else its status). */
+  outcome?: 'completed' | 'failed' | 'rejected' | 'cancelled';
   output?: string;
   diffs?: { path: string; oldText: string | null; newText: string }[];
 }
@@ -36,14 +41,15 @@ export interface PlanEntry {
 }
 
 export type HostMessage =
-  | { type: 'state'; busy: boolean; mode: string; sessionId: string | null; model: string | null; status: string }
+  | { type: 'state'; busy: boolean; mode: string; sessionId: string | null; model: string | null; status: string; setupHint: string | null }
   | { type: 'user'; text: string }
   | { type: 'agent'; id: string; html: string }
   | { type: 'thought'; id: string; text: string }
   | { type: 'tool'; card: ToolCard }
   | { type: 'plan'; entries: PlanEntry[] }
   | { type: 'turnEnd'; stopReason: string }
-  | { type: 'error'; message: string }
+  | { type: 'error'; message: string; settings?: string[] }
+  | { type: 'reviews'; reviews: { uri: string; name: string; hunks: number; isNewFile: boolean }[] }
   | { type: 'notice'; text: string }
   | { type: 'clear' }
   | { type: 'insertMention'; path: string };
@@ -68,6 +74,10 @@ const webviewShapes: Record<WebviewMessage['type'], Shape> = {
   setMode: { required: { mode: oneOf(approvalModes) } },
   pickMention: { required: {} },
   openLocation: { required: { path: nonEmptyStr(4096) }, optional: { line: posInt } },
+  openReview: { required: { uri: nonEmptyStr(8192) } },
+  // Only the extension's own settings can be opened from the chat.
+  openSettings: { required: { query: (v) => typeof v === 'string' && /^qwen(\.[A-Za-z]+)*$/.test(v) } },
+  checkSetup: { required: {} },
 };
 
 function matches(msg: Record<string, unknown>, shape: Shape): boolean {
@@ -124,6 +134,7 @@ function isToolCard(v: unknown): v is ToolCard {
   if (!isPlainObject(v)) return false;
   if (!isStr(v.id) || !isStr(v.title) || !isStr(v.kind) || !isStr(v.status)) return false;
   if (v.output !== undefined && !isStr(v.output)) return false;
+  if (v.outcome !== undefined && !['completed', 'failed', 'rejected', 'cancelled'].includes(v.outcome as string)) return false;
   if (v.diffs !== undefined) {
     if (!Array.isArray(v.diffs)) return false;
     for (const d of v.diffs) {
@@ -143,7 +154,8 @@ export function isHostMessage(v: unknown): v is HostMessage {
         isStr(v.mode) &&
         (v.sessionId === null || isStr(v.sessionId)) &&
         (v.model === null || isStr(v.model)) &&
-        isStr(v.status)
+        isStr(v.status) &&
+        (v.setupHint === null || isStr(v.setupHint))
       );
     case 'user':
     case 'notice':
@@ -159,7 +171,12 @@ export function isHostMessage(v: unknown): v is HostMessage {
     case 'turnEnd':
       return isStr(v.stopReason);
     case 'error':
-      return isStr(v.message);
+      return isStr(v.message) && (v.settings === undefined || (Array.isArray(v.settings) && v.settings.every(isStr)));
+    case 'reviews':
+      return (
+        Array.isArray(v.reviews) &&
+        v.reviews.every((r) => isPlainObject(r) && isStr(r.uri) && isStr(r.name) && typeof r.hunks === 'number' && typeof r.isNewFile === 'boolean')
+      );
     case 'clear':
       return true;
     case 'insertMention':

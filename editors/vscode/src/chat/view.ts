@@ -19,6 +19,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
+  /** True while the chat is on screen. */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
   onMessage(fn: (m: WebviewMessage) => void): void {
     this.listeners.push(fn);
   }
@@ -61,9 +66,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         this.transcript = [];
         return;
       case 'state':
-      case 'plan':
+      case 'reviews':
         this.transcript = this.transcript.filter((t) => t.type !== m.type);
         break;
+      case 'plan': {
+        // One plan per turn, updated where it first appeared.
+        let i = this.transcript.length - 1;
+        while (i >= 0 && this.transcript[i].type !== 'plan' && this.transcript[i].type !== 'user') i--;
+        if (i >= 0 && this.transcript[i].type === 'plan') {
+          this.transcript[i] = m;
+          return;
+        }
+        break;
+      }
       case 'agent':
       case 'thought': {
         const i = this.transcript.findIndex((t) => t.type === m.type && t.id === m.id);
@@ -109,23 +124,21 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 </head>
 <body>
 <header id="toolbar">
-  <select id="mode" title="Approval mode" aria-label="Approval mode">
-    <option value="default">default</option>
-    <option value="plan">plan</option>
-    <option value="auto-edit">auto-edit</option>
-    <option value="yolo">yolo</option>
-  </select>
-  <button id="new" title="New session">New</button>
-  <button id="sessions" title="Open a session">Sessions</button>
   <span id="status" aria-live="polite">idle</span>
-  <button id="stop" title="Stop (cancel the running turn)" disabled>Stop</button>
+  <span id="model"></span>
 </header>
-<section id="plan" hidden><h4>Plan</h4><ol id="plan-list"></ol></section>
 <main id="log" aria-live="polite"></main>
+<section id="empty" hidden>
+  <p id="empty-text"></p>
+  <div id="empty-actions"></div>
+</section>
+<div id="reviews" hidden></div>
 <form id="form">
   <textarea id="prompt" rows="3" placeholder="Ask Qwen… (@ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt"></textarea>
   <div id="actions">
     <button id="mention" type="button" title="Mention a file">@</button>
+    <span class="spacer"></span>
+    <button id="stop" type="button" title="Stop (cancel the running turn)" disabled>Stop</button>
     <button id="send" type="submit">Send</button>
   </div>
 </form>

@@ -1,10 +1,14 @@
-// Inline review of qwen/proposeEdit (protocol.md §6.2): the file opens with
-// each hunk decorated (removed lines highlighted, added text shown inline),
-// CodeLenses "Keep | Undo" per hunk and "Keep all | Undo all" at the top,
-// and a diff editor on request where the proposal can be edited. The
-// request is answered once every hunk is decided; closing the file or the
-// diff rejects. Nothing here writes the document: the server applies the
-// decision with workspace/applyEdit, so one Ctrl+Z undoes it.
+// Inline review of qwen/proposeEdit (protocol.md §6.2). Focus belongs to the
+// person: a proposal never opens an editor by itself. It is announced (a
+// notification with a Review button, the status bar, a badge on the file,
+// a "Review" action in the chat), and the file opens beside, with focus,
+// only when the person asks. Wherever the file is visible, each hunk is
+// decorated (removed lines highlighted, added text inline), with CodeLenses
+// "Keep | Undo" per hunk and "Keep all | Undo all" at the top, and a diff
+// editor on request where the proposal can be edited. The request is
+// answered once every hunk is decided; closing the file or the diff after
+// opening it through Review rejects. Nothing here writes the document: the server applies
+// the decision with workspace/applyEdit, so one Ctrl+Z undoes it.
 import * as vscode from 'vscode';
 import * as path from 'path';
 import {
@@ -38,6 +42,15 @@ export interface ProposeEditResult {
   finalText?: string;
   feedback?: string;
   always?: boolean;
+}
+
+/** A review waiting for the person, as the chat and the status bar show it. */
+export interface PendingReview {
+  uri: string;
+  name: string;
+  /** Hunks still undecided. */
+  hunks: number;
+  isNewFile: boolean;
 }
 
 const proposalScheme = 'qwen-proposal';
@@ -91,7 +104,7 @@ class Review {
   finished = false;
   /** True while the review waits for the feedback input after a rejection. */
   askingFeedback = false;
-  /** True once the file or the diff is open: closing tabs before that means nothing. */
+  /** True once the person opened the file or the diff through Review: closing tabs before that means nothing. */
   shown = false;
 
   constructor(readonly p: ProposeEditParams) {
@@ -107,11 +120,16 @@ class Review {
   }
 }
 
-export class ReviewController implements vscode.CodeLensProvider, vscode.Disposable {
+export class ReviewController implements vscode.CodeLensProvider, vscode.FileDecorationProvider, vscode.Disposable {
   private readonly reviews = new Map<string, Review>();
   private readonly fs = new ProposalFs();
   private readonly lensEmitter = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensEmitter.event;
+  private readonly decoEmitter = new vscode.EventEmitter<vscode.Uri | vscode.Uri[] | undefined>();
+  readonly onDidChangeFileDecorations = this.decoEmitter.event;
+  private readonly pendingEmitter = new vscode.EventEmitter<PendingReview[]>();
+  /** Fires with the reviews waiting for the person whenever that list changes. */
+  readonly onDidChangePending = this.pendingEmitter.event;
   private readonly removedDeco = vscode.window.createTextEditorDecorationType({
     isWholeLine: true,
     backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
@@ -122,9 +140,15 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
     overviewRulerLane: vscode.OverviewRulerLane.Left,
   });
+  /** The new text of a kept hunk, shown until the server applies the decision. */
   private readonly keptDeco = vscode.window.createTextEditorDecorationType({
-    isWholeLine: true,
-    backgroundColor: new vscode.ThemeColor('diffEditor.insertedLineBackground'),
+    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Left,
+  });
+  /** The old text a kept hunk replaces. */
+  private readonly struckDeco = vscode.window.createTextEditorDecorationType({
+    textDecoration: 'line-through',
+    opacity: '0.6',
   });
   private readonly undoneDeco = vscode.window.createTextEditorDecorationType({
     isWholeLine: true,
@@ -147,6 +171,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       vscode.commands.registerCommand('qwen.review.keepAll', (uri?: string) => this.decideAll('kept', uri)),
       vscode.commands.registerCommand('qwen.review.undoAll', (uri?: string) => this.decideAll('undone', uri)),
       vscode.commands.registerCommand('qwen.review.openDiff', (uri?: string) => this.openDiff(uri)),
+      vscode.commands.registerCommand('qwen.review.show', (uri?: string) => this.show(uri)),
+      vscode.window.registerFileDecorationProvider(this),
       vscode.commands.registerCommand('qwen.review.acceptDiff', (uri?: vscode.Uri | string) => this.finishDiff(true, uri)),
       vscode.commands.registerCommand('qwen.review.rejectDiff', (uri?: vscode.Uri | string) => this.finishDiff(false, uri)),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
@@ -174,30 +200,116 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     if (token.isCancellationRequested) return { outcome: 'cancelled' };
     this.reviews.set(key, review);
     const sub = token.onCancellationRequested(() => review.finish({ outcome: 'cancelled' }));
-    try {
-      if (p.isNewFile) {
-        await this.openDiff(key);
-      } else {
-        const doc = await vscode.workspace.openTextDocument(review.uri);
-        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
-        const first = review.hunks[0];
-        const editor = vscode.window.activeTextEditor;
-        if (first && editor && editor.document.uri.toString() === key) {
-          const line = Math.min(first.line, doc.lineCount - 1);
-          editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
-        }
-      }
-    } catch (err) {
-      this.log.error(`proposeEdit: cannot open ${key}: ${err instanceof Error ? err.message : String(err)}`);
-      review.finish({ outcome: 'rejected', feedback: `The editor could not open ${review.uri.fsPath}.` });
-    }
-    review.shown = true;
+    // Not shown until the person opens it: closing a tab they already had
+    // open decides nothing.
+    review.shown = false;
     this.redrawAll();
     this.updateContext();
+    this.changed();
+    this.announce(review);
     const result = await review.done;
     sub.dispose();
     await this.cleanup(review);
+    this.changed();
     return result;
+  }
+
+  /** The reviews waiting for a decision, oldest first. */
+  pending(): PendingReview[] {
+    return [...this.reviews.values()]
+      .filter((r) => !r.finished)
+      .map((r) => ({
+        uri: r.uri.toString(),
+        name: path.basename(r.uri.fsPath),
+        hunks: r.hunks.filter((h) => h.state === 'pending').length,
+        isNewFile: r.p.isNewFile,
+      }));
+  }
+
+  private changed(): void {
+    const pending = this.pending();
+    void vscode.commands.executeCommand('setContext', 'qwen.reviewPending', pending.length > 0);
+    this.pendingEmitter.fire(pending);
+    this.decoEmitter.fire(undefined);
+  }
+
+  /**
+   * Whether a review should also raise a notification: set by the extension
+   * to "the chat is not visible" (a visible chat shows its own Review button,
+   * and a notification cannot be taken back once the review is decided).
+   */
+  notifyWhen: () => boolean = () => true;
+
+  /** Tells the person a review waits, without touching focus: a notification with a Review button. */
+  private announce(review: Review): void {
+    if (!this.notifyWhen()) return;
+    const name = path.basename(review.uri.fsPath);
+    const n = review.hunks.length;
+    const what = review.p.isNewFile ? `the new file ${name}` : `${n} ${n === 1 ? 'hunk' : 'hunks'} in ${name}`;
+    void vscode.window.showInformationMessage(`Qwen: review ${what}`, 'Review').then((a) => {
+      if (a === 'Review') void this.show(review.uri.toString());
+    });
+  }
+
+  /**
+   * Opens a review because the person asked: the file in the editor area
+   * beside the chat (the group that already shows it, else the active one),
+   * with focus. The only place a review moves focus.
+   */
+  async show(uri?: string): Promise<void> {
+    const review = this.reviewFor(uri) ?? [...this.reviews.values()].find((r) => !r.finished);
+    if (!review || review.finished) return;
+    if (review.p.isNewFile) {
+      await this.openDiff(review.uri.toString());
+      review.shown = true;
+      return;
+    }
+    try {
+      const doc = await vscode.workspace.openTextDocument(review.uri);
+      const key = review.uri.toString();
+      const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === key));
+      const editor = await vscode.window.showTextDocument(doc, {
+        viewColumn: group?.viewColumn ?? vscode.ViewColumn.Active,
+        preview: false,
+        preserveFocus: false,
+      });
+      const first = review.hunks.find((h) => h.state === 'pending') ?? review.hunks[0];
+      if (first) {
+        const line = Math.min(first.line, doc.lineCount - 1);
+        editor.selection = new vscode.Selection(line, 0, line, 0);
+        editor.revealRange(new vscode.Range(line, 0, line, 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      }
+      review.shown = true;
+    } catch (err) {
+      this.log.error(`review: cannot open ${review.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`);
+      review.finish({ outcome: 'rejected', feedback: `The editor could not open ${review.uri.fsPath}.` });
+    }
+    this.redrawAll();
+    this.updateContext();
+  }
+
+  provideFileDecoration(uri: vscode.Uri): vscode.FileDecoration | undefined {
+    const review = this.reviews.get(uri.toString());
+    if (!review || review.finished) return undefined;
+    const n = review.hunks.filter((h) => h.state === 'pending').length;
+    return {
+      badge: n > 0 && n < 100 ? String(n) : 'Q',
+      tooltip: `Qwen: ${n} ${n === 1 ? 'change' : 'changes'} to review`,
+      color: new vscode.ThemeColor('editorInfo.foreground'),
+      propagate: false,
+    };
+  }
+
+  private openTabs(): Set<string> {
+    const open = new Set<string>();
+    for (const t of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
+      if (t.input instanceof vscode.TabInputText) open.add(t.input.uri.toString());
+      if (t.input instanceof vscode.TabInputTextDiff) {
+        open.add(t.input.original.toString());
+        open.add(t.input.modified.toString());
+      }
+    }
+    return open;
   }
 
   private async cleanup(review: Review): Promise<void> {
@@ -262,6 +374,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   private afterDecision(review: Review): void {
     this.redrawAll();
     this.lensEmitter.fire();
+    this.changed();
     if (!allDecided(review.hunks)) return;
     void this.answer(review, answerFor(review.p.oldText, review.p.newText, review.hunks));
   }
@@ -303,6 +416,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     } else {
       await vscode.commands.executeCommand('vscode.diff', review.uri, review.diffUri, title, { preview: false });
     }
+    review.shown = true;
     this.updateContext();
   }
 
@@ -327,14 +441,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   private tabsChanged(e: vscode.TabChangeEvent): void {
     this.redrawAll();
     if (e.closed.length === 0) return;
-    const open = new Set<string>();
-    for (const t of vscode.window.tabGroups.all.flatMap((g) => g.tabs)) {
-      if (t.input instanceof vscode.TabInputText) open.add(t.input.uri.toString());
-      if (t.input instanceof vscode.TabInputTextDiff) {
-        open.add(t.input.original.toString());
-        open.add(t.input.modified.toString());
-      }
-    }
+    const open = this.openTabs();
     for (const review of [...this.reviews.values()]) {
       if (review.finished || review.askingFeedback || !review.shown) continue;
       const fileOpen = !review.p.isNewFile && open.has(review.uri.toString());
@@ -365,7 +472,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   }
 
   private clearDecorations(editor: vscode.TextEditor): void {
-    for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.undoneDeco]) editor.setDecorations(d, []);
+    for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.struckDeco, this.undoneDeco]) editor.setDecorations(d, []);
   }
 
   /** The files shown as plain text tabs: the left side of a diff shows the file without the review's marks. */
@@ -396,6 +503,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const removed: vscode.DecorationOptions[] = [];
     const added: vscode.DecorationOptions[] = [];
     const kept: vscode.DecorationOptions[] = [];
+    const struck: vscode.DecorationOptions[] = [];
     const undone: vscode.DecorationOptions[] = [];
     for (const h of review.hunks) {
       const d = decorationFor(h, doc.lineCount);
@@ -405,33 +513,43 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
         [...h.removed.split(/\r\n|\r|\n/).filter((_, i, a) => i < a.length - 1 || a[i] !== '').map((l) => `- ${l}`), ...d.added.map((l) => `+ ${l}`)].join('\n'),
         'diff',
       );
-      if (h.state === 'pending') {
-        if (d.removed) {
-          removed.push({ range: new vscode.Range(d.removed.startLine, 0, d.removed.endLine, 0), hoverMessage: hover });
-        }
-        const line = doc.lineAt(Math.min(d.anchor.line, doc.lineCount - 1));
-        const at = d.anchor.side === 'after' ? line.range.end : line.range.start;
-        added.push({
-          range: new vscode.Range(at, at),
-          hoverMessage: hover,
-          renderOptions: {
-            [d.anchor.side]: {
-              contentText: preview === '' ? ' ⌫ (lines removed)' : d.anchor.side === 'after' ? `  → ${preview}` : `+ ${preview}  `,
-              color: new vscode.ThemeColor(preview === '' ? 'editorGhostText.foreground' : 'gitDecoration.addedResourceForeground'),
-              backgroundColor: new vscode.ThemeColor('diffEditor.insertedTextBackground'),
-              fontStyle: 'italic',
-              margin: d.anchor.side === 'after' ? '0 0 0 1em' : '0 1em 0 0',
-            },
-          },
-        });
-      } else {
+      if (h.state === 'undone') {
         const line = Math.min(d.lensLine, doc.lineCount - 1);
-        (h.state === 'kept' ? kept : undone).push({ range: new vscode.Range(line, 0, line, 0) });
+        undone.push({ range: new vscode.Range(line, 0, line, 0) });
+        continue;
       }
+      // Pending: the old lines on a removed background. Kept: the old lines
+      // struck through. Both show the new text inline, in the editor's own
+      // text colour on the inserted-text background (readable in every theme).
+      if (d.removed) {
+        (h.state === 'kept' ? struck : removed).push({
+          range: new vscode.Range(d.removed.startLine, 0, d.removed.endLine, doc.lineAt(d.removed.endLine).text.length),
+          hoverMessage: hover,
+        });
+      }
+      const line = doc.lineAt(Math.min(d.anchor.line, doc.lineCount - 1));
+      const at = d.anchor.side === 'after' ? line.range.end : line.range.start;
+      const mark = h.state === 'kept' ? '✓ ' : '';
+      (h.state === 'kept' ? kept : added).push({
+        range: new vscode.Range(at, at),
+        hoverMessage: hover,
+        renderOptions: {
+          [d.anchor.side]: {
+            contentText:
+              preview === '' ? ` ${mark}⌫ (lines removed)` : d.anchor.side === 'after' ? `  ${mark}→ ${preview}` : `${mark}+ ${preview}  `,
+            color: new vscode.ThemeColor(preview === '' ? 'editorGhostText.foreground' : 'editor.foreground'),
+            backgroundColor: preview === '' ? undefined : new vscode.ThemeColor('diffEditor.insertedTextBackground'),
+            border: preview === '' ? undefined : '1px solid',
+            borderColor: preview === '' ? undefined : new vscode.ThemeColor('diffEditor.insertedTextBorder'),
+            margin: d.anchor.side === 'after' ? '0 0 0 1em' : '0 1em 0 0',
+          },
+        },
+      });
     }
     editor.setDecorations(this.removedDeco, removed);
     editor.setDecorations(this.addedDeco, added);
     editor.setDecorations(this.keptDeco, kept);
+    editor.setDecorations(this.struckDeco, struck);
     editor.setDecorations(this.undoneDeco, undone);
   }
 
@@ -484,7 +602,9 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   dispose(): void {
     for (const r of this.reviews.values()) r.finish({ outcome: 'cancelled' });
     for (const d of this.disposables) d.dispose();
-    for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.undoneDeco]) d.dispose();
+    for (const d of [this.removedDeco, this.addedDeco, this.keptDeco, this.struckDeco, this.undoneDeco]) d.dispose();
     this.lensEmitter.dispose();
+    this.decoEmitter.dispose();
+    this.pendingEmitter.dispose();
   }
 }

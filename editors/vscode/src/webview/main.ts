@@ -26,10 +26,15 @@ const form = byId<HTMLFormElement>('form');
 const prompt = byId<HTMLTextAreaElement>('prompt');
 const stop = byId<HTMLButtonElement>('stop');
 const send_ = byId<HTMLButtonElement>('send');
-const mode = byId<HTMLSelectElement>('mode');
 const statusEl = byId<HTMLElement>('status');
-const plan = byId<HTMLElement>('plan');
-const planList = byId<HTMLOListElement>('plan-list');
+const modelEl = byId<HTMLElement>('model');
+const empty = byId<HTMLElement>('empty');
+const emptyText = byId<HTMLElement>('empty-text');
+const emptyActions = byId<HTMLElement>('empty-actions');
+const reviewsEl = byId<HTMLElement>('reviews');
+/** The plan of the running turn: a card in the log where the turn put it, not pinned above later turns. */
+let planEl: HTMLElement | undefined;
+let setupHint: string | null = null;
 
 function scrollDown(): void {
   log.scrollTop = log.scrollHeight;
@@ -67,12 +72,40 @@ byId<HTMLButtonElement>('mention').addEventListener('click', () => {
 });
 
 stop.addEventListener('click', () => send({ type: 'cancel' }));
-byId<HTMLButtonElement>('new').addEventListener('click', () => send({ type: 'newSession' }));
-byId<HTMLButtonElement>('sessions').addEventListener('click', () => send({ type: 'listSessions' }));
-mode.addEventListener('change', () => {
-  const m = mode.value;
-  if (m === 'default' || m === 'plan' || m === 'auto-edit' || m === 'yolo') send({ type: 'setMode', mode: m });
-});
+
+function button(text: string, onClick: () => void, cls = ''): HTMLButtonElement {
+  const b = el('button', cls, text);
+  b.type = 'button';
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+/** The settings query that shows exactly these settings (their common prefix). */
+function settingsQuery(ids: string[]): string {
+  if (ids.length === 1) return ids[0];
+  return ids.every((id) => id.startsWith('qwen.model.')) ? 'qwen.model' : 'qwen';
+}
+
+/** The empty chat says what to do next: set up the model, or ask. */
+function renderEmpty(): void {
+  const isEmpty = log.childElementCount === 0;
+  empty.hidden = !isEmpty;
+  if (!isEmpty) return;
+  emptyActions.replaceChildren();
+  if (setupHint !== null) {
+    empty.dataset.kind = 'setup';
+    emptyText.textContent = setupHint;
+    const server = /qwen\.serverPath/.test(setupHint);
+    emptyActions.append(
+      button('Open Settings', () => send({ type: 'openSettings', query: server ? 'qwen.serverPath' : 'qwen.model' })),
+      button('Check Setup', () => send({ type: 'checkSetup' })),
+    );
+  } else {
+    empty.dataset.kind = 'ready';
+    emptyText.textContent =
+      'Ask Qwen about this workspace, or ask it to change something: it shows each edit for review before your file changes. Type @ to mention a file.';
+  }
+}
 
 const agentEls = new Map<string, HTMLElement>();
 const thoughtEls = new Map<string, HTMLElement>();
@@ -95,6 +128,13 @@ function diffLines(oldText: string | null, newText: string): { sign: string; lin
 }
 
 const statusIcon: Record<string, string> = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
+/** How a finished call looks: three different looks for failed, rejected and cancelled. */
+const outcomeLook: Record<string, { icon: string; label: string }> = {
+  completed: { icon: '✓', label: 'completed' },
+  failed: { icon: '✗', label: 'failed' },
+  rejected: { icon: '✗', label: 'rejected' },
+  cancelled: { icon: '⊘', label: 'cancelled' },
+};
 
 function renderTool(card: ToolCard): void {
   let d = toolEls.get(card.id);
@@ -106,9 +146,16 @@ function renderTool(card: ToolCard): void {
   }
   d.dataset.status = card.status;
   d.dataset.kind = card.kind;
+  if (card.outcome) d.dataset.outcome = card.outcome;
+  else delete d.dataset.outcome;
   d.replaceChildren();
   const summary = el('summary');
-  summary.append(el('span', 'tool-icon', statusIcon[card.status] ?? '•'), el('span', 'tool-title', card.title || card.kind), el('span', 'tool-status', card.status));
+  const look = card.outcome ? outcomeLook[card.outcome] : undefined;
+  summary.append(
+    el('span', 'tool-icon', look?.icon ?? statusIcon[card.status] ?? '•'),
+    el('span', 'tool-title', card.title || card.kind),
+    el('span', 'tool-status', look?.label ?? card.status.replace('_', ' ')),
+  );
   d.appendChild(summary);
   if (card.output !== undefined) d.appendChild(el('pre', 'tool-output', card.output));
   for (const diff of card.diffs ?? []) {
@@ -124,13 +171,32 @@ function renderTool(card: ToolCard): void {
 }
 
 function renderPlan(entries: PlanEntry[]): void {
-  planList.replaceChildren();
+  if (entries.length === 0) return;
+  if (!planEl) {
+    planEl = el('section', 'plan');
+    planEl.appendChild(el('h4', undefined, 'Plan'));
+    planEl.appendChild(el('ol'));
+    log.appendChild(planEl);
+  }
+  const list = planEl.querySelector('ol')!;
+  list.replaceChildren();
   for (const e of entries) {
     const li = el('li', `plan-${e.status}`);
     li.append(el('span', 'plan-icon', statusIcon[e.status] ?? '•'), el('span', 'plan-text', e.content));
-    planList.appendChild(li);
+    list.appendChild(li);
   }
-  plan.hidden = entries.length === 0;
+  planEl.dataset.done = String(entries.every((e) => e.status === 'completed'));
+}
+
+function renderReviews(reviews: { uri: string; name: string; hunks: number; isNewFile: boolean }[]): void {
+  reviewsEl.replaceChildren();
+  for (const r of reviews) {
+    const label = r.isNewFile ? `Review new file ${r.name}` : `Review (${r.hunks} ${r.hunks === 1 ? 'hunk' : 'hunks'}) ${r.name}`;
+    const b = button(label, () => send({ type: 'openReview', uri: r.uri }), 'review-action');
+    b.dataset.uri = r.uri;
+    reviewsEl.appendChild(b);
+  }
+  reviewsEl.hidden = reviews.length === 0;
 }
 
 function handle(m: HostMessage): void {
@@ -138,11 +204,19 @@ function handle(m: HostMessage): void {
     case 'state':
       stop.disabled = !m.busy;
       send_.disabled = m.busy;
-      mode.value = m.mode;
       statusEl.textContent = m.status;
+      modelEl.textContent = m.model ?? '';
+      modelEl.title = m.model ? `Model: ${m.model}` : '';
       document.body.dataset.busy = String(m.busy);
+      document.body.dataset.status = m.status;
+      setupHint = m.setupHint;
+      renderEmpty();
+      return;
+    case 'reviews':
+      renderReviews(m.reviews);
       return;
     case 'user':
+      planEl = undefined;
       log.appendChild(el('div', 'msg user', m.text));
       break;
     case 'agent': {
@@ -170,13 +244,25 @@ function handle(m: HostMessage): void {
       break;
     case 'plan':
       renderPlan(m.entries);
-      return;
+      break;
     case 'turnEnd':
       log.appendChild(el('div', `turn-end stop-${m.stopReason}`, m.stopReason === 'end_turn' ? '' : `Stopped: ${m.stopReason}`));
       break;
-    case 'error':
-      log.appendChild(el('div', 'msg error', m.message));
+    case 'error': {
+      const box = el('div', 'msg error');
+      box.appendChild(el('div', 'error-text', m.message));
+      if (m.settings && m.settings.length > 0) {
+        const ids = m.settings;
+        const actions = el('div', 'error-actions');
+        actions.append(
+          button('Open Settings', () => send({ type: 'openSettings', query: settingsQuery(ids) })),
+          button('Check Setup', () => send({ type: 'checkSetup' })),
+        );
+        box.appendChild(actions);
+      }
+      log.appendChild(box);
       break;
+    }
     case 'notice':
       log.appendChild(el('div', 'msg notice', m.text));
       break;
@@ -185,7 +271,8 @@ function handle(m: HostMessage): void {
       agentEls.clear();
       thoughtEls.clear();
       toolEls.clear();
-      renderPlan([]);
+      planEl = undefined;
+      renderEmpty();
       return;
     case 'insertMention': {
       const pos = prompt.selectionStart;
@@ -194,6 +281,7 @@ function handle(m: HostMessage): void {
       return;
     }
   }
+  renderEmpty();
   scrollDown();
 }
 
@@ -202,6 +290,7 @@ window.addEventListener('message', (e: MessageEvent) => {
   handle(e.data);
 });
 
+renderEmpty();
 send({ type: 'ready' });
 document.body.dataset.ready = 'true';
 prompt.focus();
