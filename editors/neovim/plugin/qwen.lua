@@ -59,3 +59,17 @@ end, {
   end,
   desc = 'Open the edit waiting for review, or decide it',
 })
+
+cmd('QwenModel', function(o)
+  q().model(o.args)
+end, {
+  nargs = '?',
+  complete = function(arglead)
+    return require('qwen.model').complete(arglead)
+  end,
+  desc = 'Choose the model of the qwen session (no argument: pick from a list)',
+})
+
+cmd('QwenStats', function()
+  q().stats()
+end, { desc = 'Show the qwen session\'s model and token totals' })

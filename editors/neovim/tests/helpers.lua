@@ -99,7 +99,8 @@ function H.model(script)
   local args = { H.bin, 'scripted-model', '--var', 'ROOT=' .. H.ws }
   if script then
     table.insert(args, '--script')
-    table.insert(args, H.scripts .. '/' .. script)
+    -- a name of testdata/scripts, or a path
+    table.insert(args, script:sub(1, 1) == '/' and script or (H.scripts .. '/' .. script))
   end
   m.job = vim.fn.jobstart(args, {
     on_stdout = function(_, data)
@@ -126,6 +127,27 @@ function H.model(script)
   end)
   H.current_model = m
   return m
+end
+
+--- Writes a script (txtar text) to a temporary file and returns its path,
+--- for H.model.
+function H.script(text)
+  local path = vim.fn.tempname() .. '.txtar'
+  local f = assert(io.open(path, 'w'))
+  f:write(text)
+  f:close()
+  H.defer(function()
+    os.remove(path)
+  end)
+  return path
+end
+
+--- Writes the temporary HOME's ~/.qwen/settings.json.
+function H.user_settings(tbl)
+  vim.fn.mkdir(H.home .. '/.qwen', 'p')
+  local f = assert(io.open(H.home .. '/.qwen/settings.json', 'w'))
+  f:write(vim.json.encode(tbl))
+  f:close()
 end
 
 --- Every chat request the model received.

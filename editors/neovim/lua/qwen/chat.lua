@@ -111,6 +111,10 @@ function M.open(opts)
     vim.api.nvim_win_set_option(tw, 'linebreak', true)
     vim.api.nvim_win_set_option(tw, 'number', false)
     vim.api.nvim_win_set_option(tw, 'conceallevel', 2)
+    -- The header: the winbar where there is one (0.8), else the window's
+    -- own statusline.
+    local bar = "%{v:lua.require'qwen.chat'.header()}"
+    vim.api.nvim_win_set_option(tw, vim.fn.has('nvim-0.8') == 1 and 'winbar' or 'statusline', bar)
   end
   local iw = win_of(M.input)
   if not iw then
@@ -394,10 +398,33 @@ end
 
 function M.turn_end(res)
   local s = '— ' .. (res.stopReason or 'done')
-  if res.usage then
-    s = s .. string.format(' · %d input and %d output tokens', res.usage.inputTokens or 0, res.usage.outputTokens or 0)
+  if type(res.usage) == 'table' then
+    s = s .. ' · ' .. require('qwen.model').turn_line(res.usage)
   end
   add({ kind = 'note', text = s })
+end
+
+--- The chat's header: the session's model and its token totals.
+function M.header()
+  local status = require('qwen.status')
+  local s
+  if status.no_model then
+    s = 'qwen · no model (:checkhealth qwen)'
+  else
+    s = 'qwen · ' .. (status.model or '…')
+  end
+  local t = require('qwen.model').totals
+  if t.turns > 0 then
+    s = s .. ' · session ' .. require('qwen.model').tokens(t.input, t.output, t.cached)
+  end
+  return s
+end
+
+--- Redraws the header after the model or the totals changed.
+function M.header_changed()
+  if M.is_open() then
+    pcall(vim.cmd, 'redrawstatus!')
+  end
 end
 
 --- The line that says a review is waiting: <CR> on it opens the review.

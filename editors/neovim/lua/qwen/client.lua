@@ -181,6 +181,10 @@ function M.on_model(caps)
     end
   elseif type(q.model) == 'string' then
     status.set({ no_model = false })
+    -- The server's default; the chat's session may choose another.
+    if not status.model then
+      status.set({ model = q.model })
+    end
   end
 end
 

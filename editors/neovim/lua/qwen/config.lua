@@ -20,6 +20,12 @@ M.defaults = {
   root_markers = { '.qwen', '.git' },
   -- Start the server and attach it to every normal buffer of the workspace.
   autostart = true,
+  -- What require('qwen').statusline() adds after the state and mode: the
+  -- chat session's model, and its token totals (input/output).
+  statusline = {
+    model = true,
+    tokens = false,
+  },
   chat = {
     -- 'right', 'left', 'below', 'above' or 'tab'
     position = 'right',

@@ -151,6 +151,24 @@ function M.new_session()
   require('qwen.session').new_session()
 end
 
+--- :QwenModel [id]: sets the chat session's model, or picks one.
+function M.model(id)
+  ensure()
+  local m = require('qwen.model')
+  id = vim.trim(id or '')
+  if id == '' then
+    m.pick()
+  else
+    m.set(id)
+  end
+end
+
+--- :QwenStats: the session's model and token totals.
+function M.stats()
+  ensure()
+  return require('qwen.model').stats()
+end
+
 function M.undo_turn()
   ensure()
   require('qwen.session').undo_turn()

@@ -39,6 +39,7 @@ function M.with_session(fn, on_fail)
       end
       M.session_id = res.sessionId
       status.set({ mode = res.approvalMode })
+      require('qwen.model').show(res.model)
       fn(cl, M.session_id)
     end)
   end, on_fail)
@@ -117,6 +118,7 @@ function M.prompt(text, blocks)
         return
       end
       M.last_stop = res
+      require('qwen.model').add_turn(res and res.usage)
       chat().turn_end(res)
     end)
     if not ok then
@@ -223,11 +225,18 @@ function M.load(session_id, cb)
   end
   M.session_id = session_id
   chat().clear()
+  require('qwen.model').reset_totals()
   util.request(c, 'qwen/loadSession', { sessionId = session_id }, function(err)
     if err then
       util.notify_user('could not load the session: ' .. err.message, vim.log.levels.ERROR)
       return
     end
+    -- The loaded session's own model, for the statusline and the header.
+    util.request(c, 'qwen/listModels', { sessionId = session_id }, function(lerr, res)
+      if not lerr and type(res) == 'table' then
+        require('qwen.model').show(res.current)
+      end
+    end)
     if cb then
       cb()
     end
@@ -242,6 +251,7 @@ function M.new_session()
   end
   M.session_id = nil
   chat().clear()
+  require('qwen.model').reset_totals()
 end
 
 --- qwen/revertTurn: undoes the files the last turn changed.
@@ -299,7 +309,10 @@ function M.on_update(params, client_id)
   elseif kind == 'tool_call_update' and (u.status == 'completed' or u.status == 'failed') then
     status.set({ tool = vim.NIL })
   elseif kind == 'usage_update' then
+    require('qwen.model').context = u
     status.set({ usage = u })
+  elseif kind == 'current_model_update' then
+    require('qwen.model').show(u.modelId)
   end
   chat().on_update(u)
 end
@@ -309,6 +322,7 @@ function M.on_exit(client_id, code, signal)
     return
   end
   M.client_id, M.session_id = nil, nil
+  require('qwen.model').reset_totals()
   if M.busy then
     M.busy = false
     status.set({ busy = false, tool = vim.NIL })

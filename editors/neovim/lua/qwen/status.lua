@@ -10,10 +10,14 @@ local M = {
   progress = nil,
   no_model = false, -- initialize said experimental.qwen.model = null
   not_found = false, -- the qwen-ls command is not executable
+  model = nil, -- the chat session's model (or the server's default)
+  totals = nil, -- the chat session's token totals (qwen.model.totals)
 }
 
 -- The longest detail (a tool title, a shell command) the statusline shows.
 M.max_detail = 40
+-- The longest model id the statusline shows.
+M.max_model = 24
 
 local function changed()
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'QwenStatus', modeline = false })
@@ -45,6 +49,16 @@ function M.cut(s, n)
   return vim.fn.strcharpart(s, 0, n - 1) .. '…'
 end
 
+--- A token count in few characters: 950, 12.3k, 4.1M.
+function M.short(n)
+  if n < 1000 then
+    return tostring(n)
+  elseif n < 1000000 then
+    return (string.format('%.1fk', n / 1000):gsub('%.0k$', 'k'))
+  end
+  return (string.format('%.1fM', n / 1000000):gsub('%.0M$', 'M'))
+end
+
 --- The statusline component: `qwen: idle [default]`.
 function M.statusline()
   local what
@@ -65,6 +79,13 @@ function M.statusline()
   local s = 'qwen: ' .. what
   if M.mode then
     s = s .. ' [' .. M.mode .. ']'
+  end
+  local o = require('qwen.config').options.statusline or {}
+  if o.model ~= false and M.model and not M.no_model and not M.not_found then
+    s = s .. ' · ' .. M.cut(M.model, M.max_model)
+  end
+  if o.tokens and M.totals and M.totals.turns > 0 then
+    s = s .. string.format(' · %s/%s tok', M.short(M.totals.input), M.short(M.totals.output))
   end
   return s
 end

@@ -42,7 +42,7 @@ return {
       end
       H.ok(tool_line, 'a collapsed read_file line with status completed:\n' .. text)
       -- usage at the end of the turn
-      H.contains(lines[#lines - 1], '— end_turn · 4600 input and 150 output tokens', 'usage line')
+      H.contains(lines[#lines - 1], '— end_turn · tokens 4600 in, 150 out · session 4600 in, 150 out', 'usage line')
       -- expanding the tool line shows its output
       local chat = require('qwen.chat')
       vim.api.nvim_set_current_win(vim.fn.bufwinid(chat.buf))
@@ -53,7 +53,7 @@ return {
       H.contains(table.concat(after, '\n'), '    absolute_path: ' .. H.ws .. '/calc/calc.go', 'the tool input')
       H.feed('<CR>')
       H.eq(#lines, #H.chat_lines(), 'collapsed again')
-      H.eq('qwen: idle [default]', require('qwen').statusline(), 'statusline')
+      H.eq('qwen: idle [default] · scripted', require('qwen').statusline(), 'statusline')
     end,
   },
   {

@@ -54,7 +54,7 @@ return {
       H.contains(vl, '// Add returns a + b.', 'hunk 1 new line')
       -- tabs expanded so the virtual line lines up with the buffer's text
       H.contains(vl, '+ ' .. string.rep(' ', vim.bo[buf].tabstop * 2) .. 'out[i] = p * factor / 100', 'hunk 2 new line')
-      H.eq('qwen: review: 2 hunks [default]', require('qwen').statusline(), 'statusline while reviewing')
+      H.eq('qwen: review: 2 hunks [default] · scripted', require('qwen').statusline(), 'statusline while reviewing')
       H.contains(H.virt_lines(buf), '\\a accept · \\r reject', 'the header names the keys as typed')
       -- with the cursor off every hunk, the keys decide nothing
       vim.api.nvim_win_set_cursor(0, { 6, 0 })
@@ -65,7 +65,7 @@ return {
       H.feed(K.accept)
       H.eq(3, vim.api.nvim_win_get_cursor(0)[1], 'deciding does not move the cursor')
       H.contains(H.virt_lines(buf), 'qwen: hunk 1/2 accepted', 'hunk 1 shown as accepted')
-      H.eq('qwen: review: 1 hunk [default]', require('qwen').statusline(), 'one hunk left')
+      H.eq('qwen: review: 1 hunk [default] · scripted', require('qwen').statusline(), 'one hunk left')
       H.feed(']h')
       H.eq(12, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 2')
       H.feed(K.reject)
@@ -263,7 +263,7 @@ return {
       H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
       H.eq(ORIGINAL, H.read(ws .. '/calc/calc.go'), 'the disk is untouched')
       H.eq('', vim.fn.maparg(K.accept, 'n'), 'the review keymaps are gone')
-      H.eq('qwen: idle [default]', require('qwen').statusline(), 'statusline')
+      H.eq('qwen: idle [default] · scripted', require('qwen').statusline(), 'statusline')
     end,
   },
 }

@@ -25,7 +25,7 @@ return {
       local asked
       vim.ui.select = function(items, opts, cb)
         asked = { items = items, prompt = opts.prompt, formatted = vim.tbl_map(opts.format_item, items) }
-        H.eq('qwen: waiting for you [default]', require('qwen').statusline(), 'statusline while asking')
+        H.eq('qwen: waiting for you [default] · scripted', require('qwen').statusline(), 'statusline while asking')
         -- answer later, as a picker UI does
         vim.defer_fn(function()
           for _, o in ipairs(items) do

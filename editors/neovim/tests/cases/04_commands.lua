@@ -47,7 +47,7 @@ return {
       H.wait_turn()
       vim.cmd('QwenMode auto-edit')
       H.wait(5000, function()
-        return require('qwen').statusline() == 'qwen: idle [auto-edit]'
+        return require('qwen').statusline() == 'qwen: idle [auto-edit] · scripted'
       end, 'the statusline to show auto-edit')
       local session = require('qwen.session')
       local first = session.session_id

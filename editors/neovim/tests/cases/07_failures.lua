@@ -74,7 +74,7 @@ return {
       H.contains(errs[1], 'OPENAI_BASE_URL', 'the variable to change')
       H.contains(errs[1], url, 'the URL tried')
       H.ok(not errs[1]:find('\n', 1, true), 'one line (no hit-enter prompt)')
-      H.eq('qwen: idle [default]', require('qwen').statusline(), 'the statusline after the failure')
+      H.eq('qwen: idle [default] · scripted', require('qwen').statusline(), 'the statusline after the failure')
       -- a second turn: the chat says it again, the notification does not
       prompt_error(H, 'hello again')
       H.eq(1, #errors(seen), 'still one error notification')
