@@ -54,10 +54,8 @@ func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error)
 	var p struct {
 		Cwd string `json:"cwd"`
 	}
-	if len(req.Params) > 0 && string(req.Params) != "null" {
-		if err := unmarshalParams(req, &p); err != nil {
-			return nil, err
-		}
+	if err := optionalParams(req, &p); err != nil {
+		return nil, err
 	}
 	if p.Cwd == "" {
 		return s.listSessions(ctx, req)

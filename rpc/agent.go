@@ -149,6 +149,19 @@ func unmarshalParams(req *Request, v any) error {
 	return nil
 }
 
+// optionalParams reads params that may be left out: absent, null and an
+// empty array (Lua clients send an empty table as []) all mean none.
+func optionalParams(req *Request, v any) error {
+	switch strings.TrimSpace(string(req.Params)) {
+	case "", "null", "[]":
+		return nil
+	}
+	if err := json.Unmarshal(req.Params, v); err != nil {
+		return invalidParams(req.Method, err)
+	}
+	return nil
+}
+
 // sessionError maps the session's errors to JSON-RPC errors (§8).
 func sessionError(err error) error {
 	var nm *session.NoModelError
@@ -184,10 +197,8 @@ func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
 		ApprovalMode string `json:"approvalMode"`
 		Model        string `json:"model"`
 	}
-	if len(req.Params) > 0 && string(req.Params) != "null" {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(req.Method, err)
-		}
+	if err := optionalParams(req, &p); err != nil {
+		return nil, err
 	}
 	// model chooses among the configured models (as qwen/setModel);
 	// checked before the session exists, so a wrong id leaves none.

@@ -59,10 +59,8 @@ func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
-	if len(req.Params) > 0 && string(req.Params) != "null" {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, invalidParams(req.Method, err)
-		}
+	if err := optionalParams(req, &p); err != nil {
+		return nil, err
 	}
 	models, current, err := s.modelChoices(p.SessionID)
 	if err != nil {

@@ -542,3 +542,17 @@ func TestModelSwitchMidTurnAppliesToTheNextRequest(t *testing.T) {
 	}
 	lastRequest(t, or, "qwen/qwen3-coder", fixtureOpenRouterKey)
 }
+
+// Methods whose params may be left out take an empty array too: Lua
+// clients (Neovim) send an empty table as [].
+func TestOptionalParamsAcceptAnEmptyArray(t *testing.T) {
+	a := startAgent(t, "default")
+	for _, method := range []string{"qwen/listModels", "qwen/newSession", "qwen/listSessions"} {
+		if _, err := a.e.Call(method, []any{}); err != nil {
+			t.Errorf("%s with []: %v", method, err)
+		}
+	}
+	if _, err := a.e.Call("qwen/listModels", []any{1}); !isCode(err, rpc.CodeInvalidParams) {
+		t.Errorf("qwen/listModels with [1]: %v, want -32602", err)
+	}
+}
