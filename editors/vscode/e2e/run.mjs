@@ -922,6 +922,15 @@ test('the model picker switches the session mid-way; the next request uses that 
     // The running totals: in the chat header's tooltip (and the status bar item's).
     const totals = await frame.locator('#model').getAttribute('data-tokens');
     if (totals !== 'Session: 2 turns · 3,234 in · 156 out tokens') throw new Error(`the session totals: ${totals}`);
+    await modelItem().hover();
+    const hover = page.locator('.monaco-hover', { hasText: 'Session: 2 turns' }).first();
+    await hover.waitFor({ state: 'visible', timeout: 10000 });
+    const hoverText = await hover.innerText();
+    log(`model item tooltip: ${JSON.stringify(hoverText)}`);
+    if (!/qwen-deep/.test(hoverText) || !/3,234 in · 156 out tokens/.test(hoverText) || !/Context: [\d,]+ of [\d,]+ tokens/.test(hoverText)) {
+      throw new Error(`the model item's tooltip: ${hoverText}`);
+    }
+    await page.mouse.move(0, 0);
     // The view title's Model action opens the same picker, now with qwen-deep current.
     await viewAction('Model').click();
     await until('qwen-deep current in the picker', async () => {
