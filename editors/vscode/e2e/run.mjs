@@ -937,8 +937,13 @@ test('the model picker switches the session mid-way; the next request uses that 
       const t = await rows.allTextContents();
       return t.length === 3 && t.filter((x) => /current/.test(x)).length === 1 && t.some((x) => /Qwen Deep/.test(x) && /current/.test(x));
     }, 30000);
-    await page.keyboard.press('Escape');
     await shot('model-switched');
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    // So does the model name in the chat's header.
+    await frame.locator('#model').click();
+    await quickPickRow('Qwen Fast');
+    await page.keyboard.press('Escape');
   } finally {
     if (before === undefined) fs.rmSync(file, { force: true });
     else fs.writeFileSync(file, before);
