@@ -861,6 +861,97 @@ test('Qwen: Check Setup sends a real request and reports the answer', async () =
   if (reqs.length !== 1) throw new Error(`expected one request to the model, got ${reqs.length}`);
 });
 
+/** The status bar item of the session's model (it opens the model picker). */
+function modelItem(p = page) {
+  return p.locator('.statusbar-item:has(.codicon-hubot)').first();
+}
+
+test('the model picker switches the session mid-way; the next request uses that model; turns show their tokens', async () => {
+  // Two more models in the user's ~/.qwen/settings.json (Qwen Code's modelProviders), both at the scripted model.
+  const dir = path.join(home, '.qwen');
+  const file = path.join(dir, 'settings.json');
+  const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      modelProviders: {
+        openai: [
+          { id: 'qwen-fast', name: 'Qwen Fast', baseUrl, description: 'the quick one' },
+          { id: 'qwen-deep', name: 'Qwen Deep', baseUrl, description: 'the thorough one' },
+        ],
+      },
+    }),
+  );
+  try {
+    await command('Qwen: Restart Server');
+    await until('the model in the status bar', async () => /scripted/.test(await modelItem().textContent()), 30000);
+    const frame = await openChat();
+    await newSession(frame);
+    await useInlineScript('-- 01.response --\ntext: First answer.\nusage: 1234 56\n');
+    await prompt(frame, 'Which model answers?');
+    const end1 = await turnEnd(frame);
+    if (end1 !== '') throw new Error(`turn ended with ${end1}`);
+    let reqs = await modelRequests();
+    if (reqs.length !== 1 || reqs[0].model !== 'scripted') throw new Error(`the first turn did not go to the default model: ${JSON.stringify(reqs.map((r) => r.model))}`);
+    const line1 = await frame.locator('.turn-usage').first().textContent();
+    if (line1 !== 'Tokens: 1,234 in · 56 out') throw new Error(`the first turn's token line: ${line1}`);
+    // The status bar item opens the picker: the three models, the default one current.
+    await modelItem().click();
+    const rows = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+    await until('three models in the picker', async () => (await rows.count()) === 3, 30000);
+    const texts = await rows.allTextContents();
+    log(`model picker: ${JSON.stringify(texts)}`);
+    const current = texts.filter((t) => /current/.test(t));
+    if (current.length !== 1 || !/scripted/.test(current[0])) throw new Error(`the current model is not marked: ${JSON.stringify(texts)}`);
+    if (!texts.some((t) => /Qwen Deep/.test(t) && /the thorough one/.test(t) && t.includes(baseUrl))) throw new Error(`a row lacks its endpoint or description: ${JSON.stringify(texts)}`);
+    await shot('model-picker');
+    await (await quickPickRow('Qwen Deep')).click();
+    await until('the status bar shows qwen-deep', async () => /qwen-deep/.test(await modelItem().textContent()), 10000);
+    await until('the chat header shows qwen-deep', async () => (await frame.locator('#model').textContent()) === 'qwen-deep', 10000);
+    // The next prompt of the same session goes out with the chosen model.
+    await useInlineScript('-- 01.response --\ntext: Second answer.\nusage: 2000 100\n');
+    await prompt(frame, 'And now?');
+    const end2 = await turnEnd(frame, 2);
+    if (end2 !== '') throw new Error(`turn ended with ${end2}`);
+    reqs = await modelRequests();
+    if (reqs.length !== 1 || reqs[0].model !== 'qwen-deep') throw new Error(`the second turn did not go to qwen-deep: ${JSON.stringify(reqs.map((r) => r.model))}`);
+    if (!reqs[0].messages.some((m) => m.role === 'assistant' && String(m.content).includes('First answer.'))) throw new Error('the switch lost the session history');
+    const lines = await frame.locator('.turn-usage').allTextContents();
+    if (lines.length !== 2 || lines[1] !== 'Tokens: 2,000 in · 100 out') throw new Error(`the token lines: ${JSON.stringify(lines)}`);
+    // The running totals: in the chat header's tooltip (and the status bar item's).
+    const totals = await frame.locator('#model').getAttribute('data-tokens');
+    if (totals !== 'Session: 2 turns · 3,234 in · 156 out tokens') throw new Error(`the session totals: ${totals}`);
+    await modelItem().hover();
+    const hover = page.locator('.monaco-hover', { hasText: 'Session: 2 turns' }).first();
+    await hover.waitFor({ state: 'visible', timeout: 10000 });
+    const hoverText = await hover.innerText();
+    log(`model item tooltip: ${JSON.stringify(hoverText)}`);
+    if (!/qwen-deep/.test(hoverText) || !/3,234 in · 156 out tokens/.test(hoverText) || !/Context: [\d,]+ of [\d,]+ tokens/.test(hoverText)) {
+      throw new Error(`the model item's tooltip: ${hoverText}`);
+    }
+    await page.mouse.move(0, 0);
+    // The view title's Model action opens the same picker, now with qwen-deep current.
+    await viewAction('Model').click();
+    await until('qwen-deep current in the picker', async () => {
+      const t = await rows.allTextContents();
+      return t.length === 3 && t.filter((x) => /current/.test(x)).length === 1 && t.some((x) => /Qwen Deep/.test(x) && /current/.test(x));
+    }, 30000);
+    await shot('model-switched');
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    // So does the model name in the chat's header.
+    await frame.locator('#model').click();
+    await quickPickRow('Qwen Fast');
+    await page.keyboard.press('Escape');
+  } finally {
+    if (before === undefined) fs.rmSync(file, { force: true });
+    else fs.writeFileSync(file, before);
+    await command('Qwen: Restart Server');
+    await until('the default model again', async () => /scripted/.test(await modelItem().textContent()), 30000);
+  }
+});
+
 test('a dead model URL ends the turn at once, without retries; chat, status and toast name qwen.model.baseUrl', async () => {
   const dead = await freePort(); // closed again: nothing listens there
   await setUserSettings({ 'qwen.model.baseUrl': `http://127.0.0.1:${dead}/v1` });
@@ -935,6 +1026,13 @@ test('without an API key: a model name alone, then a remote URL, each names the 
     if (!/qwen\.model\.name/.test(empty)) throw new Error(`the empty chat does not name qwen.model.name: ${empty}`);
     await frame.locator('#empty button', { hasText: 'Open Settings' }).waitFor();
     await page.screenshot({ path: path.join(artifacts, 'no-model.png') });
+    // The model picker says so too, and offers the same two ways out.
+    if (!/no model/.test(await modelItem().textContent())) throw new Error(`the model item: ${await modelItem().textContent()}`);
+    await modelItem().click();
+    await quickPickRow('Check Setup');
+    const pickerText = await page.locator('.quick-input-widget').innerText();
+    if (!/no model is configured/i.test(pickerText) || !/Open Settings/.test(pickerText)) throw new Error(`the picker without models: ${pickerText}`);
+    await page.keyboard.press('Escape');
     // Name only: no endpoint and no key.
     await setUserSettings({ 'qwen.model.baseUrl': undefined, 'qwen.model.name': 'qwen3-coder-plus' });
     await prompt(frame, 'Hello?');

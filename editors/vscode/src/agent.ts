@@ -9,7 +9,8 @@ import type { Extension } from './extension';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
 import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage, withoutReminders } from './chat/protocol';
-import { StatusBar } from './status';
+import { ModelStatusBar, StatusBar } from './status';
+import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
 import { elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
 
 // html: false escapes any HTML the model writes; the webview's CSP blocks
@@ -42,11 +43,15 @@ export class Agent {
   private agentText = new Map<string, string>();
   private thoughtText = new Map<string, string>();
   private cards = new Map<string, ToolCard>();
+  /** The session's tokens, summed over the turns this window saw (a loaded session starts at zero). */
+  private totals: Usage = noUsage;
+  private countedTurns = 0;
 
   constructor(
     private readonly ext: Extension,
     private readonly chat: ChatViewProvider,
     private readonly status: StatusBar,
+    private readonly modelStatus: ModelStatusBar,
   ) {
     this.status.setMode(approvalModeSetting());
   }
@@ -75,6 +80,7 @@ export class Agent {
       model: this.model,
       status: this.status.state,
       setupHint: this.setupHint,
+      tokens: this.countedTurns > 0 ? formatSessionUsage(this.totals, this.countedTurns) : null,
     });
   }
 
@@ -107,6 +113,8 @@ export class Agent {
         return;
       case 'checkSetup':
         return this.checkSetup();
+      case 'pickModel':
+        return this.pickModel();
       case 'openLocation': {
         const uri = vscode.Uri.file(m.path);
         if (!vscode.workspace.getWorkspaceFolder(uri)) return;
@@ -180,8 +188,14 @@ export class Agent {
       const sessionId = await this.ensureSession();
       const client = await this.requireClient();
       const blocks = await this.promptBlocks(text);
-      const res = await client.sendRequest<{ stopReason: string }>('qwen/prompt', { sessionId, prompt: blocks });
-      this.post({ type: 'turnEnd', stopReason: res.stopReason });
+      const res = await client.sendRequest<{ stopReason: string; usage?: unknown }>('qwen/prompt', { sessionId, prompt: blocks });
+      const usage = parseUsage(res.usage);
+      if (usage && sessionId === this.sessionId) {
+        this.totals = addUsage(this.totals, usage);
+        this.countedTurns++;
+        this.modelStatus.setTotals(formatSessionUsage(this.totals, this.countedTurns));
+      }
+      this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
       this.status.setProblem(undefined);
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
@@ -216,6 +230,7 @@ export class Agent {
   setModel(model: string | null | undefined): void {
     if (model === undefined) return; // a server that does not say
     this.model = model;
+    this.modelStatus.setModel(model);
     this.status.setNoModel(model === null);
     this.setupHint =
       model === null ? 'No model is configured: set qwen.model.name and qwen.model.baseUrl (or OPENAI_MODEL and OPENAI_BASE_URL).' : null;
@@ -300,6 +315,7 @@ export class Agent {
   }
 
   private resetTranscript(): void {
+    this.resetUsage();
     this.agentText.clear();
     this.thoughtText.clear();
     this.cards.clear();
@@ -341,6 +357,8 @@ export class Agent {
       }
       for (const w of loaded?.warnings ?? []) this.post({ type: 'notice', text: `Qwen: ${w}` });
       this.postState();
+      // The session's file keeps the model chosen for it.
+      await this.refreshModel();
     } catch (err) {
       this.post({ type: 'error', message: errorText(err) });
     }
@@ -442,6 +460,95 @@ export class Agent {
     }
   }
 
+  /** A new or another session: its totals start again. */
+  private resetUsage(): void {
+    this.totals = noUsage;
+    this.countedTurns = 0;
+    this.modelStatus.setTotals(undefined);
+    this.modelStatus.setContext(undefined);
+  }
+
+  /**
+   * The model picker: qwen/listModels as a QuickPick; the choice goes to
+   * qwen/setModel for the chat's session (started first when there is none).
+   */
+  async pickModel(): Promise<void> {
+    let client;
+    let raw: unknown;
+    try {
+      client = await this.requireClient();
+      raw = await client.sendRequest('qwen/listModels', this.sessionId ? { sessionId: this.sessionId } : {});
+    } catch (err) {
+      const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      if (code === -32601) {
+        // A server from before the model list: the setting is the only way.
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.model.name');
+        return;
+      }
+      void vscode.window.showErrorMessage(`Qwen: could not list the models: ${errorText(err)}`);
+      return;
+    }
+    const list = parseModelList(raw);
+    if (!list) {
+      void vscode.window.showErrorMessage('Qwen: the model list is an answer this extension does not understand.');
+      return;
+    }
+    if (list.models.length === 0) {
+      await this.noModelPicker();
+      return;
+    }
+    const items = modelItems(list);
+    const qp = vscode.window.createQuickPick<(typeof items)[number]>();
+    qp.title = 'Qwen: model';
+    qp.placeholder = this.sessionId ? 'The model of this chat session' : 'The model of the next chat session';
+    qp.matchOnDescription = true;
+    qp.matchOnDetail = true;
+    qp.items = items;
+    const current = items.find((i) => i.current);
+    if (current) qp.activeItems = [current];
+    const pick = await new Promise<(typeof items)[number] | undefined>((resolve) => {
+      qp.onDidAccept(() => resolve(qp.selectedItems[0] ?? qp.activeItems[0]));
+      qp.onDidHide(() => resolve(undefined));
+      qp.show();
+    });
+    qp.dispose();
+    if (!pick || pick.current) return;
+    try {
+      const sessionId = await this.ensureSession();
+      const res = await client.sendRequest<{ model?: unknown }>('qwen/setModel', { sessionId, modelId: pick.id });
+      if (sessionId === this.sessionId) this.setModel(typeof res?.model === 'string' ? res.model : pick.id);
+    } catch (err) {
+      // -32602: an id the settings no longer offer; the message names the ones they do.
+      void vscode.window.showErrorMessage(`Qwen: ${errorText(err)}`);
+    }
+  }
+
+  /** No model is configured: the picker says so and offers the way to set one up. */
+  private async noModelPicker(): Promise<void> {
+    const items = [
+      { label: '$(gear) Open Settings', detail: 'Set qwen.model.name and qwen.model.baseUrl', action: 'settings' },
+      { label: '$(pulse) Check Setup', detail: 'Ask qwen-ls what is missing', action: 'check' },
+    ];
+    const pick = await vscode.window.showQuickPick(items, {
+      title: 'Qwen: no model is configured',
+      placeHolder: 'No model is configured: set qwen.model.name and qwen.model.baseUrl, or list models under modelProviders in ~/.qwen/settings.json',
+    });
+    if (pick?.action === 'settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.model');
+    else if (pick?.action === 'check') await this.checkSetup();
+  }
+
+  /** The settings changed: the session's model may have changed with them. */
+  async refreshModel(): Promise<void> {
+    const client = this.ext.client;
+    if (!client || client.state !== State.Running) return;
+    try {
+      const list = parseModelList(await client.sendRequest('qwen/listModels', this.sessionId ? { sessionId: this.sessionId } : {}));
+      if (list) this.setModel(list.current);
+    } catch {
+      // A server without qwen/listModels: the next session says.
+    }
+  }
+
   awaitingUser(what: string): void {
     this.status.setTool(what);
     this.postState();
@@ -449,6 +556,7 @@ export class Agent {
 
   serverStopped(): void {
     this.sessionId = undefined;
+    this.resetUsage();
     if (this.busy) {
       this.busy = false;
       this.status.setBusy(false);
@@ -527,6 +635,14 @@ export class Agent {
           priority: typeof e.priority === 'string' ? e.priority : 'medium',
         }));
         this.post({ type: 'plan', entries });
+        return;
+      }
+      case 'current_model_update': {
+        if (typeof u.modelId === 'string' && u.modelId !== '') this.setModel(u.modelId);
+        return;
+      }
+      case 'usage_update': {
+        if (typeof u.used === 'number' && typeof u.size === 'number') this.modelStatus.setContext(formatContext(u.used, u.size));
         return;
       }
       case 'current_mode_update': {

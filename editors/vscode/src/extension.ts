@@ -17,7 +17,7 @@ import { ChatViewProvider } from './chat/view';
 import { Agent } from './agent';
 import { ReviewController, ProposeEditParams } from './review/controller';
 import { askPermission, PermissionParams } from './permission';
-import { SandboxInfo, StatusBar } from './status';
+import { ModelStatusBar, SandboxInfo, StatusBar } from './status';
 import { approvalModeSetting } from './settings';
 
 const secretKey = 'qwen.apiKey';
@@ -60,6 +60,7 @@ export class Extension implements vscode.Disposable {
   client: LanguageClient | undefined;
   readonly output = vscode.window.createOutputChannel('Qwen', { log: true });
   readonly status: StatusBar;
+  readonly modelStatus: ModelStatusBar;
   readonly agent: Agent;
   readonly review: ReviewController;
   readonly chat: ChatViewProvider;
@@ -71,10 +72,11 @@ export class Extension implements vscode.Disposable {
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.status = new StatusBar();
+    this.modelStatus = new ModelStatusBar();
     this.chat = new ChatViewProvider(context.extensionUri, this.output);
-    this.agent = new Agent(this, this.chat, this.status);
+    this.agent = new Agent(this, this.chat, this.status, this.modelStatus);
     this.review = new ReviewController(this.output);
-    this.disposables.push(this.output, this.status, this.review);
+    this.disposables.push(this.output, this.status, this.modelStatus, this.review);
   }
 
   async activate(): Promise<void> {
@@ -94,8 +96,7 @@ export class Extension implements vscode.Disposable {
       vscode.commands.registerCommand('qwen.undoTurn', () => this.agent.undoTurn()),
       vscode.commands.registerCommand('qwen.restartServer', () => this.restart()),
       vscode.commands.registerCommand('qwen.checkSetup', () => this.agent.checkSetup()),
-      // Until the server can switch models, the model action opens its setting.
-      vscode.commands.registerCommand('qwen.pickModel', () => vscode.commands.executeCommand('workbench.action.openSettings', 'qwen.model.name')),
+      vscode.commands.registerCommand('qwen.pickModel', () => this.agent.pickModel()),
       vscode.commands.registerCommand('qwen.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:qwen-ls.qwen-ls')),
       this.review.onDidChangePending((reviews) => {
         this.status.setReviews(reviews);
@@ -245,7 +246,9 @@ export class Extension implements vscode.Disposable {
     if ((e.affectsConfiguration('qwen.model') || e.affectsConfiguration('qwen.approvalMode')) && this.client?.state === State.Running) {
       // Replaces what initializationOptions gave (protocol.md §10); the
       // approval mode is the one new sessions start in.
-      void this.client.sendNotification('workspace/didChangeConfiguration', { settings: editorSettings() });
+      void this.client
+        .sendNotification('workspace/didChangeConfiguration', { settings: editorSettings() })
+        .then(() => (e.affectsConfiguration('qwen.model') ? this.agent.refreshModel() : undefined));
     }
     if (e.affectsConfiguration('qwen.approvalMode')) this.status.setMode(this.agent.mode ?? approvalModeSetting());
   }

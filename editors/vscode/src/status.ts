@@ -171,3 +171,56 @@ export class StatusBar implements vscode.Disposable {
 function escapeMarkdown(text: string): string {
   return text.replace(/[\\`*_{}[\]()#+\-.!<>|]/g, '\\$&');
 }
+
+/**
+ * The second status bar item: the session's model ("$(hubot) qwen3-coder-plus"),
+ * which opens the model picker; its tooltip holds the session's token totals
+ * and how full the model's context is.
+ */
+export class ModelStatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('qwen.model', vscode.StatusBarAlignment.Right, 99);
+  private model: string | null | undefined;
+  private totals: string | undefined;
+  private context: string | undefined;
+
+  constructor() {
+    this.item.name = 'Qwen Model';
+    this.item.command = 'qwen.pickModel';
+    this.render();
+    this.item.show();
+  }
+
+  /** The model in use: a name, null when none is configured, undefined before the server says. */
+  setModel(model: string | null | undefined): void {
+    this.model = model;
+    this.render();
+  }
+
+  /** The session's running totals (formatSessionUsage), or undefined before the first turn. */
+  setTotals(totals: string | undefined): void {
+    this.totals = totals;
+    this.render();
+  }
+
+  /** How full the context was after the last model request (formatContext). */
+  setContext(context: string | undefined): void {
+    this.context = context;
+    this.render();
+  }
+
+  private render(): void {
+    const name = this.model === null ? 'no model' : (this.model ?? '…');
+    this.item.text = `$(hubot) ${name.length > 40 ? name.slice(0, 39) + '…' : name}`;
+    const md = new vscode.MarkdownString();
+    md.supportThemeIcons = true;
+    md.appendMarkdown(this.model ? `**Model:** \`${this.model.replace(/`/g, "'")}\`` : '**Model:** none configured');
+    if (this.totals) md.appendMarkdown(`\n\n${escapeMarkdown(this.totals)}`);
+    if (this.context) md.appendMarkdown(`\n\n${escapeMarkdown(this.context)}`);
+    md.appendMarkdown('\n\nClick to choose the model.');
+    this.item.tooltip = md;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

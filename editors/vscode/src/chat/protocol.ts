@@ -21,7 +21,8 @@ export type WebviewMessage =
   | { type: 'openLocation'; path: string; line?: number }
   | { type: 'openReview'; uri: string }
   | { type: 'openSettings'; query: string }
-  | { type: 'checkSetup' };
+  | { type: 'checkSetup' }
+  | { type: 'pickModel' };
 
 export interface ToolCard {
   id: string;
@@ -41,13 +42,23 @@ export interface PlanEntry {
 }
 
 export type HostMessage =
-  | { type: 'state'; busy: boolean; mode: string; sessionId: string | null; model: string | null; status: string; setupHint: string | null }
+  | {
+      type: 'state';
+      busy: boolean;
+      mode: string;
+      sessionId: string | null;
+      model: string | null;
+      status: string;
+      setupHint: string | null;
+      /** The session's token totals (formatSessionUsage), null before its first counted turn. */
+      tokens: string | null;
+    }
   | { type: 'user'; text: string }
   | { type: 'agent'; id: string; html: string }
   | { type: 'thought'; id: string; text: string }
   | { type: 'tool'; card: ToolCard }
   | { type: 'plan'; entries: PlanEntry[] }
-  | { type: 'turnEnd'; stopReason: string }
+  | { type: 'turnEnd'; stopReason: string; usage?: string }
   | { type: 'error'; message: string; settings?: string[] }
   | { type: 'reviews'; reviews: { uri: string; name: string; hunks: number; isNewFile: boolean }[] }
   | { type: 'notice'; text: string }
@@ -78,6 +89,7 @@ const webviewShapes: Record<WebviewMessage['type'], Shape> = {
   // Only the extension's own settings can be opened from the chat.
   openSettings: { required: { query: (v) => typeof v === 'string' && /^qwen(\.[A-Za-z]+)*$/.test(v) } },
   checkSetup: { required: {} },
+  pickModel: { required: {} },
 };
 
 function matches(msg: Record<string, unknown>, shape: Shape): boolean {
@@ -155,7 +167,8 @@ export function isHostMessage(v: unknown): v is HostMessage {
         (v.sessionId === null || isStr(v.sessionId)) &&
         (v.model === null || isStr(v.model)) &&
         isStr(v.status) &&
-        (v.setupHint === null || isStr(v.setupHint))
+        (v.setupHint === null || isStr(v.setupHint)) &&
+        (v.tokens === null || isStr(v.tokens))
       );
     case 'user':
     case 'notice':
@@ -169,7 +182,7 @@ export function isHostMessage(v: unknown): v is HostMessage {
     case 'plan':
       return Array.isArray(v.entries) && v.entries.every((e) => isPlainObject(e) && isStr(e.content) && isStr(e.status) && isStr(e.priority));
     case 'turnEnd':
-      return isStr(v.stopReason);
+      return isStr(v.stopReason) && (v.usage === undefined || isStr(v.usage));
     case 'error':
       return isStr(v.message) && (v.settings === undefined || (Array.isArray(v.settings) && v.settings.every(isStr)));
     case 'reviews':

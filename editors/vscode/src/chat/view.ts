@@ -125,7 +125,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <body>
 <header id="toolbar">
   <span id="status" aria-live="polite">idle</span>
-  <span id="model"></span>
+  <button id="model" type="button" hidden></button>
 </header>
 <main id="log" aria-live="polite"></main>
 <section id="empty" hidden>

@@ -27,7 +27,7 @@ const prompt = byId<HTMLTextAreaElement>('prompt');
 const stop = byId<HTMLButtonElement>('stop');
 const send_ = byId<HTMLButtonElement>('send');
 const statusEl = byId<HTMLElement>('status');
-const modelEl = byId<HTMLElement>('model');
+const modelEl = byId<HTMLButtonElement>('model');
 const empty = byId<HTMLElement>('empty');
 const emptyText = byId<HTMLElement>('empty-text');
 const emptyActions = byId<HTMLElement>('empty-actions');
@@ -72,6 +72,7 @@ byId<HTMLButtonElement>('mention').addEventListener('click', () => {
 });
 
 stop.addEventListener('click', () => send({ type: 'cancel' }));
+modelEl.addEventListener('click', () => send({ type: 'pickModel' }));
 
 function button(text: string, onClick: () => void, cls = ''): HTMLButtonElement {
   const b = el('button', cls, text);
@@ -205,8 +206,11 @@ function handle(m: HostMessage): void {
       stop.disabled = !m.busy;
       send_.disabled = m.busy;
       statusEl.textContent = m.status;
-      modelEl.textContent = m.model ?? '';
-      modelEl.title = m.model ? `Model: ${m.model}` : '';
+      modelEl.hidden = m.sessionId === null && m.model === null && m.setupHint === null;
+      modelEl.textContent = m.model ?? 'no model';
+      modelEl.dataset.model = m.model ?? '';
+      modelEl.title = [m.model ? `Model: ${m.model}` : 'No model is configured', m.tokens, 'Click to choose the model.'].filter((s) => s).join('\n');
+      modelEl.dataset.tokens = m.tokens ?? '';
       document.body.dataset.busy = String(m.busy);
       document.body.dataset.status = m.status;
       setupHint = m.setupHint;
@@ -246,6 +250,7 @@ function handle(m: HostMessage): void {
       renderPlan(m.entries);
       break;
     case 'turnEnd':
+      if (m.usage) log.appendChild(el('div', 'turn-usage', m.usage));
       log.appendChild(el('div', `turn-end stop-${m.stopReason}`, m.stopReason === 'end_turn' ? '' : `Stopped: ${m.stopReason}`));
       break;
     case 'error': {
