@@ -2,7 +2,14 @@ package rpc_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
@@ -50,7 +57,18 @@ func TestGenerationConfigReachesTheRequest(t *testing.T) {
 	if body["temperature"] != 0.2 || body["top_p"] != 0.9 || body["enable_thinking"] != false || r.Header.Get("X-Team") != "editor-tests" {
 		t.Errorf("request body %s, X-Team %q", r.Body, r.Header.Get("X-Team"))
 	}
-	var size int
+	size := sessionWindow(e)
+	if size != 6000 {
+		t.Errorf("the session's window is %d, want contextWindowSize 6000", size)
+	}
+	if strings.Contains(string(r.Body), "customHeaders") {
+		t.Errorf("settings leaked into the body: %s", r.Body)
+	}
+}
+
+// sessionWindow is the context window the last usage_update reported.
+func sessionWindow(e *rpctest.Editor) int {
+	size := 0
 	for _, n := range e.Notifications("qwen/sessionUpdate") {
 		var p struct {
 			Update struct {
@@ -63,10 +81,64 @@ func TestGenerationConfigReachesTheRequest(t *testing.T) {
 			size = p.Update.Size
 		}
 	}
-	if size != 6000 {
-		t.Errorf("the session's window is %d, want contextWindowSize 6000", size)
+	return size
+}
+
+// A local server's own context window is used when the settings name
+// none: vLLM's /v1/models tells max_model_len, found by the vllm profile
+// (model.provider, for a server on another port than 8000) and by the
+// profile of unknown local servers; model.contextWindow still wins.
+func TestLocalServersContextWindowIsAsked(t *testing.T) {
+	models, err := os.ReadFile(filepath.Join("..", "testdata", "providers", "vllm", "models.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(string(r.Body), "customHeaders") {
-		t.Errorf("settings leaked into the body: %s", r.Body)
+	for _, tc := range []struct {
+		name     string
+		settings map[string]any
+		want     int
+	}{
+		{"vllm profile", map[string]any{"provider": "vllm"}, 32768},
+		{"unknown local server", map[string]any{}, 32768},
+		{"the setting wins", map[string]any{"contextWindow": 9000}, 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := modeltest.Start(t, modeltest.Response{Text: "ok"})
+			target, _ := url.Parse(m.URL)
+			proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+			var asked atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+					asked.Add(1)
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(models)
+					return
+				}
+				proxy.ServeHTTP(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			model := map[string]any{"name": "Qwen/Qwen3-8B", "baseUrl": srv.URL + "/v1"}
+			for k, v := range tc.settings {
+				model[k] = v
+			}
+			e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+			e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: map[string]any{
+				"settings": map[string]any{"model": model}}})
+			res, err := e.Call("qwen/newSession", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ns struct{ SessionID string }
+			json.Unmarshal(res, &ns)
+			if _, err := e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := sessionWindow(e); got != tc.want {
+				t.Errorf("the session's window is %d, want %d (the server was asked %d times)", got, tc.want, asked.Load())
+			}
+			if tc.want == 32768 && asked.Load() != 1 {
+				t.Errorf("the server was asked for its window %d times, want once", asked.Load())
+			}
+		})
 	}
 }

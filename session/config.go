@@ -14,7 +14,7 @@ import (
 // endpoint, or no model name, it returns a *NoModelError.
 func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model, error) {
 	c := newModelCache(retry)
-	return func() (Model, error) { return c.get(st.Model()) }
+	return func() (Model, error) { return c.get(st.Model(), providerSetting(st)) }
 }
 
 // ModelsFromSettings is ModelFromSettings with a choice of model: the
@@ -23,13 +23,13 @@ func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model,
 // naming the configured ones). The factories share their clients.
 func ModelsFromSettings(st *workspace.Settings, retry RetryPolicy) (def func() (Model, error), byID func(string) (Model, error), known func(string) error) {
 	c := newModelCache(retry)
-	def = func() (Model, error) { return c.get(st.Model()) }
+	def = func() (Model, error) { return c.get(st.Model(), providerSetting(st)) }
 	byID = func(id string) (Model, error) {
 		mc, err := st.ModelFor(id)
 		if err != nil {
 			return nil, err
 		}
-		return c.get(mc)
+		return c.get(mc, providerSetting(st))
 	}
 	known = func(id string) error {
 		_, err := st.ModelFor(id)
@@ -54,7 +54,14 @@ func newModelCache(retry RetryPolicy) *modelCache {
 }
 
 // get checks a resolved configuration and returns its client.
-func (c *modelCache) get(mc workspace.ModelConfig) (Model, error) {
+// providerSetting is model.provider: the provider profile to use when the
+// base URL does not tell it (a vLLM or llama.cpp server on another port),
+// "" to pick it from the URL.
+func providerSetting(st *workspace.Settings) string {
+	return st.String("model.provider", "")
+}
+
+func (c *modelCache) get(mc workspace.ModelConfig, provider string) (Model, error) {
 	if mc.APIKey == "" && mc.BaseURL == "" {
 		return nil, &NoModelError{Name: mc.Name, EnvKey: mc.EnvKey, MissingKey: mc.FromProvider && mc.Name != ""}
 	}
@@ -68,9 +75,9 @@ func (c *modelCache) get(mc workspace.ModelConfig) (Model, error) {
 	if mc.APIKey == "" && !isLoopback(mc.BaseURL) {
 		return nil, &NoModelError{MissingKey: true, BaseURL: mc.BaseURL, EnvKey: mc.EnvKey}
 	}
-	cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey}
+	cfg := ModelConfig{Name: mc.Name, BaseURL: mc.BaseURL, APIKey: mc.APIKey, Provider: provider}
 	applyGeneration(&cfg, mc.Generation)
-	key := cacheKey(mc)
+	key := provider + "\x00" + cacheKey(mc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.byKey[key]; ok {

@@ -278,6 +278,10 @@ type ModelConfig struct {
 
 // OpenAIModel talks to any OpenAI-compatible chat-completions endpoint.
 type OpenAIModel struct {
+	// windowOnce guards window, the context window the server reported.
+	windowOnce sync.Once
+	window     int
+
 	cfg      ModelConfig
 	client   openai.Client
 	retry    RetryPolicy
@@ -314,9 +318,17 @@ func NewOpenAIModel(cfg ModelConfig, retry RetryPolicy) *OpenAIModel {
 	return &OpenAIModel{cfg: cfg, client: openai.NewClient(opts...), retry: retry, provider: providerFor(cfg)}
 }
 
-// ConfiguredWindow is the context window the configuration names
-// (generationConfig.contextWindowSize), or 0.
-func (m *OpenAIModel) ConfiguredWindow() int { return m.cfg.ContextWindow }
+// ConfiguredWindow is the model's context window when the settings leave
+// model.contextWindow unset: generationConfig.contextWindowSize, else what
+// a local server says it runs with (asked once per client, at most 5 s),
+// else 0.
+func (m *OpenAIModel) ConfiguredWindow() int {
+	if m.cfg.ContextWindow > 0 {
+		return m.cfg.ContextWindow
+	}
+	m.windowOnce.Do(func() { m.window = m.ContextWindow(context.Background()) })
+	return m.window
+}
 
 // Name implements Model.
 func (m *OpenAIModel) Name() string { return m.cfg.Name }

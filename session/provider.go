@@ -54,7 +54,10 @@ var providers = []*provider{dashScope, deepSeek, openRouter, openAI, ollama, lmS
 // compatible is any other OpenAI-compatible endpoint: what Qwen Code's
 // default provider does, with the fixes of local servers.
 var compatible = &provider{
-	name:         "openai-compatible",
+	name: "openai-compatible",
+	// An unknown server on this machine or a private network is most
+	// likely vLLM or SGLang, whose /v1/models names max_model_len.
+	window:       vllmWindow,
 	match:        func(*url.URL, ModelConfig) bool { return true },
 	reasoning:    reasoningKept,
 	thinkTags:    true,
@@ -82,6 +85,7 @@ func providerFor(cfg ModelConfig) *provider {
 			// reasoning_content): send only the protocol's.
 			c := *compatible
 			c.reasoning = reasoningNever
+			c.window = nil
 			return &c
 		}
 		if p.match != nil && p.match(u, cfg) {

@@ -50,7 +50,8 @@ var knownSettings = []knownSetting{
 	{Path: "model.maxSessionTurns"},
 	{Path: "model.maxTurnRequests"},
 	{Path: "model.modalities", Subtree: true},
-	{Path: "model.name"},                    // Model()
+	{Path: "model.name"}, // Model()
+	{Path: "model.provider"},
 	{Path: "modelProviders", Subtree: true}, // ModelProviders()
 	{Path: "security.auth.selectedType"},    // SelectedAuthType()
 	{Path: "permissions.allow"},
