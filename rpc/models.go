@@ -74,20 +74,27 @@ func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) setModel(ctx context.Context, req *Request) (any, error) {
+	id, err := s.setModelParams(req)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"model": id}, nil
+}
+
+// setModelParams reads {sessionId, modelId} (qwen/setModel and ACP's
+// session/set_model) and sets the session's model; it returns the id.
+func (s *Server) setModelParams(req *Request) (string, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModelID   string `json:"modelId"`
 	}
 	if err := unmarshalParams(req, &p); err != nil {
-		return nil, err
+		return "", err
 	}
 	if p.ModelID == "" {
-		return nil, Error(CodeInvalidParams, "qwen/setModel needs modelId")
+		return "", Error(CodeInvalidParams, "%s needs modelId", req.Method)
 	}
-	if err := s.chooseModel(p.SessionID, p.ModelID); err != nil {
-		return nil, err
-	}
-	return map[string]any{"model": p.ModelID}, nil
+	return p.ModelID, s.chooseModel(p.SessionID, p.ModelID)
 }
 
 // chooseModel sets a session's model (qwen/setModel, ACP's
@@ -185,17 +192,7 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 
 // acpSetModel is the unstable session/set_model {sessionId, modelId}.
 func (s *Server) acpSetModel(ctx context.Context, req *Request) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-		ModelID   string `json:"modelId"`
-	}
-	if err := unmarshalParams(req, &p); err != nil {
-		return nil, err
-	}
-	if p.ModelID == "" {
-		return nil, Error(CodeInvalidParams, "session/set_model needs modelId")
-	}
-	if err := s.chooseModel(p.SessionID, p.ModelID); err != nil {
+	if _, err := s.setModelParams(req); err != nil {
 		return nil, err
 	}
 	return map[string]any{}, nil

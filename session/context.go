@@ -277,9 +277,7 @@ func (s *Session) cutTurnOutputs(system string, decls []ToolDecl, target int) in
 // current turn, and says how much was cut and how to get the rest: asking
 // for the same output again would not fit either.
 func cutTurnOutput(text string, limit int) string {
-	head, tail := limit*2/3, limit/3
-	h := text[:runeStartAtOrBefore(text, head)]
-	t := text[runeStartAtOrAfter(text, len(text)-tail):]
+	h, t := headAndTail(text, limit)
 	return fmt.Sprintf("%s\n[... %d of this output's %d characters were cut here because the whole did not fit the model's context window; to see them, ask for a smaller part (a line range with offset and limit, a narrower pattern, a filter such as | head) ...]\n%s",
 		h, len(text)-len(h)-len(t), len(text), t)
 }
@@ -437,11 +435,17 @@ func (s *Session) truncateOldToolOutputs(end int) int {
 	return n
 }
 
+// headAndTail are the first two thirds and the last third of limit bytes
+// of text, cut at character boundaries.
+func headAndTail(text string, limit int) (head, tail string) {
+	head = text[:runeStartAtOrBefore(text, limit*2/3)]
+	tail = text[runeStartAtOrAfter(text, len(text)-limit/3):]
+	return head, tail
+}
+
 // shorten keeps the start and the end of a long text.
 func shorten(text string, limit int) string {
-	head, tail := limit*2/3, limit/3
-	h := text[:runeStartAtOrBefore(text, head)]
-	t := text[runeStartAtOrAfter(text, len(text)-tail):]
+	h, t := headAndTail(text, limit)
 	return fmt.Sprintf("%s\n[... %d characters of this old tool output were removed to save context; run the tool again if you need them ...]\n%s", h, len(text)-len(h)-len(t), t)
 }
 
