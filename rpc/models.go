@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"slices"
 
 	"github.com/qwen-ls/qwen-ls/session"
@@ -39,20 +38,9 @@ func (s *Server) modelChoices(sessionID string) ([]modelInfo, string, error) {
 	}
 	out := make([]modelInfo, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, modelInfo{ID: e.ID, Name: e.Name, Provider: e.AuthType, BaseURL: endpointHostOnly(e.BaseURL), Description: e.Description})
+		out = append(out, modelInfo{ID: e.ID, Name: e.Name, Provider: e.AuthType, BaseURL: session.ShownEndpoint(e.BaseURL), Description: e.Description})
 	}
 	return out, current, nil
-}
-
-// endpointHostOnly is an endpoint as shown to a client: the URL without
-// user info or query, which may carry a token.
-func endpointHostOnly(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || raw == "" {
-		return ""
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
 }
 
 func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {

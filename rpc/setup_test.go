@@ -230,3 +230,31 @@ func TestInitializeNamesTheModel(t *testing.T) {
 func errorAs(err error, re **rpctest.RPCError) bool {
 	return errors.As(err, re)
 }
+
+// A base URL may carry a token in its user info or query; messages and
+// error.data show the endpoint without them.
+func TestSetupMessagesHideTheURLsCredentials(t *testing.T) {
+	dead := deadURL(t)
+	withToken := strings.Replace(dead, "http://", "http://user:tok-in-userinfo@", 1) + "?key=tok-in-query"
+	for _, model := range []map[string]any{
+		{"name": "m", "baseUrl": withToken},
+		{"baseUrl": withToken},
+		{"name": "m", "baseUrl": "https://user:tok-in-userinfo@models.example.invalid/v1?key=tok-in-query"},
+	} {
+		e, sid := startWithModel(t, model)
+		_, err := e.Call("qwen/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+		var re *rpctest.RPCError
+		if !errorAs(err, &re) {
+			t.Fatalf("prompt: %v", err)
+		}
+		res, _ := e.Call("qwen/checkSetup", nil)
+		for _, shown := range []string{re.Message, string(re.Data), string(res)} {
+			if strings.Contains(shown, "tok-in-") {
+				t.Errorf("a credential of the base URL is shown: %s", shown)
+			}
+		}
+		if !strings.Contains(re.Message, "/v1") {
+			t.Errorf("the message does not name the endpoint: %s", re.Message)
+		}
+	}
+}

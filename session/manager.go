@@ -66,11 +66,11 @@ type NoModelError struct {
 func (e *NoModelError) Error() string {
 	switch {
 	case e.MissingName:
-		return "No model name is configured for " + e.BaseURL + ": set model.name (in the editor's qwen settings, .qwen/settings.json or ~/.qwen/settings.json) or OPENAI_MODEL in the environment qwen-ls starts with."
+		return "No model name is configured for " + endpointLabel(e.BaseURL) + ": set model.name (in the editor's qwen settings, .qwen/settings.json or ~/.qwen/settings.json) or OPENAI_MODEL in the environment qwen-ls starts with."
 	case e.MissingKey && e.EnvKey != "":
-		return "No API key is configured for " + e.BaseURL + ": the model's modelProviders entry takes it from " + e.EnvKey + ", which is set neither in the environment qwen-ls starts with, nor in ~/.qwen/.env, ~/.env or (in a trusted folder) the project's .qwen/.env or .env, nor in the settings' env."
+		return "No API key is configured for " + endpointLabel(e.BaseURL) + ": the model's modelProviders entry takes it from " + e.EnvKey + ", which is set neither in the environment qwen-ls starts with, nor in ~/.qwen/.env, ~/.env or (in a trusted folder) the project's .qwen/.env or .env, nor in the settings' env."
 	case e.MissingKey:
-		return "No API key is configured for " + e.BaseURL + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json. Only a local endpoint (localhost, 127.0.0.1, ::1) works without one."
+		return "No API key is configured for " + endpointLabel(e.BaseURL) + ": set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with, or model.apiKey in ~/.qwen/settings.json. Only a local endpoint (localhost, 127.0.0.1, ::1) works without one."
 	case e.Name != "":
 		return "The model name is " + e.Name + ", but there is no endpoint or API key to reach it: set OPENAI_API_KEY (or DASHSCOPE_API_KEY) in the environment qwen-ls starts with for DashScope or OpenAI, " +
 			"or set model.baseUrl (or OPENAI_BASE_URL) to a local OpenAI-compatible server such as Ollama, vLLM or llama.cpp."
@@ -95,11 +95,11 @@ type Setup struct {
 func (e *NoModelError) Setup() Setup {
 	switch {
 	case e.MissingName:
-		return Setup{Reason: "no_model_name", Settings: []string{"model.name"}, Env: []string{"OPENAI_MODEL"}, BaseURL: e.BaseURL}
+		return Setup{Reason: "no_model_name", Settings: []string{"model.name"}, Env: []string{"OPENAI_MODEL"}, BaseURL: ShownEndpoint(e.BaseURL)}
 	case e.MissingKey && e.EnvKey != "":
-		return Setup{Reason: "no_api_key", Settings: []string{"env." + e.EnvKey}, Env: []string{e.EnvKey}, BaseURL: e.BaseURL}
+		return Setup{Reason: "no_api_key", Settings: []string{"env." + e.EnvKey}, Env: []string{e.EnvKey}, BaseURL: ShownEndpoint(e.BaseURL)}
 	case e.MissingKey:
-		return Setup{Reason: "no_api_key", Settings: []string{"model.apiKey"}, Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, BaseURL: e.BaseURL}
+		return Setup{Reason: "no_api_key", Settings: []string{"model.apiKey"}, Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, BaseURL: ShownEndpoint(e.BaseURL)}
 	case e.Name != "":
 		return Setup{Reason: "no_endpoint", Settings: []string{"model.baseUrl", "model.apiKey"}, Env: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"}, Model: e.Name}
 	}

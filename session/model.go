@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,7 +195,19 @@ func endpointLabel(baseURL string) string {
 	if baseURL == "" {
 		return openAIBaseURL
 	}
-	return baseURL
+	return ShownEndpoint(baseURL)
+}
+
+// ShownEndpoint is a base URL as messages and clients may show it:
+// without user info, query or fragment, which may carry a token. "" for
+// "" or a URL that does not parse.
+func ShownEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }
 
 // unreachableCause says why nothing serves the endpoint: a refused

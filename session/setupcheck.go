@@ -35,8 +35,8 @@ func (m *Manager) CheckSetup(ctx context.Context) SetupCheck {
 	if mc.Name != "" {
 		out.Model = &mc.Name
 	}
-	if mc.BaseURL != "" {
-		out.BaseURL = &mc.BaseURL
+	if ep := ShownEndpoint(mc.BaseURL); ep != "" {
+		out.BaseURL = &ep
 	}
 	fill := func(s Setup, msg string) SetupCheck {
 		out.Reason, out.Settings, out.Env, out.Message = s.Reason, s.Settings, s.Env, msg
