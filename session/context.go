@@ -102,17 +102,15 @@ func (s *Session) requestTokens(system string, decls []ToolDecl) int {
 }
 
 // contextLimits returns the window and the compression threshold in
-// tokens.
-func (s *Session) contextLimits() (window, threshold int) {
+// tokens, for the model the request goes to.
+func (s *Session) contextLimits(model Model) (window, threshold int) {
 	st := s.mgr.opts.Env.Settings()
 	window = st.Int("model.contextWindow", 0)
 	if window <= 0 {
-		// The model's own generationConfig.contextWindowSize, when the
-		// setting says nothing.
-		if m, err := s.newModel(); err == nil {
-			if w, ok := m.(interface{ ConfiguredWindow() int }); ok {
-				window = w.ConfiguredWindow()
-			}
+		// The model's own generationConfig.contextWindowSize, or what its
+		// local server says, when the setting says nothing.
+		if w, ok := model.(interface{ ConfiguredWindow() int }); ok {
+			window = w.ConfiguredWindow()
 		}
 	}
 	if window <= 0 {
@@ -320,7 +318,7 @@ type compaction struct {
 // threshold (or, with force, in any case, after the model said the
 // request was too long). It reports false when nothing could be freed.
 func (s *Session) fitContext(ctx context.Context, model Model, system string, decls []ToolDecl, force bool) (bool, error) {
-	window, threshold := s.contextLimits()
+	window, threshold := s.contextLimits(model)
 	before := s.requestTokens(system, decls)
 	if !force && before <= threshold {
 		return false, nil

@@ -77,7 +77,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 	}
 	system := s.systemPrompt()
 	maxRequests := st.Int("model.maxTurnRequests", 100)
-	window, _ := s.contextLimits()
+	window, _ := s.contextLimits(model)
 	var guard loopGuard
 	for n := 0; ; n++ {
 		if maxRequests > 0 && n >= maxRequests {
