@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -140,5 +141,80 @@ func TestLocalServersContextWindowIsAsked(t *testing.T) {
 				t.Errorf("the server was asked for its window %d times, want once", asked.Load())
 			}
 		})
+	}
+}
+
+// A script's usage line with a third number is the prompt tokens the
+// provider's cache served: it reaches the editor in the usage update and in
+// the prompt's answer, summed over the turn's requests.
+func TestScriptedCachedTokensReachTheEditor(t *testing.T) {
+	root := t.TempDir()
+	rs, err := modeltest.ParseScript([]byte("-- 01.response --\ncall: list_directory {\"path\":\"$ROOT\"}\nusage: 1000 20 0\n-- 02.response --\ntext: done\nusage: 1200 10 900\n"),
+		map[string]string{"ROOT": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := modeltest.Start(t, rs...)
+	e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"model": map[string]any{"name": "scripted", "baseUrl": m.URL}},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{"approvalMode": "yolo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	res, err = e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "look"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct {
+		Usage struct{ InputTokens, CachedTokens int }
+	}
+	json.Unmarshal(res, &answer)
+	if answer.Usage.InputTokens != 2200 || answer.Usage.CachedTokens != 900 {
+		t.Errorf("prompt answer %s: want 2200 input tokens of which 900 cached", res)
+	}
+	var cached []int
+	for _, n := range e.Notifications("qwen/sessionUpdate") {
+		var p struct {
+			Update struct {
+				SessionUpdate string
+				CachedTokens  *int
+			}
+		}
+		json.Unmarshal(n.Params, &p)
+		if p.Update.SessionUpdate == "usage_update" && p.Update.CachedTokens != nil {
+			cached = append(cached, *p.Update.CachedTokens)
+		}
+	}
+	if len(cached) != 2 || cached[0] != 0 || cached[1] != 900 {
+		t.Errorf("usage updates' cachedTokens %v, want [0 900]", cached)
+	}
+}
+
+// model.generationConfig.idleTimeout (milliseconds) bounds a silence inside
+// an answer: a stream that stops after its first bytes fails after it, and
+// with maxRetries 0 the editor gets the message naming the setting.
+func TestIdleTimeoutSetting(t *testing.T) {
+	stall := modeltest.Response{RawFile: filepath.Join("..", "testdata", "providers", "dashscope", "stream-text.sse"), StallAfter: 200, Stall: time.Minute}
+	m := modeltest.Start(t, stall)
+	e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"model": map[string]any{"name": "scripted", "baseUrl": m.URL,
+			"generationConfig": map[string]any{"idleTimeout": 300, "maxRetries": 0}}},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	start := time.Now()
+	_, err = e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+	t.Logf("the stalled answer failed after %s", time.Since(start))
+	if err == nil || !strings.Contains(err.Error(), "no byte for 300ms") || !strings.Contains(err.Error(), "model.generationConfig.idleTimeout") {
+		t.Fatalf("prompt error %v", err)
 	}
 }

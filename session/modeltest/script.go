@@ -19,7 +19,7 @@ import (
 //	text: I will read it.
 //	call: read_file {"absolute_path":"$ROOT/a.txt"}
 //	call[id=c7]: grep_search {"pattern":"TODO"}
-//	usage: 120 30
+//	usage: 120 30 100
 //	-- 02.response --
 //	status: 429
 //	retry-after: 1
@@ -30,7 +30,7 @@ import (
 //	Verbatim text for response 04, any number of lines.
 //
 // Directives: text (repeated lines are joined with newlines), reasoning,
-// refusal, call, finish, usage (prompt completion), status, retry-after,
+// refusal, call, finish, usage (prompt completion [cached]), status, retry-after,
 // body, cut-after, delay, chunk-delay (Go durations), chunk-size, and for
 // a recorded answer sent verbatim: raw (a file's path), content-type,
 // stall-after (bytes) and stall (a duration). A file
@@ -134,12 +134,15 @@ func parseDirectives(r *Response, body string, vars map[string]string) error {
 			r.FinishReason = value
 		case name == "usage":
 			f := strings.Fields(value)
-			if len(f) != 2 {
-				return fmt.Errorf("line %d: usage takes two numbers", line)
+			if len(f) != 2 && len(f) != 3 {
+				return fmt.Errorf("line %d: usage takes two or three numbers (prompt, completion, cached)", line)
 			}
 			u := &Usage{}
 			if u.Prompt, err = strconv.Atoi(f[0]); err == nil {
 				u.Completion, err = strconv.Atoi(f[1])
+			}
+			if err == nil && len(f) == 3 {
+				u.Cached, err = strconv.Atoi(f[2])
 			}
 			r.Usage = u
 		case name == "status":

@@ -86,6 +86,9 @@ type ToolCall struct {
 // Usage is the token count of a response.
 type Usage struct {
 	Prompt, Completion int
+	// Cached, when positive, is sent as prompt_tokens_details.cached_tokens:
+	// the prompt tokens a provider's cache served.
+	Cached int
 }
 
 // Request is one request the server received.
@@ -547,7 +550,11 @@ func (s *Server) answerRaw(w http.ResponseWriter, r *http.Request, resp Response
 }
 
 func usageJSON(u *Usage) map[string]any {
-	return map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": u.Completion, "total_tokens": u.Prompt + u.Completion}
+	out := map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": u.Completion, "total_tokens": u.Prompt + u.Completion}
+	if u.Cached > 0 {
+		out["prompt_tokens_details"] = map[string]any{"cached_tokens": u.Cached}
+	}
+	return out
 }
 
 // split cuts s into pieces of at most n bytes, never inside a UTF-8

@@ -38,7 +38,7 @@ func TestStreamIsReassembledByTheOpenAIClient(t *testing.T) {
 			{Name: "read_file", Arguments: `{"absolute_path":"/w/a.txt"}`},
 			{ID: "c2", Name: "grep_search", Arguments: `{"pattern":"TODO","limit":3}`},
 		},
-		Usage:     &modeltest.Usage{Prompt: 11, Completion: 7},
+		Usage:     &modeltest.Usage{Prompt: 11, Completion: 7, Cached: 5},
 		ChunkSize: 5,
 	})
 	c := client(s)
@@ -71,7 +71,7 @@ func TestStreamIsReassembledByTheOpenAIClient(t *testing.T) {
 	if acc.Choices[0].FinishReason != "tool_calls" {
 		t.Errorf("finish = %q", acc.Choices[0].FinishReason)
 	}
-	if acc.Usage.PromptTokens != 11 || acc.Usage.CompletionTokens != 7 {
+	if acc.Usage.PromptTokens != 11 || acc.Usage.CompletionTokens != 7 || acc.Usage.PromptTokensDetails.CachedTokens != 5 {
 		t.Errorf("usage = %+v", acc.Usage)
 	}
 	reqs := s.Requests()
@@ -116,7 +116,7 @@ text: line one
 text: line two
 call: read_file {"absolute_path":"$ROOT/a.txt"}
 call[id=x9]: glob {"pattern":"*.go"}
-usage: 3 4
+usage: 3 4 2
 chunk-delay: 5ms
 -- 03.text --
 verbatim
@@ -133,7 +133,7 @@ finish: length
 	r := rs[0]
 	if r.Text != "line one\nline two" || r.Reasoning != "hmm" || len(r.ToolCalls) != 2 ||
 		r.ToolCalls[0].Arguments != `{"absolute_path":"/w/a.txt"}` || r.ToolCalls[1].ID != "x9" ||
-		r.Usage.Prompt != 3 || r.Usage.Completion != 4 || r.ChunkDelay.Milliseconds() != 5 {
+		r.Usage.Prompt != 3 || r.Usage.Completion != 4 || r.Usage.Cached != 2 || r.ChunkDelay.Milliseconds() != 5 {
 		t.Errorf("first = %+v", r)
 	}
 	if rs[1].Status != 500 || rs[2].Text != "verbatim\n  text" || rs[2].FinishReason != "length" {
