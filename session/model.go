@@ -515,7 +515,7 @@ func (m *OpenAIModel) failure(ctx, actx context.Context, err error, start, idle 
 	case errors.Is(cause, errStartTimeout):
 		return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint did not start answering within %s; a slow endpoint needs a longer model.generationConfig.timeout", start)}
 	case errors.Is(cause, errIdleTimeout):
-		return &ModelError{Kind: ErrTransient, Message: fmt.Sprintf("the answer stalled: no byte for %s (model.generationConfig.timeout sets how long to wait)", idle)}
+		return &ModelError{Kind: ErrTransient, Message: fmt.Sprintf("the answer stalled: no byte for %s (model.generationConfig.idleTimeout sets how long to wait, in milliseconds)", idle)}
 	}
 	var me *ModelError
 	if errors.As(err, &me) {

@@ -231,7 +231,7 @@ func TestIdleStallIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Text != "The file defines one function." || len(retried) != 1 || !strings.Contains(retried[0], "model.generationConfig.timeout") {
+	if resp.Text != "The file defines one function." || len(retried) != 1 || !strings.Contains(retried[0], "model.generationConfig.idleTimeout") {
 		t.Fatalf("text %q, retries %q", resp.Text, retried)
 	}
 }

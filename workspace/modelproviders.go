@@ -41,6 +41,9 @@ const (
 type GenerationConfig struct {
 	// Timeout is the request timeout (timeout, in milliseconds).
 	Timeout time.Duration
+	// IdleTimeout is qwen-ls's idleTimeout (milliseconds): how long an
+	// answer may stay silent once it has started.
+	IdleTimeout time.Duration
 	// MaxRetries is maxRetries; nil when unset.
 	MaxRetries *int
 	// ContextWindowSize is contextWindowSize in tokens.
@@ -56,7 +59,7 @@ type GenerationConfig struct {
 
 // IsZero reports whether nothing is set.
 func (g GenerationConfig) IsZero() bool {
-	return g.Timeout == 0 && g.MaxRetries == nil && g.ContextWindowSize == 0 &&
+	return g.Timeout == 0 && g.IdleTimeout == 0 && g.MaxRetries == nil && g.ContextWindowSize == 0 &&
 		len(g.SamplingParams) == 0 && len(g.ExtraBody) == 0 && len(g.CustomHeaders) == 0
 }
 
@@ -190,6 +193,9 @@ func parseGeneration(m map[string]any) GenerationConfig {
 	}
 	if ms, ok := wholeNumber(m["timeout"]); ok && ms > 0 {
 		g.Timeout = time.Duration(ms) * time.Millisecond
+	}
+	if ms, ok := wholeNumber(m["idleTimeout"]); ok && ms > 0 {
+		g.IdleTimeout = time.Duration(ms) * time.Millisecond
 	}
 	if n, ok := wholeNumber(m["maxRetries"]); ok && n >= 0 {
 		n := int(n)
