@@ -248,6 +248,8 @@ func formatValue(v float64, unit string) string {
 	switch {
 	case unit == "%":
 		return fmt.Sprintf("%+.1f%%", v)
+	case unit == "share":
+		return fmt.Sprintf("%.1f%%", v)
 	case v >= 1000:
 		return fmt.Sprintf("%.0f %s", v, unit)
 	case v >= 100:
