@@ -56,6 +56,10 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+	// Extra is the provider's own data on the call, sent back with it
+	// where the profile says so (Gemini's thought signature); it is kept
+	// in the session's file.
+	Extra json.RawMessage `json:"Extra,omitempty"`
 	// DroppedBytes, when above zero, is the size of arguments that were
 	// over MaxArgumentBytes and so were not kept while streaming
 	// (Arguments is then empty): the call is refused without holding them.

@@ -27,6 +27,8 @@ type provider struct {
 	// toolCallText parses Qwen's <tool_call>{...}</tool_call> text in the
 	// content as calls, when the server has no tool parser.
 	toolCallText bool
+	// callExtras sends each tool call's extra_content back as it came.
+	callExtras bool
 	// window asks the server for its context window (nil: it cannot).
 	window windowProbe
 	// header and extra add headers and top-level body fields.
@@ -49,7 +51,7 @@ const (
 )
 
 // providers in the order they are tried; the last matches anything.
-var providers = []*provider{dashScope, deepSeek, openRouter, openAI, ollama, lmStudio, llamaCpp, vLLM, compatible}
+var providers = []*provider{dashScope, deepSeek, openRouter, openAI, gemini, ollama, lmStudio, llamaCpp, vLLM, compatible}
 
 // compatible is any other OpenAI-compatible endpoint: what Qwen Code's
 // default provider does, with the fixes of local servers.

@@ -387,3 +387,85 @@ func TestContentAsParts(t *testing.T) {
 		t.Fatalf("%v %+v", err, resp)
 	}
 }
+
+// Gemini 3 signs a tool call (extra_content.google.thought_signature) and
+// refuses a later request whose history has the call without it: the
+// gemini profile sends it back as it came, other profiles leave it out
+// (strict endpoints reject fields they do not know). The signature is
+// kept in the session's file with the call.
+func TestGeminiThoughtSignatureGoesBack(t *testing.T) {
+	const sig = `{"google":{"thought_signature":"CsoBAdHtim9Qk2sigAAAexample+signature/0001=="}}`
+	for _, tc := range []struct {
+		provider string
+		back     bool
+	}{{"gemini", true}, {"openai", false}, {"openai-compatible", false}} {
+		t.Run(tc.provider, func(t *testing.T) {
+			srv := modeltest.Start(t, raw("gemini/stream-tool-signature.sse"), raw("gemini/stream-text.sse"))
+			m := modelFor(t, srv, ModelConfig{Provider: tc.provider})
+			resp, err := stream(t, m, StreamEvents{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "read_file" || string(resp.ToolCalls[0].Extra) != sig ||
+				resp.Text != "I will read the file first." || resp.FinishReason != "tool_calls" {
+				t.Fatalf("response %+v", resp)
+			}
+			stored, _ := json.Marshal(resp.ToolCalls[0])
+			var back ToolCall
+			if json.Unmarshal(stored, &back) != nil || string(back.Extra) != sig {
+				t.Fatalf("the call as stored: %s", stored)
+			}
+			msgs := []Message{{Role: "system", Text: "s"}, {Role: "user", Text: "u"},
+				{Role: "assistant", Text: resp.Text, ToolCalls: []ToolCall{back}},
+				{Role: "tool", ToolCallID: back.ID, Text: "one line"}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			second, err := m.Stream(ctx, ModelRequest{Messages: msgs, Tools: readDecl}, StreamEvents{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if second.Text != "The file holds one line." || second.Usage.CachedTokens != 1024 {
+				t.Fatalf("second answer %+v", second)
+			}
+			var body struct {
+				Messages []struct {
+					ToolCalls []struct {
+						ExtraContent json.RawMessage `json:"extra_content"`
+					} `json:"tool_calls"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(srv.Requests()[1].Body, &body); err != nil || len(body.Messages) != 4 || len(body.Messages[2].ToolCalls) != 1 {
+				t.Fatalf("second request %s (%v)", srv.Requests()[1].Body, err)
+			}
+			got := string(body.Messages[2].ToolCalls[0].ExtraContent)
+			if tc.back && got != sig || !tc.back && got != "" {
+				t.Errorf("extra_content sent back: %q", got)
+			}
+		})
+	}
+}
+
+// Anthropic's OpenAI-compatible endpoint streams a call's arguments in
+// pieces after an empty first one; the call is whole, and the request
+// carries none of the fields other providers get (the endpoint ignores
+// metadata and has no reasoning_content).
+func TestAnthropicCompatibleStream(t *testing.T) {
+	srv := modeltest.Start(t, raw("anthropic/stream-tool.sse"))
+	cfg := ModelConfig{Name: "claude-sonnet-4-5"}
+	m := modelFor(t, srv, cfg)
+	m.provider = providerFor(ModelConfig{BaseURL: "https://api.anthropic.com/v1/"})
+	resp, err := stream(t, m, StreamEvents{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].ID != "toolu_01XyZaBcDeFgHiJkLmNoPq" || resp.ToolCalls[0].Arguments != `{"absolute_path": "/project/a.txt"}` ||
+		resp.Text != "Let me read it." || resp.Usage.InputTokens != 1380 {
+		t.Fatalf("response %+v", resp)
+	}
+	body := string(srv.Requests()[0].Body)
+	for _, field := range []string{"cache_control", "metadata", "reasoning_content", "extra_content", "preserve_thinking"} {
+		if strings.Contains(body, field) {
+			t.Errorf("request carries %s: %s", field, body)
+		}
+	}
+}

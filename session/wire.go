@@ -46,6 +46,9 @@ type wireToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"`
 	Function wireFunction `json:"function"`
+	// ExtraContent is what the provider attached to the call and wants
+	// back (Gemini's thought signature), for the profiles that send it.
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 type wireFunction struct {
@@ -71,6 +74,11 @@ func encodeRequest(p *provider, cfg ModelConfig, model string, req ModelRequest,
 		}
 		if m.Role == "assistant" {
 			wm.ReasoningContent = p.reasoningBack(m)
+			if p.callExtras {
+				for i := range wm.ToolCalls {
+					wm.ToolCalls[i].ExtraContent = m.ToolCalls[i].Extra
+				}
+			}
 		}
 		w.Messages = append(w.Messages, wm)
 	}
@@ -252,6 +260,9 @@ type wireDelta struct {
 			// Arguments is a string; a few servers send an object.
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"function"`
+		// ExtraContent is provider data on the call (Gemini's
+		// {"google": {"thought_signature": ...}}).
+		ExtraContent json.RawMessage `json:"extra_content"`
 	} `json:"tool_calls"`
 }
 
@@ -367,6 +378,7 @@ type callParts struct {
 	id         string
 	name, args strings.Builder
 	dropped    int
+	extra      json.RawMessage
 }
 
 func (a *answerReader) tooLarge() error {
@@ -514,6 +526,12 @@ func (a *answerReader) delta(d wireDelta) error {
 		if tc.ID != "" {
 			c.id = tc.ID
 		}
+		if len(tc.ExtraContent) > 0 && string(tc.ExtraContent) != "null" {
+			if len(tc.ExtraContent) > maxCallExtraBytes {
+				return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("a tool call's extra_content is over %d bytes", maxCallExtraBytes)}
+			}
+			c.extra = append(json.RawMessage(nil), tc.ExtraContent...)
+		}
 		c.name.WriteString(tc.Function.Name)
 		arg := rawArgument(tc.Function.Arguments)
 		switch {
@@ -589,7 +607,7 @@ func (a *answerReader) done() *ModelResponse {
 	out.Text, out.Reasoning, out.Refusal = a.text.String(), a.reasoning.String(), a.refusal.String()
 	for _, i := range a.order {
 		c := a.calls[i]
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String(), DroppedBytes: c.dropped})
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.id, Name: c.name.String(), Arguments: c.args.String(), DroppedBytes: c.dropped, Extra: c.extra})
 	}
 	return &out
 }
