@@ -403,7 +403,10 @@ func (s *mcpServer) dial() (*mcpConn, error) {
 	case transportSSE:
 		tr, err = transport.NewSSE(s.cfg.URL, transport.WithHeaders(s.cfg.Headers), transport.WithSSELogger(quiet))
 	case transportHTTP:
+		// The standalone GET stream carries list_changed from servers on
+		// protocol versions before 2026-07-28, which most still speak.
 		tr, err = transport.NewStreamableHTTP(s.cfg.URL, transport.WithHTTPHeaders(s.cfg.Headers),
+			//lint:ignore SA1019 see above
 			transport.WithContinuousListening(), transport.WithHTTPLogger(quiet))
 	default:
 		err = fmt.Errorf("unknown transport %q", s.cfg.Transport)

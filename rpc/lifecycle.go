@@ -144,13 +144,18 @@ func initRoots(p *protocol.InitializeParams) ([]string, error) {
 		}
 		return roots, nil
 	}
+	// Clients that send no workspaceFolders (older ones, and plain LSP
+	// clients) still send rootUri or rootPath, deprecated as they are.
+	//lint:ignore SA1019 see above
 	if p.RootURI != nil && *p.RootURI != "" {
+		//lint:ignore SA1019 see above
 		path, err := uriToPath(string(*p.RootURI))
 		if err != nil {
 			return nil, fmt.Errorf("rootUri: %w", err)
 		}
 		return []string{path}, nil
 	}
+	//lint:ignore SA1019 see above
 	if rp, ok := p.RootPath.Get(); ok && rp != "" {
 		return []string{rp}, nil
 	}

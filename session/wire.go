@@ -819,7 +819,7 @@ func repairArguments(args string) (string, bool) {
 	if trimmed[0] != '{' {
 		return args, false
 	}
-	fixed, err := jsonrepair.JSONRepair(trimmed)
+	fixed, err := jsonrepair.Repair(trimmed)
 	if err != nil {
 		return args, false
 	}

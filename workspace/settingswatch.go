@@ -121,6 +121,7 @@ func (s *Settings) Close() {
 	s.mu.Unlock()
 	// Taking fireMu waits for a reload that already started.
 	s.fireMu.Lock()
-	s.fireMu.Unlock() //nolint:staticcheck // empty critical section on purpose
+	//lint:ignore SA2001 the empty critical section waits for a reload in progress
+	s.fireMu.Unlock()
 
 }

@@ -84,7 +84,7 @@ func restrict(p Policy) error {
 		// reach the processes outside (/proc/PID/root of the server).
 		// Best effort: on a kernel without Landlock the binds alone are
 		// left.
-		cfg := landlock.MustConfig(allFS).BestEffort()
+		cfg := landlock.Config{HandledAccessFS: allFS}.BestEffort()
 		return restrictThread(cfg, landlock.PathAccess(allFS, "/"))
 	}
 	cfg, err := strictConfig()

@@ -222,7 +222,12 @@ func sedScriptSafe(s string) bool {
 			}
 			d := s[i]
 			i++
-			if !delimited(d, false) || !delimited(d, false) {
+			// y/source/dest/: two parts, neither a regular expression;
+			// each call reads one and moves i past its delimiter.
+			if !delimited(d, false) {
+				return false
+			}
+			if !delimited(d, false) {
 				return false
 			}
 		default:
