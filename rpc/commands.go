@@ -210,6 +210,8 @@ func (s *Server) sendSessionUpdate(sessionID string, update map[string]any) {
 // sendCommands tells one session the list (after it was opened).
 func (s *Server) sendCommands(sessionID string) {
 	s.watchCommands()
+	// A session/new may have added a root: watch its folder too.
+	s.watchDirs()
 	list := s.commandList(true)
 	s.cmds.mu.Lock()
 	s.cmds.told = commandsKey(list)
@@ -432,7 +434,7 @@ func (s *Server) expandCustom(ctx context.Context, sess *session.Session, c comm
 	}
 	var refused error
 	text, err := commands.Expand(ctx, c.Name, c.Prompt, args, commands.Hooks{
-		ReadFile: func(p string) (string, error) { return s.commandFile(sess, p) },
+		ReadFile: func(p string) (string, error) { return s.commandFile(ctx, sess, p) },
 		Shell: func(ctx context.Context, command string) (string, error) {
 			run, err := sess.RunTool(ctx, "run_shell_command", map[string]any{"command": command, "description": "for /" + c.Name})
 			switch {
@@ -465,8 +467,9 @@ func (s *Server) expandCustom(ctx context.Context, sess *session.Session, c comm
 
 // commandFile reads @{path} for a custom command: relative to the
 // session's folder, inside the workspace roots, from the open buffer when
-// there is one.
-func (s *Server) commandFile(sess *session.Session, p string) (string, error) {
+// there is one. An ACP client that serves reads is asked for its text; a
+// refusal is final (the disk is not read behind its back).
+func (s *Server) commandFile(ctx context.Context, sess *session.Session, p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		base := sess.Cwd()
 		if base == "" {
@@ -477,6 +480,9 @@ func (s *Server) commandFile(sess *session.Session, p string) (string, error) {
 	clean, _, err := s.ws.Roots.Resolve(p)
 	if err != nil {
 		return "", fmt.Errorf("%s is not inside the workspace", p)
+	}
+	if err := s.host.SyncFile(ctx, sess.ID(), clean); err != nil {
+		return "", fmt.Errorf("the editor did not give its text: %w", err)
 	}
 	snap, err := s.ws.ReadText(clean)
 	if err != nil {
