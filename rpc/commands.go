@@ -640,9 +640,11 @@ func (s *Server) cmdMemory(ctx context.Context, sess *session.Session, args stri
 		switch {
 		case err != nil:
 			return nil, err
+		case run.Cancelled:
+			return &slashResult{stopReason: session.StopCancelled}, nil
 		case run.Rejected:
 			sess.Say("Nothing was saved.\n")
-		case run.Failed || run.Cancelled:
+		case run.Failed:
 			sess.Say(fmt.Sprintf("The fact was not saved: %s\n", run.Text))
 		default:
 			sess.RefreshMemory()
