@@ -35,11 +35,12 @@ type commandInfo struct {
 	NeedsModel  bool          `json:"needsModel"`
 }
 
-// acpCommand is ACP's AvailableCommand.
+// acpCommand is ACP's AvailableCommand; input is left out when the
+// command takes no arguments.
 type acpCommand struct {
 	Name        string        `json:"name"`
 	Description string        `json:"description"`
-	Input       *commandInput `json:"input"`
+	Input       *commandInput `json:"input,omitempty"`
 }
 
 type commandInput struct {

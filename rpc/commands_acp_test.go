@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // acpCommandClient starts an ACP server whose user folder holds a command,
@@ -176,7 +177,8 @@ func TestACPCommands(t *testing.T) {
 }
 
 // ACP: an untrusted folder's commands are not offered; a command file
-// written later is announced; session/load announces the list too.
+// written later is announced, and so are the folder's commands once it is
+// trusted; session/load announces the list too.
 func TestACPCommandsUntrustedAndChanged(t *testing.T) {
 	m := modeltest.Start(t)
 	c, home, root, sid := acpCommandClient(t, m, false)
@@ -196,6 +198,16 @@ func TestACPCommandsUntrustedAndChanged(t *testing.T) {
 		return strings.Contains(string(b), `"later"`)
 	})
 	t.Logf("announced %v after the file was written", time.Since(start))
+
+	// Trusting the folder brings its commands in.
+	if err := workspace.SetTrustLevel(filepath.Join(home, workspace.TrustFileName), root, workspace.TrustFolder); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the project's commands once trusted", func() bool {
+		ups := c.commandsUpdates()
+		b, _ := json.Marshal(ups[len(ups)-1])
+		return strings.Contains(string(b), `"git:ctx"`)
+	})
 
 	m.Push(modeltest.Response{Text: "ok"})
 	c.call("session/prompt", acpText(sid, "hello there"))
