@@ -223,13 +223,15 @@ func (s *Server) sendCommands(sessionID string) {
 // commandsChanged reads the folders again and, when the list changed,
 // tells every open session.
 func (s *Server) commandsChanged() {
+	// New folders are watched before they are read, so that a file
+	// written meanwhile is either read or seen.
+	s.watchDirs()
 	list := s.commandList(true)
 	key := commandsKey(list)
 	s.cmds.mu.Lock()
 	same := key == s.cmds.told
 	s.cmds.told = key
 	s.cmds.mu.Unlock()
-	s.watchDirs()
 	if same {
 		return
 	}

@@ -166,12 +166,24 @@ func TestACPCommands(t *testing.T) {
 		}
 	}
 
+	// /clear works in ACP without history_cleared, which ACP does not have.
+	res = c.call("session/prompt", acpText(sid, "/clear"))
+	if !strings.Contains(string(res["_meta"]), `"clear"`) || !strings.Contains(c.agentText(), "conversation was cleared") {
+		t.Fatalf("/clear answered %v", res)
+	}
+	for _, u := range c.updates() {
+		if string(u["sessionUpdate"]) == `"history_cleared"` {
+			t.Fatal("history_cleared sent over ACP")
+		}
+	}
+
 	m.Push(modeltest.Response{Text: "ok"})
 	res = c.call("session/prompt", acpText(sid, "/nosuch thing"))
 	if res["_meta"] != nil {
 		t.Fatalf("an unknown command answered %v", res)
 	}
-	if !strings.Contains(c.agentText(), "Unknown command /nosuch; sent as text.") || !strings.HasPrefix(lastUserText(m.Requests()[1]), "/nosuch thing") {
+	if !strings.Contains(c.agentText(), "Unknown command /nosuch; sent as text.") || !strings.HasPrefix(lastUserText(m.Requests()[1]), "/nosuch thing") ||
+		len(m.Requests()[1].Messages) != 2 {
 		t.Fatal("the unknown command did not go to the model as text")
 	}
 }

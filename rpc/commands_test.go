@@ -2,6 +2,7 @@ package rpc_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,6 +380,9 @@ func TestClearStoresTheConversationAndStartsOver(t *testing.T) {
 	if !strings.Contains(replayed.String(), "first answer") {
 		t.Fatalf("the kept session replays %s (%d updates before)", replayed.String(), before)
 	}
+	a.e.WaitNotification("qwen/sessionUpdate", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), stored) && strings.Contains(string(p), "available_commands_update")
+	})
 }
 
 // A command file added while a session is open reaches the session as
@@ -388,7 +392,6 @@ func TestCommandsUpdateWhenFilesChange(t *testing.T) {
 	a.listCommands(t)
 	dir := filepath.Join(a.qhome, "commands", "team")
 	os.MkdirAll(dir, 0o755)
-	time.Sleep(50 * time.Millisecond)
 	if err := os.WriteFile(filepath.Join(dir, "deploy.toml"), []byte("description = \"Deploy it\"\nprompt = \"deploy\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -515,5 +518,30 @@ func TestCompressCommand(t *testing.T) {
 	}
 	if !compressed || !strings.Contains(a.agentText(t), "compressed") {
 		t.Fatalf("no compression: %q", a.agentText(t))
+	}
+}
+
+// Commands that change the session wait for no running prompt: they are
+// session_busy; /stats and /help answer meanwhile.
+func TestCommandsOnABusySession(t *testing.T) {
+	a := startCmdAgent(t, "default", true, nil)
+	hold := make(chan struct{})
+	a.model.Push(modeltest.Response{Text: "late", Hold: hold})
+	id, ch := a.e.Send("qwen/prompt", map[string]any{"sessionId": a.sid, "prompt": []any{map[string]any{"type": "text", "text": "slow"}}})
+	a.model.WaitRequests(1, rpctest.DefaultTimeout)
+	for _, cmd := range []string{"/clear", "/undo", "/compress", "/memory add x"} {
+		_, err := a.prompt(cmd)
+		var rerr *rpctest.RPCError
+		if !errors.As(err, &rerr) || rerr.Code != -32803 || !strings.Contains(string(rerr.Data), "session_busy") {
+			t.Errorf("%s on a busy session: %v", cmd, err)
+		}
+	}
+	a.promptOK(t, "/stats")
+	close(hold)
+	if _, err := a.e.Wait(id, ch); err != nil {
+		t.Fatal(err)
+	}
+	if h := len(a.model.Requests()); h != 1 {
+		t.Fatalf("%d model requests", h)
 	}
 }
