@@ -64,7 +64,7 @@ func init() {
 		"compress": {description: "Replace the conversation so far with a summary, to free the model's context", needsModel: true, run: (*Server).cmdCompress},
 		"clear":    {description: "Start the conversation over; the old one stays in the session list", run: (*Server).cmdClear},
 		"stats":    {description: "Tokens, cache hits, tool calls and time of this session", run: (*Server).cmdStats},
-		"init":     {description: "Look at the project and write a QWEN.md for it (reviewed like any edit)", needsModel: true, run: (*Server).cmdInit},
+		"init":     {description: "Look at the project and write a QWEN.md for it (reviewed like any edit)", hint: "[overwrite]", needsModel: true, run: (*Server).cmdInit},
 		"memory":   {description: "Show the memory files, add a fact to them, or read them again", hint: "show | add <text> | refresh", run: (*Server).cmdMemory},
 		"tools":    {description: "List the tools the model can use", run: (*Server).cmdTools},
 		"mcp":      {description: "List the MCP servers, their state and their tools", run: (*Server).cmdMCP},
@@ -498,15 +498,17 @@ func (s *Server) commandFile(ctx context.Context, sess *session.Session, p strin
 func initPrompt(name string) string {
 	return fmt.Sprintf(`Write a %[1]s file at the root of this project. It is the memory file that coding agents read at the start of every session, so it must help an agent that has never seen the project work in it correctly.
 
-First learn the project with the read-only tools: list the top folder, read the README and the build or package files (go.mod, package.json, pyproject.toml, Cargo.toml, Makefile and the like), the CI configuration, and a few central source files. Do not guess what you have not read.
+First learn the project with the read-only tools, and read no more than about a dozen files: list the top folder; read the README; then the build or package files (go.mod, package.json, pyproject.toml, Cargo.toml, pom.xml, Makefile and the like), the CI configuration, and a few central source files, choosing each next file by what the last one taught you. Do not guess what you have not read.
 
-Then create %[1]s with write_file. Keep it short and concrete, in Markdown:
-- what the project is, in two or three sentences;
-- how to build it, run it and run its tests (exact commands);
+Then write %[1]s with write_file (the user reviews it like any edit). Keep it short and concrete, in Markdown.
+For a code project:
+- what the project is and what it is built with, in two or three sentences;
+- how to build it, run it and run its tests, as exact commands (mark a command you could not confirm with TODO);
 - how the code is laid out: the main folders and what each holds;
 - the conventions the code follows (style, error handling, naming, testing) and anything an agent must not do.
+For a folder that is not code (notes, documents, data): what it holds and what for, its most important files, and how it is meant to be used.
 
-Do not change any other file. When the file is written, say in one or two sentences what it covers.`, name)
+Change no other file. When the file is written, say in one or two sentences what it covers.`, name)
 }
 
 func (s *Server) cmdHelp(ctx context.Context, sess *session.Session, args string) (*slashResult, error) {
@@ -611,8 +613,11 @@ func (s *Server) cmdInit(ctx context.Context, sess *session.Session, args string
 		return &slashResult{stopReason: session.StopEndTurn}, nil
 	}
 	path := filepath.Join(root, name)
+	if args == "overwrite" {
+		return nil, nil
+	}
 	if snap, err := s.ws.ReadText(path); err == nil && strings.TrimSpace(snap.Text) != "" {
-		sess.Say(fmt.Sprintf("%s already exists and is not empty, so /init left it alone: edit it, or empty it and run /init again.\n", path))
+		sess.Say(fmt.Sprintf("%s already exists and is not empty, so /init left it alone. `/init overwrite` writes it anew (you review the change before it is applied).\n", path))
 		return &slashResult{stopReason: session.StopEndTurn}, nil
 	}
 	return nil, nil

@@ -468,6 +468,11 @@ func TestMemoryAndInitCommands(t *testing.T) {
 	if n := len(a.model.Requests()); n != 1 {
 		t.Fatalf("/init over an existing QWEN.md asked the model (%d requests)", n)
 	}
+	a.model.Push(modeltest.Response{Text: "rewritten"})
+	a.promptOK(t, "/init overwrite")
+	if n := len(a.model.Requests()); n != 2 {
+		t.Fatalf("/init overwrite made %d requests", n)
+	}
 }
 
 // /undo reverts the last turn's file changes; /stats counts the turn.
@@ -543,5 +548,28 @@ func TestCommandsOnABusySession(t *testing.T) {
 	}
 	if h := len(a.model.Requests()); h != 1 {
 		t.Fatalf("%d model requests", h)
+	}
+}
+
+// /init's QWEN.md is an edit like any other: in default mode the editor
+// reviews it, and a rejected one is not written.
+func TestInitIsReviewedLikeAnyEdit(t *testing.T) {
+	a := startCmdAgent(t, "default", true, nil)
+	p := filepath.Join(a.root, "QWEN.md")
+	var proposed []string
+	a.e.Handle("qwen/proposeEdit", func(params json.RawMessage) (any, error) {
+		proposed = append(proposed, string(params))
+		return map[string]any{"outcome": "rejected"}, nil
+	})
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w", Name: "write_file", Arguments: jsonArgs("file_path", p, "content", "# Project\n")}}},
+		modeltest.Response{Text: "not written"},
+	)
+	res := a.promptOK(t, "/init")
+	if string(res["command"]) != `"init"` || len(proposed) != 1 || !strings.Contains(proposed[0], "QWEN.md") {
+		t.Fatalf("/init answered %v; proposals %v", res, proposed)
+	}
+	if _, err := os.Stat(p); err == nil {
+		t.Fatal("a rejected QWEN.md was written")
 	}
 }
