@@ -21,8 +21,8 @@ import (
 )
 
 // Slash commands (docs/protocol.md "Slash commands"): the built-ins, and
-// custom commands from ~/.qwen/commands and (in a trusted folder) each
-// root's .qwen/commands. A prompt that starts with "/name" runs the
+// custom commands from ~/.qwen/commands and (in a trusted folder) the
+// primary root's .qwen/commands. A prompt that starts with "/name" runs the
 // command; qwen/listCommands lists them, and available_commands_update
 // tells each open session when the list changes.
 
@@ -92,13 +92,13 @@ type commandSet struct {
 }
 
 // commandDirs are the commands folders in order of precedence: the
-// user's, then each root's when the folder is trusted.
+// user's, then the project's. The project is the primary root, the folder
+// that folder trust decides about: its commands are read only when it is
+// trusted, and other roots' never (nothing says they are trusted).
 func (s *Server) commandDirs() []commands.Dir {
 	dirs := []commands.Dir{{Path: filepath.Join(s.env.QwenHome, "commands"), Source: commands.SourceUser}}
-	if s.ws.Settings.Trust().Trusted {
-		for _, root := range s.ws.Roots.List() {
-			dirs = append(dirs, commands.Dir{Path: filepath.Join(root, ".qwen", "commands"), Source: commands.SourceProject})
-		}
+	if root := s.ws.Roots.Primary(); root != "" && s.ws.Settings.Trust().Trusted {
+		dirs = append(dirs, commands.Dir{Path: filepath.Join(root, ".qwen", "commands"), Source: commands.SourceProject})
 	}
 	return dirs
 }
@@ -517,7 +517,11 @@ func (s *Server) cmdHelp(ctx context.Context, sess *session.Session, args string
 	for _, c := range s.commandList(false) {
 		fmt.Fprintf(&b, "- `/%s", c.Name)
 		if c.Input != nil {
-			fmt.Fprintf(&b, " %s", c.Input.Hint)
+			hint := c.Input.Hint
+			if !strings.HasPrefix(hint, "[") && !strings.Contains(hint, "|") {
+				hint = "<" + hint + ">"
+			}
+			fmt.Fprintf(&b, " %s", hint)
 		}
 		fmt.Fprintf(&b, "` — %s", c.Description)
 		if c.Source != commands.SourceBuiltin {
@@ -525,7 +529,7 @@ func (s *Server) cmdHelp(ctx context.Context, sess *session.Session, args string
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nCustom commands are TOML files in `%s` and, in a trusted folder, the project's `.qwen/commands/`.\n", filepath.Join(s.env.QwenHome, "commands"))
+	fmt.Fprintf(&b, "\nCustom commands are TOML files in `%s` and, in a trusted folder, the project's `.qwen/commands/` (of the first workspace folder).\n", filepath.Join(s.env.QwenHome, "commands"))
 	sess.Say(b.String())
 	return &slashResult{stopReason: session.StopEndTurn}, nil
 }
@@ -852,9 +856,8 @@ func (s *Server) watchDirs() {
 			}
 		}
 	}
-	var dirs []string
-	dirs = append(dirs, filepath.Join(s.env.QwenHome, "commands"))
-	for _, root := range s.ws.Roots.List() {
+	dirs := []string{filepath.Join(s.env.QwenHome, "commands")}
+	if root := s.ws.Roots.Primary(); root != "" {
 		dirs = append(dirs, filepath.Join(root, ".qwen", "commands"))
 	}
 	for _, d := range dirs {

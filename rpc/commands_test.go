@@ -573,3 +573,25 @@ func TestInitIsReviewedLikeAnyEdit(t *testing.T) {
 		t.Fatal("a rejected QWEN.md was written")
 	}
 }
+
+// Only the primary root's commands are read: trust is decided for it, not
+// for the other roots.
+func TestOnlyThePrimaryRootsCommands(t *testing.T) {
+	second, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(second, ".qwen", "commands"), 0o755)
+	os.WriteFile(filepath.Join(second, ".qwen", "commands", "other.toml"), []byte("prompt = \"x\"\n"), 0o644)
+	qhome := t.TempDir()
+	a := startAgentWith(t, "default", rpc.Options{QwenHome: qhome}, func(p *rpctest.InitParams) {
+		os.MkdirAll(filepath.Join(p.Roots[0], ".qwen", "commands"), 0o755)
+		os.WriteFile(filepath.Join(p.Roots[0], ".qwen", "commands", "mine.toml"), []byte("prompt = \"x\"\n"), 0o644)
+		p.Roots = append(p.Roots, second)
+		p.InitializationOptions.(map[string]any)["workspaceTrusted"] = true
+	})
+	cmds := (&cmdAgent{agent: a, qhome: qhome}).listCommands(t)
+	if _, ok := cmds["mine"]; !ok {
+		t.Fatal("the primary root's command is missing")
+	}
+	if _, ok := cmds["other"]; ok {
+		t.Fatal("a second root's command was read")
+	}
+}
