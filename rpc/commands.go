@@ -663,7 +663,12 @@ func (s *Server) cmdMemory(ctx context.Context, sess *session.Session, args stri
 			sess.Say(run.Text + "\n")
 		}
 	case "refresh":
+		_, release, err := sess.Claim(ctx)
+		if err != nil {
+			return nil, sessionError(err)
+		}
 		mem := sess.RefreshMemory()
+		release()
 		n := strings.Count(mem, "--- Memory file ")
 		sess.Say(fmt.Sprintf("The memory files were read again (%d with content); the next request uses them.\n", n))
 	default:

@@ -595,3 +595,21 @@ func TestOnlyThePrimaryRootsCommands(t *testing.T) {
 		t.Fatal("a second root's command was read")
 	}
 }
+
+// Memory files are read when a session starts; /memory refresh reads them
+// again for the next request.
+func TestMemoryRefresh(t *testing.T) {
+	a := startCmdAgent(t, "default", true, nil)
+	os.WriteFile(filepath.Join(a.root, "QWEN.md"), []byte("Always answer in haiku.\n"), 0o644)
+	a.model.Push(modeltest.Response{Text: "a"}, modeltest.Response{Text: "b"})
+	a.promptOK(t, "one")
+	a.promptOK(t, "/memory refresh")
+	a.promptOK(t, "two")
+	reqs := a.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if strings.Contains(reqs[0].Messages[0].Text(), "haiku") || !strings.Contains(reqs[1].Messages[0].Text(), "haiku") {
+		t.Fatalf("system prompts: %q / %q", reqs[0].Messages[0].Text(), reqs[1].Messages[0].Text())
+	}
+}
