@@ -282,7 +282,8 @@ func (s *Server) commandMethods() {
 	if !s.opts.ACP {
 		s.methods["qwen/listCommands"] = Method{Handle: s.listCommands}
 	}
-	for name, load := range map[string]bool{"qwen/newSession": false, "qwen/loadSession": true, "session/new": false, "session/load": true} {
+	// session/resume (ACP) is wrapped when the server has it.
+	for name, load := range map[string]bool{"qwen/newSession": false, "qwen/loadSession": true, "session/new": false, "session/load": true, "session/resume": true} {
 		if m, ok := s.methods[name]; ok {
 			s.methods[name] = s.withCommandsAfter(m, load)
 		}
