@@ -395,6 +395,9 @@ func (s *Server) withSlashCommands(m Method) Method {
 func (s *Server) withPrompt(req *Request, prompt []session.ContentBlock) *Request {
 	var params map[string]any
 	_ = json.Unmarshal(req.Params, &params)
+	if params == nil {
+		params = map[string]any{}
+	}
 	params["prompt"] = prompt
 	raw, _ := json.Marshal(params)
 	r := *req
@@ -420,23 +423,19 @@ func (s *Server) commandAnswer(name string, out any) any {
 // expandCustom turns a custom command into the text of a prompt: files
 // through the workspace (the unsaved buffer's text, inside the roots),
 // shell commands through the session's permission flow. stop is set when
-// the command ended without a turn (a command was refused).
+// the command ended without a turn (a command was refused or failed, a
+// file could not be read: the transcript says why).
 func (s *Server) expandCustom(ctx context.Context, sess *session.Session, c commands.Command, args string) (string, string, error) {
-	shellUsed := strings.Contains(c.Prompt, "!{")
-	var release func()
-	if shellUsed {
-		cctx, rel, err := sess.Claim(ctx)
+	if strings.Contains(c.Prompt, "!{") {
+		// Held while the commands run, so that qwen/cancel reaches them
+		// and no prompt starts in between; released before the turn.
+		cctx, release, err := sess.Claim(ctx)
 		if err != nil {
 			return "", "", sessionError(err)
 		}
-		ctx, release = cctx, rel
-		defer func() {
-			if release != nil {
-				release()
-			}
-		}()
+		defer release()
+		ctx = cctx
 	}
-	var refused error
 	text, err := commands.Expand(ctx, c.Name, c.Prompt, args, commands.Hooks{
 		ReadFile: func(p string) (string, error) { return s.commandFile(ctx, sess, p) },
 		Shell: func(ctx context.Context, command string) (string, error) {
@@ -445,11 +444,9 @@ func (s *Server) expandCustom(ctx context.Context, sess *session.Session, c comm
 			case err != nil:
 				return "", err
 			case run.Rejected:
-				refused = errors.New("the command was not allowed, so nothing was sent to the model")
-				return "", refused
+				return "", errors.New("the command was not allowed, so nothing was sent to the model")
 			case run.Cancelled:
-				refused = errors.New("cancelled")
-				return "", refused
+				return "", errors.New("cancelled")
 			case run.Failed:
 				return "", errors.New(run.Text)
 			}
@@ -461,9 +458,6 @@ func (s *Server) expandCustom(ctx context.Context, sess *session.Session, c comm
 			return "", session.StopCancelled, nil
 		}
 		sess.Say(fmt.Sprintf("%v\n", err))
-		if refused != nil {
-			return "", session.StopEndTurn, nil
-		}
 		return "", session.StopEndTurn, nil
 	}
 	return text, "", nil

@@ -613,3 +613,27 @@ func TestMemoryRefresh(t *testing.T) {
 		t.Fatalf("system prompts: %q / %q", reqs[0].Messages[0].Text(), reqs[1].Messages[0].Text())
 	}
 }
+
+// qwen/cancel stops a command's !{…} while it runs: the prompt answers
+// cancelled and the model is not asked.
+func TestCancelStopsACommandsShell(t *testing.T) {
+	a := startCmdAgent(t, "yolo", true, map[string]string{
+		".qwen/commands/slow.toml": "prompt = \"Waited: !{sleep 30; echo late}\"\n",
+	})
+	start := time.Now()
+	id, ch := a.e.Send("qwen/prompt", map[string]any{"sessionId": a.sid, "prompt": []any{map[string]any{"type": "text", "text": "/slow"}}})
+	a.e.WaitNotification("qwen/sessionUpdate", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), `"in_progress"`)
+	})
+	if _, err := a.e.Call("qwen/cancel", map[string]any{"sessionId": a.sid}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.e.Wait(id, ch)
+	if err != nil || !strings.Contains(string(res), `"cancelled"`) || !strings.Contains(string(res), `"slow"`) {
+		t.Fatalf("/slow answered %s, %v", res, err)
+	}
+	t.Logf("the cancelled command answered %v after the prompt was sent", time.Since(start))
+	if n := len(a.model.Requests()); n != 0 {
+		t.Fatalf("%d model requests", n)
+	}
+}
