@@ -637,3 +637,45 @@ func TestCancelStopsACommandsShell(t *testing.T) {
 		t.Fatalf("%d model requests", n)
 	}
 }
+
+// /model lists the configured models with the current one marked, and
+// /model <id> chooses one: current_model_update, and the next request goes
+// to the chosen endpoint. Neither makes a model request itself.
+func TestModelCommandChoosesAmongProviders(t *testing.T) {
+	dash, or := modeltest.Start(t), modeltest.Start(t)
+	base := t.TempDir()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, qwenDir := qwenCodeWorkspace(t, base, dash, or)
+	t.Cleanup(func() { ws.Close() })
+	e := rpctest.Start(t, rpc.Options{Workspace: ws, QwenHome: qwenDir, Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	a := &cmdAgent{agent: &agent{e: e, model: dash, root: root, sid: ns.SessionID}, qhome: qwenDir}
+	a.promptOK(t, "/model")
+	if text := a.agentText(t); !strings.Contains(text, "`qwen/qwen3-coder`") || !strings.Contains(text, "**(current)**") {
+		t.Fatalf("/model showed %q", text)
+	}
+	a.promptOK(t, "/model qwen/qwen3-coder")
+	var told bool
+	for _, u := range a.e.Notifications("qwen/sessionUpdate") {
+		told = told || strings.Contains(string(u.Params), `"current_model_update"`) && strings.Contains(string(u.Params), "qwen/qwen3-coder")
+	}
+	if !told {
+		t.Fatal("no current_model_update")
+	}
+	a.promptOK(t, "/model no-such-model")
+	if text := a.agentText(t); !strings.Contains(text, "The model was not changed") {
+		t.Fatalf("/model no-such-model showed %q", text)
+	}
+	if len(dash.Requests())+len(or.Requests()) != 0 {
+		t.Fatal("/model asked a model")
+	}
+	or.Push(modeltest.Response{Text: "from openrouter"})
+	a.promptOK(t, "hi")
+	lastRequest(t, or, "qwen/qwen3-coder", fixtureOpenRouterKey)
+}
