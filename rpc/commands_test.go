@@ -679,3 +679,29 @@ func TestModelCommandChoosesAmongProviders(t *testing.T) {
 	a.promptOK(t, "hi")
 	lastRequest(t, or, "qwen/qwen3-coder", fixtureOpenRouterKey)
 }
+
+// /mcp names each MCP server with its state and its tools, and /tools
+// lists the servers' tools with the built-ins; neither asks the model.
+func TestMCPAndToolsCommands(t *testing.T) {
+	bin := mcpServer(t)
+	a := &cmdAgent{agent: mcpAgent(t, map[string]any{
+		"a":      map[string]any{"command": bin, "args": []any{"-name", "a", "-tools", "do/it,search"}},
+		"broken": map[string]any{"command": filepath.Join(t.TempDir(), "no-such-program")},
+	})}
+	waitFor(t, "the MCP servers to settle", func() bool {
+		res, _ := a.e.Call("qwen/listTools", map[string]any{})
+		return strings.Contains(string(res), `{"alias":"a","status":"connected"}`) && !strings.Contains(string(res), `"connecting"`)
+	})
+	a.promptOK(t, "/mcp")
+	text := a.agentText(t)
+	if !strings.Contains(text, "**a**: connected; tools: `do_it`, `search`") || !strings.Contains(text, "**broken**: ") {
+		t.Fatalf("/mcp showed %q", text)
+	}
+	a.promptOK(t, "/tools")
+	if text := a.agentText(t); !strings.Contains(text, "`do_it` _(mcp:a)_") || !strings.Contains(text, "`read_file`") {
+		t.Fatalf("/tools showed %q", text)
+	}
+	if n := len(a.model.Requests()); n != 0 {
+		t.Fatalf("%d model requests", n)
+	}
+}
