@@ -104,3 +104,30 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Expand never panics, and text with no injection comes out with only
+// {{args}} replaced.
+func FuzzExpand(f *testing.F) {
+	for _, s := range []string{"plain", "a {{args}} b", "!{echo {{args}}}", "@{f}", "!{", "@{{}}}", "!{a{b}c} @{d}", "}{"} {
+		f.Add(s, "x y")
+	}
+	h := Hooks{
+		ReadFile: func(p string) (string, error) { return "F", nil },
+		Shell:    func(_ context.Context, c string) (string, error) { return "S", nil },
+	}
+	f.Fuzz(func(t *testing.T, prompt, args string) {
+		out, err := Expand(context.Background(), "c", prompt, args, h)
+		if err != nil {
+			return
+		}
+		if !strings.Contains(prompt, "@{") && !strings.Contains(prompt, "!{") {
+			want := strings.ReplaceAll(prompt, ArgsPlaceholder, args)
+			if !strings.Contains(prompt, ArgsPlaceholder) && strings.TrimSpace(args) != "" {
+				want = strings.TrimRight(want, "\n") + "\n\n/c " + args
+			}
+			if out != want {
+				t.Fatalf("Expand(%q, %q) = %q, want %q", prompt, args, out, want)
+			}
+		}
+	})
+}
