@@ -12,6 +12,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
+	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
 )
 
@@ -703,5 +704,30 @@ func TestMCPAndToolsCommands(t *testing.T) {
 	}
 	if n := len(a.model.Requests()); n != 0 {
 		t.Fatalf("%d model requests", n)
+	}
+}
+
+// With no model configured, the built-ins that need none still answer;
+// /compress says what to set.
+func TestCommandsWithNoModelConfigured(t *testing.T) {
+	e := rpctest.Start(t, rpc.Options{QwenHome: t.TempDir(), Stderr: testLog{t}, NewModel: func() (session.Model, error) { return nil, &session.NoModelError{} }})
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	a := &cmdAgent{agent: &agent{e: e, root: root, sid: ns.SessionID}}
+	for _, cmd := range []string{"/help", "/stats", "/mode", "/model", "/tools", "/clear"} {
+		if res := a.promptOK(t, cmd); string(res["stopReason"]) != `"end_turn"` {
+			t.Errorf("%s answered %v", cmd, res)
+		}
+	}
+	_, err = a.prompt("/compress")
+	var rerr *rpctest.RPCError
+	if !errors.As(err, &rerr) || rerr.Code != -32000 {
+		t.Fatalf("/compress with no model: %v", err)
 	}
 }
