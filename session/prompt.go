@@ -47,7 +47,13 @@ func (m *Manager) buildSystemPrompt(cwd string) string {
 	return b.String()
 }
 
-func (s *Session) systemPrompt() string { return s.system }
+// systemPrompt is the session's system prompt; /memory refresh and /clear
+// replace it while other requests may read it.
+func (s *Session) systemPrompt() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.system
+}
 
 // memoryDirLimit bounds how many directories are searched per root for
 // memory files (tools.md §3.11).
