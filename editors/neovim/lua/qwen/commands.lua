@@ -277,6 +277,10 @@ function M.run(args)
     args = 'help'
   end
   local name, rest = args:match('^/?(%S+)%s*(.*)$')
+  if M.loaded and not M.find(name) then
+    -- a command file written a moment ago: ask once more before refusing
+    M.loaded = false
+  end
   local list = current()
   if M.loaded and #list > 0 and not M.find(name) then
     util.notify_user('unknown command /' .. name .. ': :Qwen <Tab> lists the commands', vim.log.levels.WARN)
