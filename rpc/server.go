@@ -77,7 +77,13 @@ type Request struct {
 	// Server is the server handling the request, for calls back into the
 	// editor.
 	Server *Server
+	// afterReply runs once the answer is written.
+	afterReply func()
 }
+
+// AfterReply runs f once the request's answer is written, so that what f
+// sends reaches the editor after the answer.
+func (r *Request) AfterReply(f func()) { r.afterReply = f }
 
 type lifecycle int
 
@@ -151,6 +157,9 @@ type Server struct {
 
 	// async counts request goroutines, so Serve can wait for them.
 	async sync.WaitGroup
+
+	// cmds are the custom slash commands and their watcher (commands.go).
+	cmds commandSet
 }
 
 // ClientCaps is what the server learned from initialize.
@@ -208,6 +217,7 @@ func NewServer(opts Options) *Server {
 			s.methods[name] = m
 		}
 	}
+	s.commandMethods()
 	for name, m := range opts.Methods {
 		s.methods[name] = m
 	}
@@ -255,6 +265,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	s.sessions.CancelAll()
 	s.cancelAll()
 	s.waitAsync(2 * time.Second)
+	s.closeCommands()
 	// Background commands and whatever foreground commands left behind
 	// die with the connection (tools.md §3.8).
 	if s.env.Processes != nil {
@@ -362,6 +373,9 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 	if !m.Async {
 		res, err := s.call(ctx, m, req)
 		s.reply(id, res, err)
+		if req.afterReply != nil {
+			req.afterReply()
+		}
 		return
 	}
 	rctx, cancel := context.WithCancel(s.baseCtx)
@@ -383,6 +397,9 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 			res = nil
 		}
 		s.reply(id, res, err)
+		if req.afterReply != nil {
+			req.afterReply()
+		}
 	}()
 }
 

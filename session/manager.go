@@ -361,6 +361,8 @@ type Session struct {
 	notes       []string
 	// snaps are the shell snapshots' content store and stat cache.
 	snaps *snapshotter
+	// stats are counted for /stats (commands.go).
+	stats sessionStats
 }
 
 // ID returns the session id.

@@ -68,6 +68,8 @@ type batchResult struct {
 	messages []Message
 	// allRejected: every call was rejected by the user without feedback.
 	allRejected bool
+	// runs are the calls as they ended.
+	runs []*callRun
 }
 
 // runBatch takes the calls of one model response through validation,
@@ -138,7 +140,7 @@ func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cu
 		}
 	}
 
-	out := batchResult{allRejected: true}
+	out := batchResult{allRejected: true, runs: runs}
 	var media []Part
 	for _, r := range runs {
 		if r.state == "" {

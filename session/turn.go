@@ -58,8 +58,11 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 		s.mu.Unlock()
 	}()
 	s.takeUsage()
+	start := time.Now()
 	res, err := s.runTurn(ctx, model, blocks)
-	res.Usage = res.Usage.Add(s.takeUsage())
+	extra := s.takeUsage()
+	res.Usage = res.Usage.Add(extra)
+	s.countTurn(time.Since(start), extra)
 	return res, err
 }
 
@@ -159,6 +162,7 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 			return res, nil
 		}
 		out := s.runBatch(ctx, toolset, calls, resp.FinishReason == "length", refused)
+		s.countCalls(out.runs)
 		for _, m := range out.messages {
 			s.append(m)
 		}
@@ -226,7 +230,7 @@ func largeArguments(calls []ToolCall) bool {
 
 // request sends the history to the model, streaming the answer to the
 // editor. sent is how many history messages the request held.
-func (s *Session) request(ctx context.Context, model Model, system string, decls []ToolDecl) (*ModelResponse, int, error) {
+func (s *Session) request(ctx context.Context, model Model, system string, decls []ToolDecl) (resp *ModelResponse, sent int, err error) {
 	// A model chosen (qwen/setModel) or configured since the turn began
 	// takes over from this request on.
 	if m, err := s.newModel(); err == nil {
@@ -238,7 +242,13 @@ func (s *Session) request(ctx context.Context, model Model, system string, decls
 	s.mu.Lock()
 	promptID := fmt.Sprintf("%s########%d", s.id, s.turns)
 	s.mu.Unlock()
-	resp, err := model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls, SessionID: s.id, PromptID: promptID}, StreamEvents{
+	start := time.Now()
+	defer func() {
+		if resp != nil {
+			s.countRequest(resp.Usage, time.Since(start))
+		}
+	}()
+	resp, err = model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls, SessionID: s.id, PromptID: promptID}, StreamEvents{
 		OnText: func(t string) {
 			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
 		},
