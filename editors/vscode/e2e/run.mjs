@@ -930,7 +930,7 @@ test('a custom command from .qwen/commands appears in the list as the file is wr
       'Request: {{args}}',
       'The file:',
       '@{main.go}',
-      'The shell said: !{echo shell-word-5d1}',
+      'The shell said: !{echo shell-word-5d1 | tee shell.out}',
       '"""',
       '',
     ].join('\n'),
@@ -960,10 +960,12 @@ test('a custom command from .qwen/commands appears in the list as the file is wr
   const reqs = await modelRequests();
   if (reqs.length !== 1) throw new Error(`${reqs.length} model requests`);
   const user = reqs[0].messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
-  for (const want of ['Request: please be brief', 'unsaved-custom-4b8', 'shell-word-5d1']) {
+  for (const want of ['Request: please be brief', 'unsaved-custom-4b8', 'The shell said: shell-word-5d1']) {
     if (!user.includes(want)) throw new Error(`the prompt lacks ${want}: ${user.slice(0, 800)}`);
   }
   if (fs.readFileSync(path.join(ws, 'main.go'), 'utf8').includes('unsaved-custom-4b8')) throw new Error('main.go was saved');
+  if (user.includes('!{')) throw new Error('a !{ was left in the prompt');
+  if (!fs.existsSync(path.join(ws, 'shell.out'))) throw new Error('the allowed shell command did not run');
   const answer = await frame.locator('.msg.agent').last().innerText();
   if (!answer.includes('I was told.')) throw new Error(`answer: ${answer}`);
   // main.go back as it was, for the tests after this one.

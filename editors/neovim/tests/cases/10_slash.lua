@@ -18,7 +18,7 @@ prompt = """
 Request: {{args}}
 The file:
 @{main.go}
-The shell said: !{echo shell-word-5d1}
+The shell said: !{echo shell-word-5d1 | tee shell.out}
 """
 ]==]
 
@@ -199,7 +199,9 @@ usage: 500 5
       end
       H.contains(user, 'Request: please be brief', '{{args}}')
       H.contains(user, 'unsaved-marker-9e2', '@{main.go} as the buffer has it')
-      H.contains(user, 'shell-word-5d1', "!{...}'s output")
+      H.contains(user, 'The shell said: shell-word-5d1', "!{...} replaced by its output")
+      H.ok(not user:find('!{', 1, true), 'no !{ left in the prompt')
+      H.eq('shell-word-5d1\n', H.read(ws .. '/shell.out'), 'the command ran once allowed')
       H.ok(not H.read(ws .. '/main.go'):find('unsaved-marker', 1, true), 'main.go not saved')
       H.contains(H.chat_lines(), '/tell please be brief', 'the prompt as typed in the chat')
       H.contains(H.chat_lines(), 'I was told.', 'the answer')
