@@ -861,6 +861,7 @@ test('"/" in the chat input lists the commands; "/st", Tab picks stats, which an
   await newSession(frame);
   const input = frame.locator('#prompt');
   const list = frame.locator('#slash');
+  await input.fill('');
   await input.click();
   await page.keyboard.type('/');
   await list.waitFor({ state: 'visible', timeout: 15000 });
@@ -936,6 +937,7 @@ test('a custom command from .qwen/commands appears in the list as the file is wr
     ].join('\n'),
   );
   const input = frame.locator('#prompt');
+  await input.fill('');
   await input.click();
   await page.keyboard.type('/te');
   const row = frame.locator('#slash .slash-item[data-name="tell"]');
