@@ -70,6 +70,16 @@ end, {
   desc = 'Choose the model of the qwen session (no argument: pick from a list)',
 })
 
+cmd('Qwen', function(o)
+  q().command(o.args)
+end, {
+  nargs = '*',
+  complete = function(arglead, cmdline, pos)
+    return require('qwen.commands').complete_cmdline(arglead, cmdline, pos)
+  end,
+  desc = 'Run a qwen slash command: :Qwen stats sends /stats (no argument: /help)',
+})
+
 cmd('QwenStats', function()
   q().stats()
 end, { desc = 'Show the qwen session\'s model and token totals' })

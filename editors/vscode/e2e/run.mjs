@@ -850,6 +850,134 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   }
 });
 
+/** The rows of the chat's "/" list: name, whether active, as shown. */
+async function slashRows(frame) {
+  return frame.locator('#slash .slash-item').evaluateAll((els) => els.map((e) => ({ name: e.dataset.name, active: e.getAttribute('aria-selected') === 'true' })));
+}
+
+test('"/" in the chat input lists the commands; "/st", Tab picks stats, which answers without the model; /clear empties the chat', async () => {
+  await useScript('chat.txtar');
+  const frame = await openChat();
+  await newSession(frame);
+  const input = frame.locator('#prompt');
+  const list = frame.locator('#slash');
+  await input.fill('');
+  await input.click();
+  await page.keyboard.type('/');
+  await list.waitFor({ state: 'visible', timeout: 15000 });
+  await until("the server's commands in the list", async () => (await slashRows(frame)).some((r) => r.name === 'stats'), 15000);
+  const all = await slashRows(frame);
+  log(`"/" lists ${all.length} commands: ${all.map((r) => r.name).join(' ')}`);
+  for (const want of ['help', 'stats', 'clear', 'model']) if (!all.some((r) => r.name === want)) throw new Error(`no /${want} in the list`);
+  if (!all[0].active) throw new Error('the first row is not active');
+  // The arrows move the choice; Esc closes the list and leaves the text.
+  await page.keyboard.press('ArrowDown');
+  if (!(await slashRows(frame))[1].active) throw new Error('ArrowDown did not move to the second row');
+  await page.keyboard.press('ArrowUp');
+  if (!(await slashRows(frame))[0].active) throw new Error('ArrowUp did not move back');
+  await page.keyboard.press('Escape');
+  await list.waitFor({ state: 'hidden' });
+  if ((await input.inputValue()) !== '/') throw new Error(`Esc changed the input: ${await input.inputValue()}`);
+  // Typing on filters (and opens the list again).
+  await page.keyboard.type('st');
+  await list.waitFor({ state: 'visible' });
+  const st = await slashRows(frame);
+  if (st.length === 0 || st.length >= all.length || st[0].name !== 'stats' || !st[0].active) throw new Error(`"/st" shows ${JSON.stringify(st)}`);
+  const row = list.locator('.slash-item[data-name="stats"]');
+  const desc = await row.locator('.slash-desc').textContent();
+  if (!desc) throw new Error('stats has no description in the list');
+  // Theme colours: the active row has the theme's selection background.
+  const colors = await row.evaluate((e) => ({ row: getComputedStyle(e).backgroundColor, list: getComputedStyle(e.parentElement).backgroundColor }));
+  log(`list colours: ${JSON.stringify(colors)}`);
+  if (colors.row === colors.list || colors.row === 'rgba(0, 0, 0, 0)') throw new Error(`the active row is not highlighted: ${JSON.stringify(colors)}`);
+  await shot('slash-commands');
+  await page.keyboard.press('Tab');
+  await list.waitFor({ state: 'hidden' });
+  if ((await input.inputValue()) !== '/stats ') throw new Error(`Tab gave ${JSON.stringify(await input.inputValue())}`);
+  if ((await frame.evaluate(() => document.activeElement?.id)) !== 'prompt') throw new Error('Tab moved the focus out of the input');
+  await page.keyboard.press('Enter');
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`/stats ended with ${end}`);
+  const answer = await frame.locator('.msg.agent').last().innerText();
+  log(`/stats answered: ${JSON.stringify(answer.slice(0, 300))}`);
+  if (answer.trim() === '') throw new Error('/stats gave no answer');
+  const reqs = await modelRequests();
+  if (reqs.length !== 0) throw new Error(`/stats made ${reqs.length} model request(s)`);
+  // /clear: the chat starts over, and says where the conversation went.
+  await prompt(frame, '/clear');
+  await until('the chat to clear', async () => (await frame.locator('#log .msg.user').count()) === 0 && (await frame.locator('#log .msg.notice').count()) > 0, 30000);
+  const left = await frame.locator('#log').innerText();
+  if (left.includes('/stats') || !/cleared/.test(left)) throw new Error(`after /clear the chat holds: ${left}`);
+  if ((await modelRequests()).length !== 0) throw new Error('/clear made a model request');
+});
+
+test('a custom command from .qwen/commands appears in the list as the file is written and runs with {{args}}, the unsaved buffer and !{…} asked first', async () => {
+  await useInlineScript('-- 01.response --\ntext: I was told.\nusage: 500 5\n');
+  // Unsaved text in main.go: @{main.go} must carry it.
+  await openFile('main.go');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.type('// unsaved-custom-4b8\n');
+  await page.locator('.tab.active.dirty', { hasText: 'main.go' }).waitFor();
+  const frame = await openChat();
+  await newSession(frame);
+  // Written while qwen-ls runs: the list follows (available_commands_update).
+  fs.mkdirSync(path.join(ws, '.qwen/commands'), { recursive: true });
+  fs.writeFileSync(
+    path.join(ws, '.qwen/commands/tell.toml'),
+    [
+      'description = "Tell about a file, with a word from the shell"',
+      'prompt = """',
+      'Request: {{args}}',
+      'The file:',
+      '@{main.go}',
+      'The shell said: !{echo shell-word-5d1 | tee shell.out}',
+      '"""',
+      '',
+    ].join('\n'),
+  );
+  const input = frame.locator('#prompt');
+  await input.fill('');
+  await input.click();
+  await page.keyboard.type('/te');
+  const row = frame.locator('#slash .slash-item[data-name="tell"]');
+  await row.waitFor({ state: 'visible', timeout: 30000 });
+  const source = await row.locator('.slash-source').textContent();
+  if (source !== 'project') throw new Error(`tell's source: ${source}`);
+  // The mouse picks it.
+  await row.hover();
+  await row.click();
+  if ((await input.inputValue()) !== '/tell ') throw new Error(`the click gave ${JSON.stringify(await input.inputValue())}`);
+  await page.keyboard.type('please be brief');
+  await page.keyboard.press('Enter');
+  const allow = await quickPickRow('Allow');
+  const asked = await page.locator('.quick-input-widget').innerText();
+  if (!asked.includes('echo shell-word-5d1')) throw new Error(`the shell command is not in the question: ${asked}`);
+  const before = (await modelRequests()).length;
+  if (before !== 0) throw new Error(`${before} model request(s) before the shell command was answered`);
+  await shot('custom-command-asks');
+  await allow.click();
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`the turn ended with ${end}`);
+  const reqs = await modelRequests();
+  if (reqs.length !== 1) throw new Error(`${reqs.length} model requests`);
+  const user = reqs[0].messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
+  for (const want of ['Request: please be brief', 'unsaved-custom-4b8', 'The shell said: shell-word-5d1']) {
+    if (!user.includes(want)) throw new Error(`the prompt lacks ${want}: ${user.slice(0, 800)}`);
+  }
+  if (fs.readFileSync(path.join(ws, 'main.go'), 'utf8').includes('unsaved-custom-4b8')) throw new Error('main.go was saved');
+  if (user.includes('!{')) throw new Error('a !{ was left in the prompt');
+  if (!fs.existsSync(path.join(ws, 'shell.out'))) throw new Error('the allowed shell command did not run');
+  const answer = await frame.locator('.msg.agent').last().innerText();
+  if (!answer.includes('I was told.')) throw new Error(`answer: ${answer}`);
+  // main.go back as it was, for the tests after this one.
+  await page.locator('.tab', { hasText: 'main.go' }).first().click();
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('Shift+ArrowDown');
+  await page.keyboard.press('Delete');
+});
+
 test('Qwen: Check Setup sends a real request and reports the answer', async () => {
   await useInlineScript('-- 01.response --\ntext: ok\nusage: 10 1\n');
   await command('Qwen: Check Setup');

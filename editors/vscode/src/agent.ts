@@ -8,6 +8,7 @@ import { State } from 'vscode-languageclient/node';
 import type { Extension } from './extension';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
+import { parseCommands, SlashCommand } from './chat/commands';
 import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage, withoutReminders } from './chat/protocol';
 import { ModelStatusBar, StatusBar } from './status';
 import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
@@ -46,6 +47,8 @@ export class Agent {
   /** The session's tokens, summed over the turns this window saw (a loaded session starts at zero). */
   private totals: Usage = noUsage;
   private countedTurns = 0;
+  /** history_cleared arrived during the running prompt (/clear): its transcript starts afresh. */
+  private clearedInTurn = false;
 
   constructor(
     private readonly ext: Extension,
@@ -115,6 +118,8 @@ export class Agent {
         return this.checkSetup();
       case 'pickModel':
         return this.pickModel();
+      case 'listCommands':
+        return this.refreshCommands();
       case 'openLocation': {
         const uri = vscode.Uri.file(m.path);
         if (!vscode.workspace.getWorkspaceFolder(uri)) return;
@@ -144,6 +149,7 @@ export class Agent {
     this.setModel(res.model);
     this.status.setMode(res.approvalMode);
     this.postState();
+    void this.refreshCommands();
     return res.sessionId;
   }
 
@@ -183,19 +189,21 @@ export class Agent {
     this.post({ type: 'user', text });
     this.currentAgentId = undefined;
     this.currentThoughtId = undefined;
+    this.clearedInTurn = false;
     this.postState();
     try {
       const sessionId = await this.ensureSession();
       const client = await this.requireClient();
       const blocks = await this.promptBlocks(text);
-      const res = await client.sendRequest<{ stopReason: string; usage?: unknown }>('qwen/prompt', { sessionId, prompt: blocks });
+      const res = await client.sendRequest<{ stopReason: string; usage?: unknown; command?: unknown }>('qwen/prompt', { sessionId, prompt: blocks });
       const usage = parseUsage(res.usage);
       if (usage && sessionId === this.sessionId) {
         this.totals = addUsage(this.totals, usage);
         this.countedTurns++;
         this.modelStatus.setTotals(formatSessionUsage(this.totals, this.countedTurns));
       }
-      this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
+      // After /clear the transcript holds only what came after it: no end mark of a turn it no longer shows.
+      if (!this.clearedInTurn) this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
       this.status.setProblem(undefined);
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
@@ -357,6 +365,7 @@ export class Agent {
       }
       for (const w of loaded?.warnings ?? []) this.post({ type: 'notice', text: `Qwen: ${w}` });
       this.postState();
+      void this.refreshCommands();
       // The session's file keeps the model chosen for it.
       await this.refreshModel();
     } catch (err) {
@@ -549,6 +558,34 @@ export class Agent {
     }
   }
 
+  /**
+   * qwen/listCommands (for the chat's session when there is one) into the
+   * chat's "/" list. Starts qwen-ls when it is not running. A server
+   * without commands (-32601) offers an empty list.
+   */
+  async refreshCommands(): Promise<void> {
+    const client = await this.ext.ensureClient().catch(() => undefined);
+    if (!client) {
+      this.setCommands([]);
+      return;
+    }
+    const asked = this.sessionId;
+    try {
+      const res = await client.sendRequest('qwen/listCommands', asked ? { sessionId: asked } : {});
+      if (asked !== this.sessionId) return; // another session meanwhile: its own list follows
+      this.setCommands(parseCommands(res));
+    } catch (err) {
+      const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
+      if (code !== -32601) this.ext.output.warn(`qwen/listCommands failed: ${errorText(err)}`);
+      this.setCommands([]);
+    }
+  }
+
+  /** The slash commands the server offers (qwen/listCommands, then available_commands_update) go to the chat's "/" list. */
+  private setCommands(list: SlashCommand[]): void {
+    this.post({ type: 'commands', commands: list });
+  }
+
   awaitingUser(what: string): void {
     this.status.setTool(what);
     this.postState();
@@ -567,9 +604,21 @@ export class Agent {
   /** One qwen/sessionUpdate notification (protocol.md §5). */
   sessionUpdate(p: unknown): void {
     if (!isObj(p) || typeof p.sessionId !== 'string' || !isObj(p.update)) return;
-    if (p.sessionId !== this.sessionId) return;
     const u = p.update;
+    // The list may come before the new session's answer names it.
+    if (u.sessionUpdate === 'available_commands_update' && (this.sessionId === undefined || p.sessionId === this.sessionId)) {
+      if (Array.isArray(u.availableCommands)) this.setCommands(parseCommands(u.availableCommands));
+      return;
+    }
+    if (p.sessionId !== this.sessionId) return;
     switch (u.sessionUpdate) {
+      case 'history_cleared': {
+        // /clear: the same session, an empty history; the conversation so far is a session of its own on disk.
+        this.clearedInTurn = this.busy;
+        this.resetTranscript();
+        this.post({ type: 'notice', text: 'Qwen: the conversation was cleared. The earlier one is saved: Open Session… lists it.' });
+        return;
+      }
       case 'agent_message_chunk': {
         const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
         if (!this.currentAgentId) this.currentAgentId = `a${++this.messageSeq}`;

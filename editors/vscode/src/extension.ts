@@ -212,6 +212,7 @@ export class Extension implements vscode.Disposable {
     const sandbox = (client.initializeResult?.capabilities.experimental as { qwen?: { sandbox?: SandboxInfo } } | undefined)?.qwen?.sandbox;
     this.status.setSandbox(sandbox);
     this.scheduleFocus();
+    void this.agent.refreshCommands();
     return client;
   }
 

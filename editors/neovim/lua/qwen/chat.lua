@@ -69,6 +69,7 @@ local function ensure_buffers()
       vim.keymap.set({ 'n', 'i' }, km.submit, submit, { buffer = M.input, desc = 'qwen: send the prompt' })
     end
     vim.keymap.set('n', '<CR>', submit, { buffer = M.input, desc = 'qwen: send the prompt' })
+    require('qwen.commands').attach_input(M.input, km)
   end
 end
 
@@ -398,6 +399,9 @@ end
 
 function M.turn_end(res)
   local s = '— ' .. (res.stopReason or 'done')
+  if type(res.command) == 'string' then
+    s = s .. ' · /' .. res.command
+  end
   if type(res.usage) == 'table' then
     s = s .. ' · ' .. require('qwen.model').turn_line(res.usage)
   end

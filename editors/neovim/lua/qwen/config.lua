@@ -38,8 +38,10 @@ M.defaults = {
   -- key to false to leave it unmapped. No default starts with an operator
   -- (c, d, y, g...): <localleader> is \ unless you set maplocalleader.
   keys = {
-    -- In the chat's input buffer.
+    -- In the chat's input buffer: send the prompt; complete the command
+    -- chosen in the "/" popup (the first one when none is chosen).
     submit = '<C-s>',
+    complete = '<Tab>',
     -- In the chat buffer: expand or collapse the tool call under the
     -- cursor, or open the review named on that line.
     toggle_tool = '<CR>',

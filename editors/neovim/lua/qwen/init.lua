@@ -169,6 +169,12 @@ function M.stats()
   return require('qwen.model').stats()
 end
 
+--- :Qwen {command} [args]: runs a slash command ("/command args").
+function M.command(args)
+  ensure()
+  return require('qwen.commands').run(args)
+end
+
 function M.undo_turn()
   ensure()
   require('qwen.session').undo_turn()

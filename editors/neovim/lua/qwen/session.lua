@@ -40,6 +40,7 @@ function M.with_session(fn, on_fail)
       M.session_id = res.sessionId
       status.set({ mode = res.approvalMode })
       require('qwen.model').show(res.model)
+      require('qwen.commands').fetch()
       fn(cl, M.session_id)
     end)
   end, on_fail)
@@ -92,6 +93,7 @@ function M.prompt(text, blocks)
     return false
   end
   M.busy = true
+  M.cleared_in_turn = false
   status.set({ busy = true, tool = vim.NIL })
   chat().user_message(text, blocks)
   M.with_session(function(c, sid)
@@ -119,7 +121,10 @@ function M.prompt(text, blocks)
       end
       M.last_stop = res
       require('qwen.model').add_turn(res and res.usage)
-      chat().turn_end(res)
+      -- after /clear the chat shows only what came after it
+      if not M.cleared_in_turn then
+        chat().turn_end(res)
+      end
     end)
     if not ok then
       M.busy = false
@@ -176,6 +181,7 @@ function M.with_client(fn, on_fail)
     end
     M.client_id = c.id
     M.session_id = nil
+    require('qwen.commands').reset()
   end
   client_mod.when_ready(c, fn)
 end
@@ -231,6 +237,7 @@ function M.load(session_id, cb)
       util.notify_user('could not load the session: ' .. err.message, vim.log.levels.ERROR)
       return
     end
+    require('qwen.commands').fetch()
     -- The loaded session's own model, for the statusline and the header.
     util.request(c, 'qwen/listModels', { sessionId = session_id }, function(lerr, res)
       if not lerr and type(res) == 'table' then
@@ -297,11 +304,26 @@ function M.undo_turn(cb)
 end
 
 function M.on_update(params, client_id)
+  local u = type(params) == 'table' and type(params.update) == 'table' and params.update or {}
+  local kind = u.sessionUpdate
+  -- The command list may come before the new session's answer names it.
+  if kind == 'available_commands_update' and client_id == M.client_id and (M.session_id == nil or params.sessionId == M.session_id) then
+    local commands = require('qwen.commands')
+    commands.set(commands.parse(u.availableCommands))
+    return
+  end
   if client_id ~= M.client_id or params.sessionId ~= M.session_id then
     return
   end
-  local u = params.update or {}
-  local kind = u.sessionUpdate
+  if kind == 'history_cleared' then
+    -- /clear: the same session with an empty history; the conversation so
+    -- far is a session of its own on disk.
+    M.cleared_in_turn = M.busy
+    chat().clear()
+    require('qwen.model').reset_totals()
+    chat().note('The conversation was cleared. The earlier one is saved: :QwenSessions lists it.')
+    return
+  end
   if kind == 'current_mode_update' then
     status.set({ mode = u.currentModeId })
   elseif kind == 'tool_call' then
@@ -323,6 +345,7 @@ function M.on_exit(client_id, code, signal)
   end
   M.client_id, M.session_id = nil, nil
   require('qwen.model').reset_totals()
+  require('qwen.commands').reset()
   if M.busy then
     M.busy = false
     status.set({ busy = false, tool = vim.NIL })

@@ -28,7 +28,7 @@ return {
           H.contains(tags, ':' .. name .. '\t', 'a help tag for :' .. name)
         end
       end
-      H.eq(10, count, 'the number of commands')
+      H.eq(11, count, 'the number of commands')
       local doc = H.read(tmp .. '/doc/qwen.txt')
       local defaults = require('qwen.config').defaults
       for key in pairs(defaults) do

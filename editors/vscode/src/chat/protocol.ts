@@ -3,6 +3,7 @@
 // checked here before the extension acts on it: an unknown type, a missing
 // or mistyped field, an extra field or an oversized value drops the message.
 // The webview checks what it receives with the same rules (isHostMessage).
+import { maxCommands, SlashCommand } from './commands';
 
 export const approvalModes = ['default', 'plan', 'auto-edit', 'yolo'] as const;
 export type ApprovalMode = (typeof approvalModes)[number];
@@ -22,7 +23,9 @@ export type WebviewMessage =
   | { type: 'openReview'; uri: string }
   | { type: 'openSettings'; query: string }
   | { type: 'checkSetup' }
-  | { type: 'pickModel' };
+  | { type: 'pickModel' }
+  /** The webview wants the slash commands (it has none yet, and "/" was typed). */
+  | { type: 'listCommands' };
 
 export interface ToolCard {
   id: string;
@@ -63,7 +66,9 @@ export type HostMessage =
   | { type: 'reviews'; reviews: { uri: string; name: string; hunks: number; isNewFile: boolean }[] }
   | { type: 'notice'; text: string }
   | { type: 'clear' }
-  | { type: 'insertMention'; path: string };
+  | { type: 'insertMention'; path: string }
+  /** The slash commands the server offers now (the whole list, replacing the last). */
+  | { type: 'commands'; commands: SlashCommand[] };
 
 type FieldCheck = (v: unknown) => boolean;
 
@@ -90,6 +95,7 @@ const webviewShapes: Record<WebviewMessage['type'], Shape> = {
   openSettings: { required: { query: (v) => typeof v === 'string' && /^qwen(\.[A-Za-z]+)*$/.test(v) } },
   checkSetup: { required: {} },
   pickModel: { required: {} },
+  listCommands: { required: {} },
 };
 
 function matches(msg: Record<string, unknown>, shape: Shape): boolean {
@@ -156,6 +162,17 @@ function isToolCard(v: unknown): v is ToolCard {
   return true;
 }
 
+function isSlashCommand(v: unknown): v is SlashCommand {
+  return (
+    isPlainObject(v) &&
+    isStr(v.name) &&
+    v.name !== '' &&
+    isStr(v.description) &&
+    (v.hint === null || isStr(v.hint)) &&
+    (v.source === 'builtin' || v.source === 'user' || v.source === 'project')
+  );
+}
+
 /** Checks a message the webview receives from the extension. */
 export function isHostMessage(v: unknown): v is HostMessage {
   if (!isPlainObject(v) || !isStr(v.type)) return false;
@@ -194,6 +211,8 @@ export function isHostMessage(v: unknown): v is HostMessage {
       return true;
     case 'insertMention':
       return isStr(v.path);
+    case 'commands':
+      return Array.isArray(v.commands) && v.commands.length <= maxCommands && v.commands.every(isSlashCommand);
     default:
       return false;
   }

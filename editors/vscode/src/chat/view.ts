@@ -63,10 +63,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   private remember(m: HostMessage): void {
     switch (m.type) {
       case 'clear':
-        this.transcript = [];
+        // The command list belongs to the server, not to the conversation.
+        this.transcript = this.transcript.filter((t) => t.type === 'commands');
         return;
       case 'state':
       case 'reviews':
+      case 'commands':
         this.transcript = this.transcript.filter((t) => t.type !== m.type);
         break;
       case 'plan': {
@@ -134,7 +136,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 </section>
 <div id="reviews" hidden></div>
 <form id="form">
-  <textarea id="prompt" rows="3" placeholder="Ask Qwen… (@ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt"></textarea>
+  <div id="slash" role="listbox" aria-label="Commands" hidden></div>
+  <textarea id="prompt" rows="3" placeholder="Ask Qwen… (/ runs a command, @ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt" aria-autocomplete="list" aria-controls="slash" aria-expanded="false"></textarea>
   <div id="actions">
     <button id="mention" type="button" title="Mention a file">@</button>
     <span class="spacer"></span>

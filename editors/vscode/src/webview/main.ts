@@ -2,6 +2,7 @@
 // It builds the DOM with textContent everywhere except the agent's
 // markdown, which the extension renders with raw HTML disabled.
 import { HostMessage, isHostMessage, PlanEntry, ToolCard, WebviewMessage } from '../chat/protocol';
+import { completeInput, matchCommands, SlashCommand, slashQuery } from '../chat/commands';
 
 declare function acquireVsCodeApi(): { postMessage(m: WebviewMessage): void };
 
@@ -46,7 +47,152 @@ form.addEventListener('submit', (e) => {
   if (text === '') return;
   send({ type: 'prompt', text });
   prompt.value = '';
+  closeSlash();
 });
+
+// ---- slash commands: "/" at the start of the input opens the list ----
+
+const slash = byId<HTMLElement>('slash');
+/** The server's commands (the last list it sent). */
+let commands: SlashCommand[] = [];
+/** Asked the extension for the list and no answer yet. */
+let commandsAsked = false;
+/** A list (maybe empty) has arrived. */
+let commandsLoaded = false;
+/** What the open list shows, and which row is active. */
+let shown: SlashCommand[] = [];
+let active = 0;
+/** Esc closed the list for this text: it stays closed until the text changes. */
+let dismissedFor: string | undefined;
+
+function slashOpen(): boolean {
+  return !slash.hidden;
+}
+
+function closeSlash(): void {
+  slash.hidden = true;
+  slash.replaceChildren();
+  shown = [];
+  prompt.setAttribute('aria-expanded', 'false');
+  prompt.removeAttribute('aria-activedescendant');
+}
+
+function setActive(i: number): void {
+  if (shown.length === 0) return;
+  active = (i + shown.length) % shown.length;
+  const rows = slash.querySelectorAll<HTMLElement>('.slash-item');
+  rows.forEach((r, j) => r.setAttribute('aria-selected', String(j === active)));
+  const row = rows[active];
+  if (row) {
+    prompt.setAttribute('aria-activedescendant', row.id);
+    row.scrollIntoView({ block: 'nearest' });
+  }
+}
+
+/** Opens, refreshes or closes the list for the text and caret as they are now. */
+function updateSlash(): void {
+  const q = slashQuery(prompt.value, prompt.selectionStart);
+  if (q === undefined || prompt.selectionStart !== prompt.selectionEnd || dismissedFor === prompt.value) {
+    if (dismissedFor !== prompt.value) dismissedFor = undefined;
+    closeSlash();
+    return;
+  }
+  if (commands.length === 0 && !commandsAsked) {
+    commandsAsked = true;
+    send({ type: 'listCommands' });
+  }
+  const keep = shown[active]?.name;
+  shown = matchCommands(commands, q);
+  slash.replaceChildren();
+  if (shown.length === 0) {
+    const none = el(
+      'div',
+      'slash-none',
+      !commandsLoaded ? 'Loading commands…' : commands.length === 0 ? 'This qwen-ls offers no commands.' : `No command matches /${q}: Enter sends it to the model as text.`,
+    );
+    slash.appendChild(none);
+  }
+  shown.forEach((c, i) => {
+    const row = el('div', 'slash-item');
+    row.id = `slash-${i}`;
+    row.setAttribute('role', 'option');
+    row.dataset.name = c.name;
+    row.append(el('span', 'slash-name', `/${c.name}`));
+    if (c.hint) row.append(el('span', 'slash-hint', c.hint));
+    row.append(el('span', 'slash-desc', c.description));
+    if (c.source !== 'builtin') row.append(el('span', 'slash-source', c.source));
+    row.title = [`/${c.name}${c.hint ? ' ' + c.hint : ''}`, c.description, c.source !== 'builtin' ? `(${c.source} command)` : ''].filter((t) => t).join('\n');
+    // Keep the focus (and the caret) in the input while clicking.
+    row.addEventListener('mousedown', (e) => e.preventDefault());
+    row.addEventListener('mousemove', () => {
+      if (active !== i) setActive(i);
+    });
+    row.addEventListener('click', () => chooseCommand(i));
+    slash.appendChild(row);
+  });
+  slash.hidden = false;
+  prompt.setAttribute('aria-expanded', 'true');
+  const again = keep ? shown.findIndex((c) => c.name === keep) : -1;
+  setActive(again >= 0 ? again : 0);
+}
+
+function chooseCommand(i: number): void {
+  const c = shown[i];
+  if (!c) return;
+  const next = completeInput(prompt.value, prompt.selectionStart, c.name);
+  prompt.value = next.text;
+  prompt.setSelectionRange(next.caret, next.caret);
+  closeSlash();
+  prompt.focus();
+}
+
+function setCommands(list: SlashCommand[]): void {
+  commands = list;
+  commandsAsked = false;
+  commandsLoaded = true;
+  if (slashOpen() || (document.activeElement === prompt && slashQuery(prompt.value, prompt.selectionStart) !== undefined)) updateSlash();
+}
+
+prompt.addEventListener('keydown', (e) => {
+  if (!slashOpen() || e.isComposing) return;
+  switch (e.key) {
+    case 'ArrowDown':
+    case 'ArrowUp':
+      if (shown.length === 0) return;
+      setActive(active + (e.key === 'ArrowDown' ? 1 : -1));
+      break;
+    case 'Tab':
+      if (shown.length === 0 || e.shiftKey) return;
+      chooseCommand(active);
+      break;
+    case 'Enter': {
+      if (e.shiftKey || shown.length === 0) return;
+      // The whole name typed already: Enter sends, as without the list.
+      const q = slashQuery(prompt.value, prompt.selectionStart);
+      if (q !== undefined && shown[active]?.name === q) {
+        closeSlash();
+        return;
+      }
+      chooseCommand(active);
+      break;
+    }
+    case 'Escape':
+      dismissedFor = prompt.value;
+      closeSlash();
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+  e.stopImmediatePropagation();
+});
+
+prompt.addEventListener('keyup', (e) => {
+  // The caret moved without changing the text.
+  if (['ArrowLeft', 'ArrowRight', 'Home', 'End'].includes(e.key)) updateSlash();
+});
+prompt.addEventListener('click', () => updateSlash());
+prompt.addEventListener('blur', () => closeSlash());
 
 prompt.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
@@ -56,6 +202,7 @@ prompt.addEventListener('keydown', (e) => {
 });
 
 prompt.addEventListener('input', (e) => {
+  updateSlash();
   const ie = e as InputEvent;
   if (ie.data === '@') {
     const before = prompt.value.slice(0, prompt.selectionStart - 1);
@@ -104,7 +251,7 @@ function renderEmpty(): void {
   } else {
     empty.dataset.kind = 'ready';
     emptyText.textContent =
-      'Ask Qwen about this workspace, or ask it to change something: it shows each edit for review before your file changes. Type @ to mention a file.';
+      'Ask Qwen about this workspace, or ask it to change something: it shows each edit for review before your file changes. Type @ to mention a file, / for commands (/help lists them).';
   }
 }
 
@@ -278,6 +425,9 @@ function handle(m: HostMessage): void {
       toolEls.clear();
       planEl = undefined;
       renderEmpty();
+      return;
+    case 'commands':
+      setCommands(m.commands);
       return;
     case 'insertMention': {
       const pos = prompt.selectionStart;
