@@ -110,7 +110,9 @@ func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
 			kinds = append(kinds, p.Params.Update.SessionUpdate)
 		}
 	}
-	if strings.Join(kinds, ",") != "user_message_chunk,agent_message_chunk" || !strings.Contains(string(notes[len(notes)-1]), "hello from before") {
+	// The replay, then the session's title.
+	if strings.Join(kinds, ",") != "user_message_chunk,agent_message_chunk,session_info_update" || !strings.Contains(string(notes[len(notes)-2]), "hello from before") ||
+		!strings.Contains(string(notes[len(notes)-1]), `"title":"greet me"`) {
 		t.Fatalf("replayed %v: %s", kinds, notes)
 	}
 	// The next prompt goes on from the history, with the client's MCP
