@@ -107,7 +107,9 @@ func TestManySessionsUnderA64FileLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ls struct{ Sessions []struct{ SessionID, Title string } }
+	var ls struct {
+		Sessions []struct{ SessionID, Title string }
+	}
 	json.Unmarshal(res, &ls)
 	if len(ls.Sessions) != n {
 		t.Fatalf("listed %d sessions, want %d", len(ls.Sessions), n)
