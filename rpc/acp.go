@@ -29,10 +29,12 @@ func (s *Server) acpMethods() map[string]Method {
 		"session/set_config_option": {Handle: s.acpSetConfigOption},
 		// The unstable session/set_model of earlier ACP SDKs.
 		"session/set_model": {Handle: s.acpSetModel},
-		// Session lifecycle (acpsession.go).
+		// Session lifecycle (acpsession.go). Closing waits for the
+		// cancelled turn, which may need the client's answers (terminal
+		// kill and release): off the read path.
 		"session/resume": {Handle: s.acpResumeSession},
-		"session/close":  {Handle: s.acpCloseSession},
-		"session/delete": {Handle: s.acpDeleteSession},
+		"session/close":  {Async: true, Handle: s.acpCloseSession},
+		"session/delete": {Async: true, Handle: s.acpDeleteSession},
 		"logout":         {Handle: s.acpLogout},
 	}
 }

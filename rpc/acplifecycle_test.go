@@ -287,3 +287,51 @@ func TestACPUntrustedFolderNotice(t *testing.T) {
 		})
 	}
 }
+
+// session/close while a command runs in the client's terminal: the turn
+// has to kill and release the terminal, which needs the client's answers,
+// so the close must not hold up the reading of them. When the close is
+// answered, the terminal has been released and the turn has ended.
+func TestACPCloseDuringATerminalCommand(t *testing.T) {
+	m := modeltest.Start(t)
+	c := startACP(t, m.URL)
+	g := &goTerminals{}
+	c.answer = g.answer
+	c.async = true
+	sid, _ := acpSession(t, c, map[string]any{"terminal": true})
+	m.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: `{"command":"sleep 60"}`}}},
+		modeltest.Response{Text: "never"})
+	ended := make(chan map[string]json.RawMessage, 1)
+	go func() {
+		res, _ := c.try("session/prompt", textPrompt(sid, "run"))
+		ended <- res
+	}()
+	calls := func() string {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return strings.Join(g.calls, " ")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(calls(), "terminal/wait_for_exit") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command never started: %s", calls())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if _, e := c.try("session/close", map[string]any{"sessionId": sid}); e != nil {
+		t.Fatalf("session/close: %+v", e)
+	}
+	t.Logf("session/close answered after %v", time.Since(start))
+	if got := calls(); !strings.HasSuffix(got, "terminal/release") {
+		t.Fatalf("when session/close answered, the terminal requests were %s", got)
+	}
+	select {
+	case res := <-ended:
+		if string(res["stopReason"]) != `"cancelled"` {
+			t.Fatalf("the prompt ended with %v", res)
+		}
+	default:
+		t.Fatal("session/close answered before the prompt ended")
+	}
+}
