@@ -214,6 +214,7 @@ export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {}, fdLi
   const exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
 
   const checker = new SchemaChecker();
+  checkers.push(checker);
   const raw = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
   const writer = raw.writable.getWriter();
   const stream = {
@@ -285,6 +286,14 @@ function agentCalls(ctx) {
     cancel: (params) => ctx.notify(a.session.cancel, params),
   };
 }
+
+// Every checker of this test file, for the count printed at its end.
+const checkers = [];
+process.on("exit", () => {
+  const n = checkers.reduce((sum, c) => sum + c.checked, 0);
+  const bad = checkers.reduce((sum, c) => sum + c.violations.length, 0);
+  console.log(`# ${n} messages from the agent checked against the ACP v1 schema, ${bad} violations`);
+});
 
 // assertSchemaClean fails with every schema violation the agent made.
 export function schemaViolations(agent) {
