@@ -105,12 +105,3 @@ func (s *Session) UpdatedAt() time.Time {
 	}
 	return s.updated
 }
-
-// OpenSessionFiles is how many session files the manager's store holds
-// open now.
-func (m *Manager) OpenSessionFiles() int {
-	if m.opts.Store == nil {
-		return 0
-	}
-	return m.opts.Store.openCount()
-}

@@ -27,8 +27,6 @@ type openFiles struct {
 	mu  sync.Mutex
 	lru list.List
 	at  map[*sessionLog]*list.Element
-	// max overrides maxOpenSessionFiles in tests (0: the default).
-	max int
 }
 
 // keepOpen marks l as just written, and closes the files that fall off the
@@ -51,10 +49,7 @@ func (st *Store) keepOpen(l *sessionLog) {
 	} else {
 		o.at[l] = o.lru.PushFront(l)
 	}
-	limit := o.max
-	if limit <= 0 {
-		limit = maxOpenSessionFiles
-	}
+	limit := maxOpenSessionFiles
 	var victims []*sessionLog
 	for o.lru.Len() > limit {
 		e := o.lru.Back()
@@ -77,13 +72,6 @@ func (st *Store) forget(l *sessionLog) {
 		o.lru.Remove(e)
 		delete(o.at, l)
 	}
-}
-
-// openCount is how many session files the list holds (for tests).
-func (st *Store) openCount() int {
-	st.files.mu.Lock()
-	defer st.files.mu.Unlock()
-	return st.files.lru.Len()
 }
 
 // suspend closes the file of a log that stays in use, remembering its size
