@@ -335,3 +335,32 @@ func TestACPCloseDuringATerminalCommand(t *testing.T) {
 		t.Fatal("session/close answered before the prompt ended")
 	}
 }
+
+// docs/protocol.md states the loadSession capability the agent advertises,
+// wherever it names it.
+func TestACPDocsStateTheAdvertisedLoadSession(t *testing.T) {
+	c := startACP(t, modeltest.Start(t).URL)
+	res := c.call("initialize", map[string]any{"protocolVersion": 1})
+	var caps struct {
+		LoadSession bool `json:"loadSession"`
+	}
+	json.Unmarshal(res["agentCapabilities"], &caps)
+	doc, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("loadSession: %v", caps.LoadSession)
+	text := strings.Join(strings.Fields(string(doc)), " ")
+	n := 0
+	for _, v := range []string{"true", "false"} {
+		mention := "loadSession: " + v
+		c := strings.Count(text, mention)
+		n += c
+		if c > 0 && mention != want {
+			t.Errorf("docs/protocol.md says %q %d time(s); initialize advertises %q", mention, c, want)
+		}
+	}
+	if n == 0 {
+		t.Errorf("docs/protocol.md never states loadSession")
+	}
+}
