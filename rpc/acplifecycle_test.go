@@ -291,7 +291,7 @@ func TestACPUntrustedFolderNotice(t *testing.T) {
 // session/close while a command runs in the client's terminal: the turn
 // has to kill and release the terminal, which needs the client's answers,
 // so the close must not hold up the reading of them. When the close is
-// answered, the terminal has been released and the turn has ended.
+// answered, the terminal has been released; the prompt answers cancelled.
 func TestACPCloseDuringATerminalCommand(t *testing.T) {
 	m := modeltest.Start(t)
 	c := startACP(t, m.URL)
@@ -326,13 +326,14 @@ func TestACPCloseDuringATerminalCommand(t *testing.T) {
 	if got := calls(); !strings.HasSuffix(got, "terminal/release") {
 		t.Fatalf("when session/close answered, the terminal requests were %s", got)
 	}
+	// The prompt's own answer may be written just after the close's.
 	select {
 	case res := <-ended:
 		if string(res["stopReason"]) != `"cancelled"` {
 			t.Fatalf("the prompt ended with %v", res)
 		}
-	default:
-		t.Fatal("session/close answered before the prompt ended")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the prompt did not end when its session was closed")
 	}
 }
 
