@@ -29,6 +29,13 @@ func (s *Server) acpMethods() map[string]Method {
 		"session/set_config_option": {Handle: s.acpSetConfigOption},
 		// The unstable session/set_model of earlier ACP SDKs.
 		"session/set_model": {Handle: s.acpSetModel},
+		// Session lifecycle (acpsession.go). Closing waits for the
+		// cancelled turn, which may need the client's answers (terminal
+		// kill and release): off the read path.
+		"session/resume": {Handle: s.acpResumeSession},
+		"session/close":  {Async: true, Handle: s.acpCloseSession},
+		"session/delete": {Async: true, Handle: s.acpDeleteSession},
+		"logout":         {Handle: s.acpLogout},
 	}
 }
 
@@ -66,6 +73,11 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 				"image": s.env.Settings().Bool("model.modalities.image", false), "audio": false, "embeddedContext": true,
 			},
 			"mcpCapabilities": map[string]any{"http": true, "sse": true},
+			// Each is an empty object when supported (acpsession.go).
+			"sessionCapabilities": map[string]any{
+				"list": map[string]any{}, "additionalDirectories": map[string]any{},
+				"resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
+			},
 		},
 		"authMethods": []any{},
 		"agentInfo":   map[string]any{"name": "qwen-ls", "title": "Qwen Code (qwen-ls)", "version": s.opts.Version},
@@ -154,6 +166,9 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, sessionError(err)
 	}
+	// Stored at once: ACP clients create a session in one process and
+	// load or resume it from the next (acpsession.go).
+	sess.StoreNow()
 	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode), "configOptions": s.acpConfigOptions(sess)}, nil
 }
 
@@ -170,7 +185,11 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 		return nil, sessionError(err)
 	}
 	s.takeACPTrustNotice(p.SessionID)
-	res, err := sess.Prompt(ctx, p.Prompt)
+	title := sess.Title()
+	res, err := sess.Prompt(ctx, s.acpAttachLinks(ctx, p.SessionID, p.Prompt))
+	if t := sess.Title(); t != title {
+		s.acpSessionInfo(sess)
+	}
 	if err != nil {
 		return nil, sessionError(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -43,11 +44,17 @@ func readACPClientCaps(c *ClientCaps, raw json.RawMessage) {
 			WriteTextFile bool `json:"writeTextFile"`
 		} `json:"fs"`
 		Terminal bool `json:"terminal"`
+		Session  struct {
+			Notices json.RawMessage `json:"notices"`
+		} `json:"session"`
 	}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &a) // a malformed object advertises nothing
 	}
 	c.ReadTextFile, c.WriteTextFile, c.Terminal = a.FS.ReadTextFile, a.FS.WriteTextFile, a.Terminal
+	// session.notices: {} advertises notice updates; null or absent not.
+	n := strings.TrimSpace(string(a.Session.Notices))
+	c.Notices = strings.HasPrefix(n, "{")
 }
 
 // clientServes reports whether path is the client's to read and write: a
@@ -79,9 +86,16 @@ func (h *host) SyncFile(ctx context.Context, sessionID, path string) error {
 	case errors.As(err, &rpcErr) && rpcErr.Code == acpNotFound:
 		h.s.ws.Overlay.Close(path)
 		return &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}
+	case errors.As(err, &rpcErr):
+		// The client said no (its read policy) or failed: the file is
+		// not read from the disk behind its back, and the model is told.
+		h.s.log.Infof("the editor refused to read %s (fs/read_text_file: %s)", path, rpcErr.Message)
+		return fmt.Errorf("%w (fs/read_text_file answered %d: %s)", tools.ErrClientRefused, rpcErr.Code, rpcErr.Message)
 	}
-	h.s.log.Warnf("the editor could not read %s (fs/read_text_file: %v); the disk's text is used instead", path, err)
-	return err
+	// No answer at all (the connection broke, or a malformed one): the
+	// same refusal, since the client's policy is unknown.
+	h.s.log.Warnf("the editor could not read %s (fs/read_text_file: %v)", path, err)
+	return fmt.Errorf("%w (fs/read_text_file: %v)", tools.ErrClientRefused, err)
 }
 
 // WriteFile implements tools.ClientFiles with fs/write_text_file.

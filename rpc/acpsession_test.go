@@ -97,7 +97,7 @@ func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
 	notes := append([]json.RawMessage(nil), c2.notes...)
 	c2.mu.Unlock()
 	var kinds []string
-	var lastReplayed json.RawMessage
+	var kept []json.RawMessage
 	for _, n := range notes {
 		var p struct {
 			Method string
@@ -111,10 +111,12 @@ func TestACPLoadsASessionOfAnEarlierServer(t *testing.T) {
 		// part of the replay.
 		if p.Method == "session/update" && p.Params.SessionID == sid && p.Params.Update.SessionUpdate != "available_commands_update" {
 			kinds = append(kinds, p.Params.Update.SessionUpdate)
-			lastReplayed = n
+			kept = append(kept, n)
 		}
 	}
-	if strings.Join(kinds, ",") != "user_message_chunk,agent_message_chunk" || !strings.Contains(string(lastReplayed), "hello from before") {
+	// The replay, then the session's title.
+	if strings.Join(kinds, ",") != "user_message_chunk,agent_message_chunk,session_info_update" || !strings.Contains(string(kept[len(kept)-2]), "hello from before") ||
+		!strings.Contains(string(kept[len(kept)-1]), `"title":"greet me"`) {
 		t.Fatalf("replayed %v: %s", kinds, notes)
 	}
 	// The next prompt goes on from the history, with the client's MCP

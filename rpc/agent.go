@@ -25,6 +25,7 @@ func (s *Server) agentMethods() map[string]Method {
 		"qwen/resolveReview":   {Handle: s.resolveReview},
 		"qwen/listSessions":    {Handle: s.listSessions},
 		"qwen/loadSession":     {Handle: s.loadSession},
+		"qwen/closeSession":    {Async: true, Handle: s.closeSession},
 		"qwen/revertTurn":      {Async: true, Handle: s.revertTurn},
 		"qwen/listModels":      {Handle: s.listModels},
 		"qwen/setModel":        {Handle: s.setModel},

@@ -180,6 +180,9 @@ type ClientCaps struct {
 	ReadTextFile  bool
 	WriteTextFile bool
 	Terminal      bool
+	// Notices: the ACP client takes notice updates
+	// (clientCapabilities.session.notices).
+	Notices bool
 	// InitOptions is the raw initializationOptions object, or nil.
 	InitOptions json.RawMessage
 }

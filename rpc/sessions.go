@@ -51,6 +51,21 @@ func (s *Server) loadSession(ctx context.Context, req *Request) (any, error) {
 	return out, nil
 }
 
+// closeSession ends a session of this server: its turn is cancelled, its
+// processes stopped and its file released; it can be loaded again.
+func (s *Server) closeSession(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := unmarshalParams(req, &p); err != nil {
+		return nil, err
+	}
+	if err := s.endSession(p.SessionID); err != nil {
+		return nil, sessionError(err)
+	}
+	return map[string]any{}, nil
+}
+
 // revertTurn puts back the files a turn changed.
 func (s *Server) revertTurn(ctx context.Context, req *Request) (any, error) {
 	var p struct {

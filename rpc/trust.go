@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -92,7 +91,8 @@ func (s *Server) takeACPTrustNotice(sessionID string) {
 	if msg == "" || s.ws.Settings.Trust().Trusted {
 		return
 	}
-	s.host.Update(sessionID, session.Update{Kind: session.UpdateAgentMessage, Content: &session.ContentBlock{Type: "text", Text: msg}})
+	plain := strings.TrimSpace(strings.NewReplacer("**", "", "`", "").Replace(msg))
+	s.acpNotice(sessionID, "warning", "This folder is not trusted: some of its settings were ignored", plain, msg)
 }
 
 // askTrust puts the notice to the user as a window/showMessageRequest with

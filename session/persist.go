@@ -189,6 +189,7 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 		l.close()
 		return LoadResult{}, err
 	}
+	m.opts.Store.keepOpen(l)
 	ld.history, ld.tokens = closeDanglingCalls(ld.history, ld.tokens)
 	if ld.ownTranscript {
 		ld.transcript, _ = closeDanglingCalls(ld.transcript, nil)

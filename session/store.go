@@ -39,6 +39,8 @@ type Store struct {
 	home string
 	// secrets returns values never to be written (the API key).
 	secrets func() []string
+	// files are the session files open now (storefiles.go).
+	files openFiles
 }
 
 // NewStore returns the store under home (<QwenHome>).
@@ -163,6 +165,11 @@ type sessionLog struct {
 	err error // the first write error, reported once
 	// needNewline: the file ends in a cut line.
 	needNewline bool
+	// suspended: the file was closed to save descriptors and is opened
+	// again by the next write; suspendedSize is its size then
+	// (storefiles.go).
+	suspended     bool
+	suspendedSize int64
 }
 
 // create makes a new session file with its header; the caller holds the
@@ -225,10 +232,15 @@ func (l *sessionLog) write(ev event) error {
 	}
 	b = l.st.redact(b)
 	b = append(b, '\n')
+	// Runs after the unlock below: it may close other logs' files.
+	defer l.st.keepOpen(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return errors.New("the session file is closed")
+	if err := l.resumeLocked(); err != nil {
+		if l.err == nil {
+			l.err = err
+		}
+		return err
 	}
 	if l.needNewline {
 		b = append([]byte{'\n'}, b...)
@@ -244,14 +256,16 @@ func (l *sessionLog) write(ev event) error {
 	return nil
 }
 
-// close releases the file (and its lock).
+// close releases the file (and its lock) for good.
 func (l *sessionLog) close() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
 	}
+	l.suspended = false
+	l.mu.Unlock()
+	l.st.forget(l)
 }
 
 // redact replaces every secret in an encoded event. A secret is looked

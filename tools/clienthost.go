@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 )
@@ -22,8 +23,11 @@ type ClientFiles interface {
 	// the disk, and the buffer is dropped when it matches. It returns nil
 	// without asking when the editor does not serve reads, or not this
 	// path; an error matching fs.ErrNotExist when the editor says the
-	// file does not exist. Other failures of the editor are the Host's to
-	// report: the tools then read the disk.
+	// file does not exist; one matching ErrClientRefused when the editor
+	// answered the read with any other error (its read policy said no, or
+	// it failed): the read fails with that reason and the disk is not
+	// read instead. Other errors are the Host's to report: the tools then
+	// read the disk.
 	SyncFile(ctx context.Context, sessionID, path string) error
 	// WriteFile writes text to path through the editor. handled is false
 	// when the editor does not take writes, or not for this path; the
@@ -31,6 +35,10 @@ type ClientFiles interface {
 	// overlay holds text (or the disk does).
 	WriteFile(ctx context.Context, sessionID, path, text string) (handled bool, err error)
 }
+
+// ErrClientRefused: the editor answered a read of a file it serves with an
+// error. The file is not read from the disk behind its back.
+var ErrClientRefused = errors.New("the editor refused to read the file")
 
 // ClientTerminals is a Host whose editor runs shell commands in terminals
 // of its own, which the user sees live.
@@ -115,7 +123,7 @@ func syncClient(ctx context.Context, call *Call, abs string) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	if err != nil && pathMissing(err) {
+	if err != nil && (pathMissing(err) || errors.Is(err, ErrClientRefused)) {
 		return err
 	}
 	return nil
@@ -124,6 +132,8 @@ func syncClient(ctx context.Context, call *Call, abs string) error {
 // syncBeforeChange is syncClient for the tools that change a file. The
 // editor saying the file does not exist leaves the question to the disk (a
 // creation, usually), and a cancelled ctx is seen by the caller's caller.
+// A refused read leaves the change to start from the disk: the editor
+// reviews the change itself before anything is written.
 func syncBeforeChange(ctx context.Context, call *Call, abs string) {
 	_ = syncClient(ctx, call, abs)
 }

@@ -1,7 +1,8 @@
 // The pieces every ACP test uses: the scripted model (qwen-ls
 // scripted-model), the agent under test (qwen-ls --acp, spoken to through
-// the SDK's ClientSideConnection) and a client that keeps unsaved buffers
-// in memory and runs terminals as real processes.
+// the SDK's client app: client().onRequest(…).connect(stream)) and a client
+// that keeps unsaved buffers in memory and runs terminals as real
+// processes.
 import { spawn } from "node:child_process";
 import { mkdtempSync, realpathSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -199,23 +200,31 @@ export class TestClient {
 // through the SDK. Every
 // message the agent sends is checked against the ACP schema; the test
 // fails at its end if one did not match.
-export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {} }) {
+export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {}, fdLimit = 0 }) {
   const env = { ...process.env, HOME: home, QWEN_HOME: join(home, ".qwen") };
   for (const k of ["OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_API_KEY", "DASHSCOPE_API_KEY"]) delete env[k];
   if (modelURL) Object.assign(env, { OPENAI_BASE_URL: modelURL, OPENAI_MODEL: "scripted", OPENAI_API_KEY: "sk-test" });
   Object.assign(env, extraEnv);
-  const proc = spawn(BIN, ["--acp"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+  // fdLimit runs the agent under that many open files (ulimit -n).
+  const proc = fdLimit > 0
+    ? spawn("/bin/sh", ["-c", `ulimit -n ${fdLimit} && exec "$0" --acp`, BIN], { cwd, env, stdio: ["pipe", "pipe", "pipe"] })
+    : spawn(BIN, ["--acp"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   proc.stderr.on("data", (d) => { stderr += d; });
   const exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve({ code, signal })));
 
   const checker = new SchemaChecker();
+  checkers.push(checker);
   const raw = acp.ndJsonStream(Writable.toWeb(proc.stdin), Readable.toWeb(proc.stdout));
   const writer = raw.writable.getWriter();
   const stream = {
     readable: raw.readable.pipeThrough(new TransformStream({
       transform(msg, ctl) {
         checker.received(msg);
+        // Updates are recorded here, in the order they arrived: the SDK
+        // validates and dispatches each message on its own, so a handler
+        // can run after the answer that followed its update.
+        if (msg.method === acp.methods.client.session.update && msg.id === undefined) client.sessionUpdate(msg.params);
         ctl.enqueue(msg);
       },
     })),
@@ -226,9 +235,21 @@ export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {} }) {
       },
     }),
   };
-  const conn = new acp.ClientSideConnection(() => client, stream);
+  const m = acp.methods.client;
+  const app = acp.client({ name: "qwen-ls-tests" })
+    .onRequest(m.session.requestPermission, ({ params }) => client.requestPermission(params))
+    .onRequest(m.fs.readTextFile, ({ params }) => client.readTextFile(params))
+    .onRequest(m.fs.writeTextFile, ({ params }) => client.writeTextFile(params))
+    .onRequest(m.terminal.create, ({ params }) => client.createTerminal(params))
+    .onRequest(m.terminal.output, ({ params }) => client.terminalOutput(params))
+    .onRequest(m.terminal.waitForExit, ({ params }) => client.waitForTerminalExit(params))
+    .onRequest(m.terminal.kill, ({ params }) => client.killTerminal(params))
+    .onRequest(m.terminal.release, ({ params }) => client.releaseTerminal(params))
+    .onNotification(m.session.update, () => {}); // recorded from the stream, above
+  const connection = app.connect(stream);
+  const conn = agentCalls(connection.agent);
   const agent = {
-    conn, proc, checker, exited,
+    conn, connection, proc, checker, exited,
     get stderr() { return stderr; },
     async stop() {
       proc.stdin.end();
@@ -244,6 +265,35 @@ export function startAgent(t, { home, modelURL, client, cwd, extraEnv = {} }) {
   });
   return agent;
 }
+
+// agentCalls names the agent's methods for the tests; every call goes
+// through the SDK's typed request (or notify) by its ACP method name.
+function agentCalls(ctx) {
+  const a = acp.methods.agent;
+  const req = (method) => (params) => ctx.request(method, params);
+  return {
+    initialize: req(a.initialize),
+    logout: req(a.logout),
+    newSession: req(a.session.new),
+    loadSession: req(a.session.load),
+    listSessions: req(a.session.list),
+    resumeSession: req(a.session.resume),
+    closeSession: req(a.session.close),
+    deleteSession: req(a.session.delete),
+    setSessionMode: req(a.session.setMode),
+    setSessionConfigOption: req(a.session.setConfigOption),
+    prompt: req(a.session.prompt),
+    cancel: (params) => ctx.notify(a.session.cancel, params),
+  };
+}
+
+// Every checker of this test file, for the count printed at its end.
+const checkers = [];
+process.on("exit", () => {
+  const n = checkers.reduce((sum, c) => sum + c.checked, 0);
+  const bad = checkers.reduce((sum, c) => sum + c.violations.length, 0);
+  console.log(`# ${n} messages from the agent checked against the ACP v1 schema, ${bad} violations`);
+});
 
 // assertSchemaClean fails with every schema violation the agent made.
 export function schemaViolations(agent) {

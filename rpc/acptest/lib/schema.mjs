@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import Ajv2020 from "ajv/dist/2020.js";
 
 const require = createRequire(import.meta.url);
-const schemaPath = require.resolve("@agentclientprotocol/sdk/schema/schema.json");
+// The stable v1 schema, which SDK 2.x exports as schema/v1/schema.json.
+const schemaPath = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
 const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });

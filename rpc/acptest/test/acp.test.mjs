@@ -1,5 +1,5 @@
 // qwen-ls --acp driven as an ACP editor drives it: the official SDK's
-// ClientSideConnection on the agent's stdio, a real scripted model, real
+// client app on the agent's stdio, a real scripted model, real
 // files and real terminal processes.
 import { test } from "node:test";
 import assert from "node:assert/strict";
