@@ -6,15 +6,17 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// The fixtures are real executables: this test's own binary (a Go binary
-// for this machine) and the compiler-made ones Go's debug packages test
-// with, from the Go installation's source tree.
+// The fixtures are real executables: a static Go program built for this
+// machine, and the compiler-made ones Go's debug packages test with, from
+// the Go installation's source tree.
 func goroot(t *testing.T, rel string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", rel))
@@ -30,17 +32,46 @@ func goroot(t *testing.T, rel string) []byte {
 	return data
 }
 
-func self(t *testing.T) []byte {
+var (
+	helloOnce sync.Once
+	helloData []byte
+	helloErr  error
+)
+
+// hello is a small static Go program for this machine, built the way
+// scripts/package.sh builds qwen-ls (CGO_ENABLED=0, -s -w). (This test's
+// own binary will not do: with -race it is linked with cgo.)
+func hello(t *testing.T) []byte {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	helloOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vsixcheck-hello-")
+		if err != nil {
+			helloErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		src := "package main\n\nfunc main() { println(\"qwen-ls\") }\n"
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+			helloErr = err
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.26\n"), 0o644); err != nil {
+			helloErr = err
+			return
+		}
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-ldflags=-s -w", "-o", "hello")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helloErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		helloData, helloErr = os.ReadFile(filepath.Join(dir, "hello"))
+	})
+	if helloErr != nil {
+		t.Fatal(helloErr)
 	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return helloData
 }
 
 // native is this machine's VS Code target, and another target with the
@@ -91,7 +122,7 @@ func vsix(t *testing.T, nameTarget, manifestTarget string, entries ...entry) str
 	w, _ = z.Create("extension/package.json")
 	w.Write([]byte("{}"))
 	for _, e := range entries {
-		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		h := &zip.FileHeader{Name: e.name, Method: zip.Store} // stored: quick under -race
 		h.SetMode(e.mode)
 		w, err := z.CreateHeader(h)
 		if err != nil {
@@ -124,7 +155,7 @@ func TestIdentifyReadsTheHeader(t *testing.T) {
 		format, goos, goarch, fail string
 		dynamic                    bool
 	}{
-		{name: "this test's Go binary", data: self(t), format: "ELF", goos: runtime.GOOS, goarch: runtime.GOARCH},
+		{name: "a static Go program", data: hello(t), format: "ELF", goos: runtime.GOOS, goarch: runtime.GOARCH},
 		{name: "gcc linux amd64", fixture: "debug/elf/testdata/gcc-amd64-linux-exec", format: "ELF", goos: "linux", goarch: "amd64", dynamic: true},
 		{name: "gcc mingw amd64", fixture: "debug/pe/testdata/gcc-amd64-mingw-exec", format: "PE", goos: "windows", goarch: "amd64"},
 		{name: "gcc darwin amd64", fixture: "debug/macho/testdata/gcc-amd64-darwin-exec.base64", format: "Mach-O", goos: "darwin", goarch: "amd64"},
@@ -135,7 +166,7 @@ func TestIdentifyReadsTheHeader(t *testing.T) {
 		{name: "a script", data: []byte("#!/bin/sh\necho qwen-ls\n"), fail: "not an executable this checker knows"},
 	}
 	if runtime.GOOS != "linux" {
-		cases = cases[1:] // the first case expects this machine's binary to be ELF
+		cases = cases[1:] // the first case expects this machine's program to be ELF
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,7 +193,7 @@ func TestIdentifyReadsTheHeader(t *testing.T) {
 
 func TestCheckMatchesTheBinaryToTheTarget(t *testing.T) {
 	me, otherArch := native(t)
-	bin := self(t)
+	bin := hello(t)
 	pe := goroot(t, "debug/pe/testdata/gcc-amd64-mingw-exec")
 	mo := goroot(t, "debug/macho/testdata/gcc-amd64-darwin-exec.base64")
 	dyn := goroot(t, "debug/elf/testdata/gcc-amd64-linux-exec")
@@ -216,8 +247,8 @@ func TestCheckMatchesTheBinaryToTheTarget(t *testing.T) {
 
 func TestRunCountsAndRequiresEveryTargetWithAll(t *testing.T) {
 	me, _ := native(t)
-	good := vsix(t, me, me, binEntry(me, self(t)))
-	bad := vsix(t, "win32-arm64", "win32-arm64", binEntry("win32-arm64", self(t)))
+	good := vsix(t, me, me, binEntry(me, hello(t)))
+	bad := vsix(t, "win32-arm64", "win32-arm64", binEntry("win32-arm64", hello(t)))
 	var out bytes.Buffer
 	if n := run(&out, []string{good, bad}, false); n != 1 {
 		t.Fatalf("failures %d, want 1:\n%s", n, out.String())
