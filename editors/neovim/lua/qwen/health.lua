@@ -28,10 +28,11 @@ function M.check()
   end
 
   h.start('qwen: the qwen-ls binary')
-  local exe = config.cmd and config.cmd[1]
-  if not exe or vim.fn.executable(exe) ~= 1 then
-    h.error(string.format('%s not found (the option cmd)', tostring(exe)), {
-      'Build it onto your PATH: go build -o ~/.local/bin/qwen-ls ./cmd/qwen-ls',
+  local name = config.cmd and config.cmd[1]
+  local exe, tried = require('qwen.paths').find_program(name)
+  if not exe then
+    h.error(string.format('%s not found (the option cmd); looked in: %s', tostring(name), table.concat(tried, ', ')), {
+      'Install it: go install github.com/qwen-ls/qwen-ls/cmd/qwen-ls@latest (found on PATH or in ~/go/bin)',
       'or set cmd in require("qwen").setup{ cmd = { "/path/to/qwen-ls", "--stdio" } }',
     })
     return
@@ -41,7 +42,7 @@ function M.check()
     h.error(exe .. ' --version failed: ' .. vim.trim(out))
     return
   end
-  h.ok(vim.trim(out) .. ' (' .. vim.fn.exepath(exe) .. ')')
+  h.ok(vim.trim(out) .. ' (' .. exe .. ')')
 
   local client_mod = require('qwen.client')
   local util = require('qwen.util')

@@ -722,7 +722,7 @@ end
 
 --- Handles qwen/proposeEdit: answers "deferred" at once, shows the review.
 function M.on_propose(params, client_id)
-  local path = vim.uri_to_fname(params.uri)
+  local path = require('qwen.paths').from_uri(params.uri)
   local r = {
     id = params.toolCallId,
     session_id = params.sessionId,

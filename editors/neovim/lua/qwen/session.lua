@@ -278,7 +278,7 @@ function M.undo_turn(cb)
         local function names(list)
           local out = {}
           for _, u in ipairs(list or {}) do
-            table.insert(out, vim.fn.fnamemodify(vim.uri_to_fname(type(u) == 'table' and u.uri or u), ':~:.'))
+            table.insert(out, vim.fn.fnamemodify(require('qwen.paths').from_uri(type(u) == 'table' and u.uri or u), ':~:.'))
           end
           return table.concat(out, ', ')
         end

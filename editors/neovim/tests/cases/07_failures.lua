@@ -121,11 +121,14 @@ return {
       vim.opt.runtimepath:prepend(H.plugin)
       vim.cmd('runtime plugin/qwen.lua')
       vim.cmd('cd ' .. vim.fn.fnameescape(H.ws))
-      -- the default cmd, with a PATH that has no qwen-ls
-      local path = vim.env.PATH
-      vim.env.PATH = '/nonexistent'
+      -- the default cmd, with a PATH that has no qwen-ls, nor any of the
+      -- folders `go install` writes to
+      local saved = { PATH = vim.env.PATH, HOME = vim.env.HOME, GOBIN = vim.env.GOBIN, GOPATH = vim.env.GOPATH }
+      vim.env.PATH, vim.env.HOME, vim.env.GOBIN, vim.env.GOPATH = '/nonexistent', H.home, nil, nil
       H.defer(function()
-        vim.env.PATH = path
+        for k, v in pairs(saved) do
+          vim.env[k] = v
+        end
       end)
       require('qwen').setup({})
       for _, f in ipairs({ 'main.go', 'calc/calc.go', 'go.mod' }) do
@@ -139,7 +142,7 @@ return {
       H.eq(1, #errs, 'one error notification for three buffers and a prompt: ' .. vim.inspect(errs))
       H.contains(errs[1], 'qwen-ls not found', 'what is wrong')
       H.contains(errs[1], 'setup{ cmd =', 'the option to set')
-      H.contains(errs[1], 'go build', 'how to install it')
+      H.contains(errs[1], 'go install', 'how to install it')
       H.ok(not errs[1]:find('\n', 1, true), 'one line')
       H.ok(vim.fn.strdisplaywidth(errs[1]) <= vim.v.echospace, 'it fits the command line (no hit-enter prompt): ' .. errs[1])
       H.eq('qwen: qwen-ls not found', require('qwen').statusline(), 'the statusline')

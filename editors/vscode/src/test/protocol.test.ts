@@ -1,8 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import * as path from 'node:path';
 import { findMentions, maxPromptLength, parseWebviewMessage, withoutReminders } from '../chat/protocol';
-import { resolveServerPath } from '../serverPath';
 
 test('valid webview messages pass unchanged', () => {
   const ok: unknown[] = [
@@ -53,25 +51,6 @@ test('findMentions finds @paths at the start or after whitespace', () => {
   assert.deepEqual(findMentions('@main.go explain, then see @calc/calc.go.'), ['main.go', 'calc/calc.go']);
   assert.deepEqual(findMentions('mail me at a@b.c'), []);
   assert.deepEqual(findMentions('@a @a (@b)'), ['a']);
-});
-
-test('resolveServerPath: the setting, then PATH, then the bundled binary', () => {
-  const exists = (set: string[]) => (p: string) => set.includes(p);
-  const ext = '/ext';
-  const bundled = path.join(ext, 'bin', 'qwen-ls');
-  assert.deepEqual(resolveServerPath('/opt/qwen-ls', '/usr/bin', ext, 'linux', exists(['/opt/qwen-ls', '/usr/bin/qwen-ls', bundled])), {
-    path: '/opt/qwen-ls',
-    from: 'setting',
-  });
-  assert.deepEqual(resolveServerPath('', '/nope:/usr/bin', ext, 'linux', exists(['/usr/bin/qwen-ls', bundled])), {
-    path: '/usr/bin/qwen-ls',
-    from: 'PATH',
-  });
-  assert.deepEqual(resolveServerPath('', '/usr/bin', ext, 'linux', exists([bundled])), { path: bundled, from: 'bundled' });
-  const missingSetting = resolveServerPath('/opt/missing', '/usr/bin', ext, 'linux', exists([bundled]));
-  assert.ok('error' in missingSetting && /qwen.serverPath/.test(missingSetting.error));
-  const none = resolveServerPath('', '', ext, 'linux', exists([]));
-  assert.ok('error' in none && /not found/.test(none.error));
 });
 
 test('isHostMessage accepts what the extension sends and nothing else', async () => {
