@@ -1072,7 +1072,7 @@ test('the model picker switches the session mid-way; the next request uses that 
     await until('the status bar shows qwen-deep', async () => /qwen-deep/.test(await modelItem().textContent()), 10000);
     await until('the chat header shows qwen-deep', async () => (await frame.locator('#model').textContent()) === 'qwen-deep', 10000);
     // The next prompt of the same session goes out with the chosen model.
-    await useInlineScript('-- 01.response --\ntext: Second answer.\nusage: 2000 100\n');
+    await useInlineScript('-- 01.response --\ntext: Second answer.\nusage: 2000 100 1500\n');
     await prompt(frame, 'And now?');
     const end2 = await turnEnd(frame, 2);
     if (end2 !== '') throw new Error(`turn ended with ${end2}`);
@@ -1080,16 +1080,16 @@ test('the model picker switches the session mid-way; the next request uses that 
     if (reqs.length !== 1 || reqs[0].model !== 'qwen-deep') throw new Error(`the second turn did not go to qwen-deep: ${JSON.stringify(reqs.map((r) => r.model))}`);
     if (!reqs[0].messages.some((m) => m.role === 'assistant' && String(m.content).includes('First answer.'))) throw new Error('the switch lost the session history');
     const lines = await frame.locator('.turn-usage').allTextContents();
-    if (lines.length !== 2 || lines[1] !== 'Tokens: 2,000 in · 100 out') throw new Error(`the token lines: ${JSON.stringify(lines)}`);
+    if (lines.length !== 2 || lines[1] !== 'Tokens: 2,000 in · 100 out · 1,500 cached') throw new Error(`the token lines: ${JSON.stringify(lines)}`);
     // The running totals: in the chat header's tooltip (and the status bar item's).
     const totals = await frame.locator('#model').getAttribute('data-tokens');
-    if (totals !== 'Session: 2 turns · 3,234 in · 156 out tokens') throw new Error(`the session totals: ${totals}`);
+    if (totals !== 'Session: 2 turns · 3,234 in · 156 out · 1,500 cached tokens') throw new Error(`the session totals: ${totals}`);
     await modelItem().hover();
     const hover = page.locator('.monaco-hover', { hasText: 'Session: 2 turns' }).first();
     await hover.waitFor({ state: 'visible', timeout: 10000 });
     const hoverText = await hover.innerText();
     log(`model item tooltip: ${JSON.stringify(hoverText)}`);
-    if (!/qwen-deep/.test(hoverText) || !/3,234 in · 156 out tokens/.test(hoverText) || !/Context: [\d,]+ of [\d,]+ tokens/.test(hoverText)) {
+    if (!/qwen-deep/.test(hoverText) || !/3,234 in · 156 out · 1,500 cached tokens/.test(hoverText) || !/Context: [\d,]+ of [\d,]+ tokens/.test(hoverText)) {
       throw new Error(`the model item's tooltip: ${hoverText}`);
     }
     await page.mouse.move(0, 0);
