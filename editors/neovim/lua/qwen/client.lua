@@ -160,6 +160,31 @@ local function client_config(root)
   }
 end
 
+--- The approval modes offered when the server does not list them (one
+--- too old to advertise experimental.qwen.approvalModes).
+M.fallback_modes = { 'default', 'plan', 'auto-edit', 'yolo' }
+
+--- The approval modes the server offers: experimental.qwen.approvalModes
+--- of client c's initialize result (c defaults to the current buffer's
+--- running client, none is started), else the fallback list.
+function M.approval_modes(c)
+  if c == nil then
+    c = M.current(false)
+  end
+  local caps = c and c.server_capabilities
+  local q = type(caps) == 'table' and type(caps.experimental) == 'table' and caps.experimental.qwen or nil
+  local modes = type(q) == 'table' and q.approvalModes or nil
+  if type(modes) ~= 'table' or #modes == 0 then
+    return M.fallback_modes
+  end
+  for _, m in ipairs(modes) do
+    if type(m) ~= 'string' or m == '' then
+      return M.fallback_modes
+    end
+  end
+  return modes
+end
+
 local told_no_model = false
 
 --- The model the server starts with (experimental.qwen.model of the

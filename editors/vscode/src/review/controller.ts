@@ -15,6 +15,7 @@ import {
   allDecided,
   answerFor,
   answerForEditedText,
+  assembleText,
   buildHunks,
   decorationFor,
   Hunk,
@@ -38,7 +39,10 @@ export interface ProposeEditParams {
 }
 
 export interface ProposeEditResult {
-  outcome: 'accepted' | 'rejected' | 'cancelled';
+  /** Absent when keptHunks carries the decision. */
+  outcome?: 'accepted' | 'rejected' | 'cancelled';
+  /** Indices into edits of the hunks the person kept; the server builds the answer from them. */
+  keptHunks?: number[];
   finalText?: string;
   feedback?: string;
   always?: boolean;
@@ -376,12 +380,13 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     this.lensEmitter.fire();
     this.changed();
     if (!allDecided(review.hunks)) return;
-    void this.answer(review, answerFor(review.p.oldText, review.p.newText, review.hunks));
+    void this.answer(review, answerFor(review.hunks));
   }
 
   private async answer(review: Review, a: ReviewAnswer): Promise<void> {
     if (review.finished || review.askingFeedback) return;
-    if (a.outcome === 'rejected') {
+    if (a.outcome === 'rejected' || a.keptHunks?.length === 0) {
+      // Nothing kept: ask why before answering.
       review.askingFeedback = true;
       const feedback = await vscode.window.showInputBox({
         title: `Qwen: undo ${path.basename(review.uri.fsPath)}`,
@@ -390,7 +395,12 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       });
       review.askingFeedback = false;
       const fb = feedback?.trim();
-      review.finish(fb ? { outcome: 'rejected', feedback: fb } : { outcome: 'rejected' });
+      const answer: ProposeEditResult = a.keptHunks ? { keptHunks: [] } : { outcome: 'rejected' };
+      review.finish(fb ? { ...answer, feedback: fb } : answer);
+      return;
+    }
+    if (a.keptHunks) {
+      review.finish({ keptHunks: a.keptHunks });
       return;
     }
     review.finish(a.finalText !== undefined ? { outcome: 'accepted', finalText: a.finalText } : { outcome: 'accepted' });
@@ -406,8 +416,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       // Undone hunks stay out; pending and kept ones are in.
       const text = review.p.isNewFile
         ? review.p.newText
-        : answerFor(review.p.oldText, review.p.newText, review.hunks.map((h) => ({ ...h, state: h.state === 'undone' ? 'undone' : 'kept' })))
-            .finalText ?? review.p.newText;
+        : assembleText(review.p.oldText, review.hunks.map((h) => ({ ...h, state: h.state === 'undone' ? 'undone' : 'kept' })));
       this.fs.set(review.diffUri, text);
     }
     const title = `${path.basename(review.uri.fsPath)} ↔ Qwen's proposal${review.p.isNewFile ? ' (new file)' : ''}`;
