@@ -240,7 +240,7 @@ func keptIndices(raw json.RawMessage, n int) ([]int, error) {
 // clip shortens a value quoted in a log line.
 func clip(s string) string {
 	if len(s) > 40 {
-		return s[:40] + "…"
+		return strings.ToValidUTF8(s[:40], "") + "…"
 	}
 	return s
 }

@@ -160,29 +160,19 @@ local function client_config(root)
   }
 end
 
---- The approval modes offered when the server does not list them (one
---- too old to advertise experimental.qwen.approvalModes).
-M.fallback_modes = { 'default', 'plan', 'auto-edit', 'yolo' }
-
 --- The approval modes the server offers: experimental.qwen.approvalModes
---- of client c's initialize result (c defaults to the current buffer's
---- running client, none is started), else the fallback list.
+--- of client c's initialize result (c defaults to the chat's client, else
+--- the current buffer's running one), or the old fixed list for a server
+--- that sends none.
 function M.approval_modes(c)
-  if c == nil then
-    c = M.current(false)
+  local chat = require('qwen.session').client_id
+  c = c or (chat and vim.lsp.get_client_by_id(chat)) or M.current(false)
+  local e = c and type(c.server_capabilities) == 'table' and c.server_capabilities.experimental
+  local modes = type(e) == 'table' and type(e.qwen) == 'table' and e.qwen.approvalModes
+  if type(modes) == 'table' and #modes > 0 and #vim.tbl_filter(function(m) return type(m) == 'string' end, modes) == #modes then
+    return modes
   end
-  local caps = c and c.server_capabilities
-  local q = type(caps) == 'table' and type(caps.experimental) == 'table' and caps.experimental.qwen or nil
-  local modes = type(q) == 'table' and q.approvalModes or nil
-  if type(modes) ~= 'table' or #modes == 0 then
-    return M.fallback_modes
-  end
-  for _, m in ipairs(modes) do
-    if type(m) ~= 'string' or m == '' then
-      return M.fallback_modes
-    end
-  end
-  return modes
+  return { 'default', 'plan', 'auto-edit', 'yolo' }
 end
 
 local told_no_model = false

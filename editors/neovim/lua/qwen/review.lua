@@ -365,37 +365,23 @@ local function proposal_text(r)
 end
 
 local function check_done(r)
-  local accepted, pending = 0, 0
-  for _, h in ipairs(r.hunks) do
-    if h.state == 'pending' then
-      pending = pending + 1
-    elseif h.state == 'accepted' then
-      accepted = accepted + 1
-    end
-  end
-  if pending > 0 then
-    return false
-  end
-  local what = 'accepted with changes'
-  if accepted == 0 then
-    what = 'rejected'
-  elseif accepted == #r.hunks then
-    what = 'accepted'
-  end
-  if r.new_file then
-    -- One hunk stands for the whole new file.
-    finish(r, accepted > 0 and 'accepted' or 'rejected')
-    return true
-  end
-  -- The server turns the kept hunks (indices into its edits) into the
-  -- answer.
   local kept = {}
   for i, h in ipairs(r.hunks) do
-    if h.state == 'accepted' then
+    if h.state == 'pending' then
+      return false
+    elseif h.state == 'accepted' then
       table.insert(kept, i - 1)
     end
   end
-  finish(r, nil, { keptHunks = kept }, what)
+  if r.new_file then
+    -- One hunk stands for the whole new file.
+    finish(r, #kept > 0 and 'accepted' or 'rejected')
+  else
+    -- The server turns the kept hunks (indices into its edits) into the
+    -- answer.
+    local what = #kept == 0 and 'rejected' or (#kept < #r.hunks and 'accepted with changes' or 'accepted')
+    finish(r, nil, { keptHunks = kept }, what)
+  end
   return true
 end
 

@@ -146,7 +146,7 @@ end
 
 function M.set_mode(mode)
   -- The modes the server offers (initialize's experimental.qwen.approvalModes).
-  local modes = client_mod.approval_modes(client() or client_mod.current(false))
+  local modes = client_mod.approval_modes()
   if not vim.tbl_contains(modes, mode) then
     util.notify_user('unknown approval mode ' .. tostring(mode) .. '; use ' .. table.concat(modes, ', '), vim.log.levels.ERROR)
     return

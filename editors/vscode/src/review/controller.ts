@@ -39,9 +39,8 @@ export interface ProposeEditParams {
 }
 
 export interface ProposeEditResult {
-  /** Absent when keptHunks carries the decision. */
+  /** Absent when keptHunks (indices into edits) carries the decision. */
   outcome?: 'accepted' | 'rejected' | 'cancelled';
-  /** Indices into edits of the hunks the person kept; the server builds the answer from them. */
   keptHunks?: number[];
   finalText?: string;
   feedback?: string;
@@ -386,7 +385,6 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
   private async answer(review: Review, a: ReviewAnswer): Promise<void> {
     if (review.finished || review.askingFeedback) return;
     if (a.outcome === 'rejected' || a.keptHunks?.length === 0) {
-      // Nothing kept: ask why before answering.
       review.askingFeedback = true;
       const feedback = await vscode.window.showInputBox({
         title: `Qwen: undo ${path.basename(review.uri.fsPath)}`,
@@ -395,15 +393,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       });
       review.askingFeedback = false;
       const fb = feedback?.trim();
-      const answer: ProposeEditResult = a.keptHunks ? { keptHunks: [] } : { outcome: 'rejected' };
-      review.finish(fb ? { ...answer, feedback: fb } : answer);
+      review.finish(fb ? { ...a, feedback: fb } : a);
       return;
     }
-    if (a.keptHunks) {
-      review.finish({ keptHunks: a.keptHunks });
-      return;
-    }
-    review.finish(a.finalText !== undefined ? { outcome: 'accepted', finalText: a.finalText } : { outcome: 'accepted' });
+    review.finish(a);
   }
 
   /** Opens vscode.diff: the file on the left, the proposal (editable) on the right. */

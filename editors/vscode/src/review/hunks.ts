@@ -120,11 +120,7 @@ export function buildHunks(oldText: string, edits: readonly TextEdit[]): Hunk[] 
   return hunks;
 }
 
-/**
- * oldText with the kept hunks applied and the others left as they were:
- * the text the diff editor opens with. The answer itself never carries it;
- * the server builds the text from the kept hunks' indices.
- */
+/** oldText with the kept hunks applied and the others left as they were (the diff editor's text). */
 export function assembleText(oldText: string, hunks: readonly Hunk[]): string {
   let out = '';
   let at = 0;
@@ -140,11 +136,7 @@ export function allDecided(hunks: readonly Hunk[]): boolean {
   return hunks.every((h) => h.state !== 'pending');
 }
 
-/**
- * The answer to qwen/proposeEdit: the indices of the kept hunks once every
- * hunk is decided (the server turns them into the decision), or, for a
- * proposal the person edited, the text they wrote.
- */
+/** The answer to qwen/proposeEdit: the kept hunks' indices (the server builds the decision), or an edited proposal's text. */
 export interface ReviewAnswer {
   outcome?: 'accepted' | 'rejected';
   keptHunks?: number[];
