@@ -87,27 +87,26 @@ func (h *host) CanAsk() bool {
 }
 
 // call sends a request to the editor with an id of our own, so that a
-// cancelled turn can withdraw it with $/cancelRequest.
+// cancelled turn can withdraw it with $/cancelRequest. The wait belongs to
+// the caller: it ends with the answer, the caller's context or the
+// connection, and nothing is left waiting for an answer nobody wants.
 func (h *host) call(ctx context.Context, method string, params any, result any) error {
 	id := jsonrpc2.ID{Str: fmt.Sprintf("qwen-ls-%d", h.seq.Add(1)), IsString: true}
 	w, err := h.s.conn.DispatchCall(context.Background(), method, params, jsonrpc2.PickID(id))
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Wait(context.Background(), result) }()
-	select {
-	case err := <-done:
+	err = w.Wait(ctx, result)
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 		return err
-	case <-ctx.Done():
-		if h.s.opts.ACP {
-			// ACP's name and shape for it.
-			_ = h.s.conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
-		} else {
-			_ = h.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
-		}
-		return ctx.Err()
 	}
+	if h.s.opts.ACP {
+		// ACP's name and shape for it.
+		_ = h.s.conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
+	} else {
+		_ = h.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+	}
+	return ctx.Err()
 }
 
 // ReviewEdit implements session.Host.
@@ -144,21 +143,106 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 		return session.EditAnswer{}, err
 	}
 	var ans struct {
-		Outcome   string  `json:"outcome"`
-		FinalText *string `json:"finalText"`
-		Feedback  string  `json:"feedback"`
-		Always    bool    `json:"always"`
+		Outcome   string          `json:"outcome"`
+		FinalText *string         `json:"finalText"`
+		KeptHunks json.RawMessage `json:"keptHunks"`
+		Feedback  string          `json:"feedback"`
+		Always    bool            `json:"always"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return session.EditAnswer{}, fmt.Errorf("the editor's answer to qwen/proposeEdit is malformed: %w", err)
 	}
-	switch ans.Outcome {
+	out := session.EditAnswer{Outcome: ans.Outcome, FinalText: ans.FinalText, Feedback: ans.Feedback, Always: ans.Always}
+	kept := len(ans.KeptHunks) > 0 && string(ans.KeptHunks) != "null"
+	switch {
+	case kept && ans.FinalText != nil:
+		// The person typed in the proposal: the text they wrote is the
+		// decision, whatever hunks the answer also names.
+		h.s.log.Infof("qwen: the review of %s sent finalText and keptHunks; finalText wins", r.ToolCallID)
+	case kept && (ans.Outcome == "" || ans.Outcome == "accepted"):
+		out.Outcome, out.FinalText = h.keptAnswer(r, ans.KeptHunks)
+	}
+	switch out.Outcome {
 	case "accepted", "rejected", "cancelled":
 	default:
 		// Anything else is not a decision to apply.
-		ans.Outcome = "cancelled"
+		out.Outcome = "cancelled"
 	}
-	return session.EditAnswer{Outcome: ans.Outcome, FinalText: ans.FinalText, Feedback: ans.Feedback, Always: ans.Always}, nil
+	return out, nil
+}
+
+// keptAnswer turns the indices of the hunks a person kept into the answer
+// (protocol.md "Reviews and permissions"): none kept is a rejection, all
+// kept accepts the proposal, some kept accepts the old text with only those
+// hunks applied. The indices are into the edits sent with qwen/proposeEdit,
+// which are the hunks of the same two texts. An index that is not an
+// integer, is out of range or comes twice makes the whole answer a
+// rejection: a malformed answer never writes anything.
+func (h *host) keptAnswer(r session.EditReview, raw json.RawMessage) (string, *string) {
+	hunks := tools.Hunks(r.OldText, r.NewText)
+	idx, err := keptIndices(raw, len(hunks))
+	if err != nil {
+		h.s.log.Warnf("qwen: the review of %s is taken as a rejection: keptHunks %s", r.ToolCallID, err)
+		return "rejected", nil
+	}
+	switch len(idx) {
+	case 0:
+		return "rejected", nil
+	case len(hunks):
+		return "accepted", nil
+	}
+	keep := make([]bool, len(hunks))
+	for _, i := range idx {
+		keep[i] = true
+	}
+	var b strings.Builder
+	at := 0
+	for i, hk := range hunks {
+		b.WriteString(r.OldText[at:hk.Start])
+		if keep[i] {
+			b.WriteString(hk.Text)
+		} else {
+			b.WriteString(r.OldText[hk.Start:hk.End])
+		}
+		at = hk.End
+	}
+	b.WriteString(r.OldText[at:])
+	text := b.String()
+	return "accepted", &text
+}
+
+// keptIndices reads keptHunks: a JSON array of distinct integers in
+// [0, n).
+func keptIndices(raw json.RawMessage, n int) ([]int, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("is not an array of hunk indices: %s", clip(string(raw)))
+	}
+	seen := make(map[int]bool, len(items))
+	out := make([]int, 0, len(items))
+	for _, it := range items {
+		var i int
+		if err := json.Unmarshal(it, &i); err != nil || string(it) == "null" {
+			return nil, fmt.Errorf("holds %s, which is not a hunk index", clip(string(it)))
+		}
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("holds %d, outside the %d hunks proposed", i, n)
+		}
+		if seen[i] {
+			return nil, fmt.Errorf("holds %d twice", i)
+		}
+		seen[i] = true
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// clip shortens a value quoted in a log line.
+func clip(s string) string {
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "…"
+	}
+	return s
 }
 
 // RequestPermission implements session.Host.

@@ -8,11 +8,13 @@ import (
 
 	"go.lsp.dev/protocol"
 
+	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// ApprovalModes are the approval modes the server advertises, in order.
-var approvalModes = []string{"default", "plan", "auto-edit", "yolo"}
+// approvalModes are the approval modes the server advertises, in order:
+// the editors offer these and no others.
+var approvalModes = session.Modes
 
 // ProtocolVersion is the qwen protocol version of protocol.md.
 const ProtocolVersion = 1

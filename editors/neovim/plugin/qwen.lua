@@ -33,7 +33,7 @@ cmd('QwenMode', function(o)
 end, {
   nargs = 1,
   complete = function()
-    return { 'plan', 'default', 'auto-edit', 'yolo' }
+    return require('qwen.client').approval_modes()
   end,
   desc = 'Set the approval mode',
 })

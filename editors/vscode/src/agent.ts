@@ -9,7 +9,7 @@ import type { Extension } from './extension';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
 import { parseCommands, SlashCommand } from './chat/commands';
-import { approvalModes, findMentions, HostMessage, PlanEntry, ToolCard, WebviewMessage, withoutReminders } from './chat/protocol';
+import { findMentions, HostMessage, PlanEntry, ToolCard, serverApprovalModes, WebviewMessage } from './chat/protocol';
 import { ModelStatusBar, StatusBar } from './status';
 import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
 import { elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
@@ -381,8 +381,11 @@ export class Agent {
       'auto-edit': 'Apply edits without asking; ask before commands',
       yolo: 'Run everything without asking',
     };
+    // The server says which modes it has; a mode this list does not
+    // describe is offered all the same.
+    const modes = serverApprovalModes(this.ext.client?.initializeResult?.capabilities.experimental);
     const pick = await vscode.window.showQuickPick(
-      approvalModes.map((m) => ({ label: m, description: (m === current ? '(current) ' : '') + descriptions[m] })),
+      modes.map((m) => ({ label: m, description: (m === current ? '(current) ' : '') + (descriptions[m] ?? '') })),
       { title: 'Qwen: approval mode' },
     );
     if (pick) await this.setMode(pick.label);
@@ -641,7 +644,8 @@ export class Agent {
       case 'user_message_chunk': {
         const text = isObj(u.content) && typeof u.content.text === 'string' ? u.content.text : '';
         this.currentAgentId = undefined;
-        this.post({ type: 'user', text: withoutReminders(text) });
+        // The server replays the prompt as the user wrote it, without its notes for the model.
+        this.post({ type: 'user', text });
         return;
       }
       case 'tool_call':

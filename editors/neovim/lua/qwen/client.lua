@@ -161,6 +161,21 @@ local function client_config(root)
   }
 end
 
+--- The approval modes the server offers: experimental.qwen.approvalModes
+--- of client c's initialize result (c defaults to the chat's client, else
+--- the current buffer's running one), or the old fixed list for a server
+--- that sends none.
+function M.approval_modes(c)
+  local chat = require('qwen.session').client_id
+  c = c or (chat and vim.lsp.get_client_by_id(chat)) or M.current(false)
+  local e = c and type(c.server_capabilities) == 'table' and c.server_capabilities.experimental
+  local modes = type(e) == 'table' and type(e.qwen) == 'table' and e.qwen.approvalModes
+  if type(modes) == 'table' and #modes > 0 and #vim.tbl_filter(function(m) return type(m) == 'string' end, modes) == #modes then
+    return modes
+  end
+  return { 'default', 'plan', 'auto-edit', 'yolo' }
+end
+
 local told_no_model = false
 
 --- The model the server starts with (experimental.qwen.model of the

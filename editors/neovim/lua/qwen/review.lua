@@ -323,8 +323,10 @@ local function cleanup(r)
   update_status()
 end
 
---- Sends the decision and ends the review.
-local function finish(r, outcome, extra)
+--- Sends the decision and ends the review. outcome is nil when
+--- extra.keptHunks carries the decision (the server builds it); what says
+--- it in the chat then.
+local function finish(r, outcome, extra, what)
   if not M.reviews[r.id] then
     return
   end
@@ -343,7 +345,7 @@ local function finish(r, outcome, extra)
       util.notify_user('the review could not be sent: ' .. (err.message or ''), vim.log.levels.ERROR)
     end
   end)
-  local what = outcome
+  what = what or outcome
   if extra and extra.finalText then
     what = 'accepted with changes'
   end
@@ -351,12 +353,11 @@ local function finish(r, outcome, extra)
   require('qwen.chat').review_done(r.id, what)
 end
 
---- The text with the accepted hunks (and, if with_pending, the undecided
---- ones) applied to the proposal's old text.
-local function text_with(r, with_pending)
+--- The proposal without the rejected hunks, to edit by hand.
+local function proposal_text(r)
   local edits = {}
   for _, h in ipairs(r.hunks) do
-    if h.state == 'accepted' or (with_pending and h.state == 'pending') then
+    if h.state ~= 'rejected' then
       table.insert(edits, h.edit)
     end
   end
@@ -364,23 +365,22 @@ local function text_with(r, with_pending)
 end
 
 local function check_done(r)
-  local accepted, pending = 0, 0
-  for _, h in ipairs(r.hunks) do
+  local kept = {}
+  for i, h in ipairs(r.hunks) do
     if h.state == 'pending' then
-      pending = pending + 1
+      return false
     elseif h.state == 'accepted' then
-      accepted = accepted + 1
+      table.insert(kept, i - 1)
     end
   end
-  if pending > 0 then
-    return false
-  end
-  if accepted == #r.hunks then
-    finish(r, 'accepted')
-  elseif accepted == 0 then
-    finish(r, 'rejected')
+  if r.new_file then
+    -- One hunk stands for the whole new file.
+    finish(r, #kept > 0 and 'accepted' or 'rejected')
   else
-    finish(r, 'accepted', { finalText = text_with(r, false) })
+    -- The server turns the kept hunks (indices into its edits) into the
+    -- answer.
+    local what = #kept == 0 and 'rejected' or (#kept < #r.hunks and 'accepted with changes' or 'accepted')
+    finish(r, nil, { keptHunks = kept }, what)
   end
   return true
 end
@@ -510,7 +510,7 @@ function M.edit_proposal(r)
     vim.api.nvim_buf_set_option(b, 'buftype', 'acwrite')
     vim.api.nvim_buf_set_option(b, 'bufhidden', 'wipe')
     vim.api.nvim_buf_set_option(b, 'swapfile', false)
-    local text = r.new_file and r.new or text_with(r, true)
+    local text = r.new_file and r.new or proposal_text(r)
     vim.api.nvim_buf_set_lines(b, 0, -1, false, util.lines(text))
     vim.api.nvim_buf_set_option(b, 'modified', false)
     local ft = util.filetype_for(r.path, b)

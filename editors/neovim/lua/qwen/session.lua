@@ -149,11 +149,11 @@ function M.cancel()
   util.notify(c, 'qwen/cancel', { sessionId = M.session_id })
 end
 
-local modes = { plan = true, default = true, ['auto-edit'] = true, yolo = true }
-
 function M.set_mode(mode)
-  if not modes[mode] then
-    util.notify_user('unknown approval mode ' .. tostring(mode) .. '; use plan, default, auto-edit or yolo', vim.log.levels.ERROR)
+  -- The modes the server offers (initialize's experimental.qwen.approvalModes).
+  local modes = client_mod.approval_modes()
+  if not vim.tbl_contains(modes, mode) then
+    util.notify_user('unknown approval mode ' .. tostring(mode) .. '; use ' .. table.concat(modes, ', '), vim.log.levels.ERROR)
     return
   end
   M.with_session(function(c, sid)

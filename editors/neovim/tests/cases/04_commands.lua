@@ -49,6 +49,13 @@ return {
       H.wait(5000, function()
         return require('qwen').statusline() == 'qwen: idle [auto-edit] · scripted'
       end, 'the statusline to show auto-edit')
+      -- The modes offered are the ones the server's initialize result lists.
+      H.eq({ 'default', 'plan', 'auto-edit', 'yolo' }, vim.fn.getcompletion('QwenMode ', 'cmdline'), 'completion lists the server modes')
+      local qc = vim.lsp.get_client_by_id(require('qwen.session').client_id).server_capabilities.experimental.qwen
+      local advertised = qc.approvalModes
+      qc.approvalModes = { 'default', 'plan' }
+      H.eq({ 'default', 'plan' }, vim.fn.getcompletion('QwenMode ', 'cmdline'), 'completion follows the server list')
+      qc.approvalModes = advertised
       local session = require('qwen.session')
       local first = session.session_id
       vim.cmd('QwenNewSession')

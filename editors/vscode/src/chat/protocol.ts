@@ -5,8 +5,26 @@
 // The webview checks what it receives with the same rules (isHostMessage).
 import { maxCommands, SlashCommand } from './commands';
 
+/**
+ * The approval modes the webview may ask for. The server advertises its
+ * own list (initialize's experimental.qwen.approvalModes, read by
+ * serverApprovalModes); this one checks the untrusted webview's messages
+ * and stands in for a server too old to advertise.
+ */
 export const approvalModes = ['default', 'plan', 'auto-edit', 'yolo'] as const;
 export type ApprovalMode = (typeof approvalModes)[number];
+
+/**
+ * The approval modes the server offers, from its initialize result's
+ * experimental capabilities; the built-in list when it names none.
+ */
+export function serverApprovalModes(experimental: unknown): string[] {
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const qwen = obj(experimental) ? experimental.qwen : undefined;
+  const modes = obj(qwen) ? qwen.approvalModes : undefined;
+  if (Array.isArray(modes) && modes.length > 0 && modes.every((m) => typeof m === 'string' && m !== '')) return modes;
+  return [...approvalModes];
+}
 
 /** Longest prompt accepted from the webview, in UTF-16 code units. */
 export const maxPromptLength = 1 << 20;
@@ -127,14 +145,6 @@ export function parseWebviewMessage(v: unknown): WebviewMessage | undefined {
  * start or after whitespace. The extension resolves each against the
  * workspace and sends the buffer's text as a resource block.
  */
-/**
- * A replayed prompt as the user typed it: the server stores the notes it
- * added for the model (<system-reminder> blocks) in the same message.
- */
-export function withoutReminders(text: string): string {
-  return text.replace(/\s*<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trimEnd();
-}
-
 export function findMentions(text: string): string[] {
   const out: string[] = [];
   const re = /(^|\s)@([^\s@]+)/g;

@@ -15,6 +15,7 @@ import {
   allDecided,
   answerFor,
   answerForEditedText,
+  assembleText,
   buildHunks,
   decorationFor,
   Hunk,
@@ -38,7 +39,9 @@ export interface ProposeEditParams {
 }
 
 export interface ProposeEditResult {
-  outcome: 'accepted' | 'rejected' | 'cancelled';
+  /** Absent when keptHunks (indices into edits) carries the decision. */
+  outcome?: 'accepted' | 'rejected' | 'cancelled';
+  keptHunks?: number[];
   finalText?: string;
   feedback?: string;
   always?: boolean;
@@ -376,12 +379,12 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     this.lensEmitter.fire();
     this.changed();
     if (!allDecided(review.hunks)) return;
-    void this.answer(review, answerFor(review.p.oldText, review.p.newText, review.hunks));
+    void this.answer(review, answerFor(review.hunks));
   }
 
   private async answer(review: Review, a: ReviewAnswer): Promise<void> {
     if (review.finished || review.askingFeedback) return;
-    if (a.outcome === 'rejected') {
+    if (a.outcome === 'rejected' || a.keptHunks?.length === 0) {
       review.askingFeedback = true;
       const feedback = await vscode.window.showInputBox({
         title: `Qwen: undo ${path.basename(review.uri.fsPath)}`,
@@ -390,10 +393,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       });
       review.askingFeedback = false;
       const fb = feedback?.trim();
-      review.finish(fb ? { outcome: 'rejected', feedback: fb } : { outcome: 'rejected' });
+      review.finish(fb ? { ...a, feedback: fb } : a);
       return;
     }
-    review.finish(a.finalText !== undefined ? { outcome: 'accepted', finalText: a.finalText } : { outcome: 'accepted' });
+    review.finish(a);
   }
 
   /** Opens vscode.diff: the file on the left, the proposal (editable) on the right. */
@@ -406,8 +409,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       // Undone hunks stay out; pending and kept ones are in.
       const text = review.p.isNewFile
         ? review.p.newText
-        : answerFor(review.p.oldText, review.p.newText, review.hunks.map((h) => ({ ...h, state: h.state === 'undone' ? 'undone' : 'kept' })))
-            .finalText ?? review.p.newText;
+        : assembleText(review.p.oldText, review.hunks.map((h) => ({ ...h, state: h.state === 'undone' ? 'undone' : 'kept' })));
       this.fs.set(review.diffUri, text);
     }
     const title = `${path.basename(review.uri.fsPath)} ↔ Qwen's proposal${review.p.isNewFile ? ' (new file)' : ''}`;

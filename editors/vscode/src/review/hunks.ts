@@ -120,7 +120,7 @@ export function buildHunks(oldText: string, edits: readonly TextEdit[]): Hunk[] 
   return hunks;
 }
 
-/** oldText with the kept hunks applied and the others left as they were. */
+/** oldText with the kept hunks applied and the others left as they were (the diff editor's text). */
 export function assembleText(oldText: string, hunks: readonly Hunk[]): string {
   let out = '';
   let at = 0;
@@ -136,23 +136,17 @@ export function allDecided(hunks: readonly Hunk[]): boolean {
   return hunks.every((h) => h.state !== 'pending');
 }
 
+/** The answer to qwen/proposeEdit: the kept hunks' indices (the server builds the decision), or an edited proposal's text. */
 export interface ReviewAnswer {
-  outcome: 'accepted' | 'rejected';
+  outcome?: 'accepted' | 'rejected';
+  keptHunks?: number[];
   finalText?: string;
 }
 
-/**
- * The answer to qwen/proposeEdit once every hunk is decided: accepted as
- * proposed when every hunk was kept, rejected when none was, and accepted
- * with finalText (the kept hunks only) otherwise.
- */
-export function answerFor(oldText: string, newText: string, hunks: readonly Hunk[]): ReviewAnswer {
+/** The answer once every hunk is decided: the indices of the kept ones. */
+export function answerFor(hunks: readonly Hunk[]): ReviewAnswer {
   if (!allDecided(hunks)) throw new Error('the review is not decided yet');
-  const kept = hunks.filter((h) => h.state === 'kept').length;
-  if (kept === 0) return { outcome: 'rejected' };
-  const text = assembleText(oldText, hunks);
-  if (kept === hunks.length && text === newText) return { outcome: 'accepted' };
-  return { outcome: 'accepted', finalText: text };
+  return { keptHunks: hunks.filter((h) => h.state === 'kept').map((h) => h.index) };
 }
 
 /** The answer for a proposal the user edited in the diff editor. */

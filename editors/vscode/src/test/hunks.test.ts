@@ -75,33 +75,33 @@ test('buildHunks refuses unsorted or overlapping edits', () => {
   assert.throws(() => buildHunks(oldText, [backwards]), /ends before it starts/);
 });
 
-test('keeping every hunk accepts the proposal as sent, without finalText', () => {
+test('keeping every hunk sends every index, without finalText', () => {
   const hunks = buildHunks(oldText, edits);
   assert.equal(allDecided(hunks), false);
-  assert.throws(() => answerFor(oldText, newText, hunks), /not decided/);
+  assert.throws(() => answerFor(hunks), /not decided/);
   hunks[0].state = 'kept';
   hunks[1].state = 'kept';
   assert.equal(assembleText(oldText, hunks), newText);
-  assert.deepEqual(answerFor(oldText, newText, hunks), { outcome: 'accepted' });
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0, 1] });
 });
 
-test('undoing every hunk rejects', () => {
+test('undoing every hunk sends no index', () => {
   const hunks = buildHunks(oldText, edits);
   hunks.forEach((h) => (h.state = 'undone'));
   assert.equal(assembleText(oldText, hunks), oldText);
-  assert.deepEqual(answerFor(oldText, newText, hunks), { outcome: 'rejected' });
+  assert.deepEqual(answerFor(hunks), { keptHunks: [] });
 });
 
-test('keeping one hunk and undoing the other sends finalText with exactly the kept change', () => {
+test('keeping one hunk and undoing the other sends the kept index; the diff editor shows exactly the kept change', () => {
   const hunks = buildHunks(oldText, edits);
   hunks[0].state = 'kept';
   hunks[1].state = 'undone';
-  const answer = answerFor(oldText, newText, hunks);
-  assert.equal(answer.outcome, 'accepted');
-  assert.equal(answer.finalText, oldText.replace('// Add returns the sum of a and b.', '// Add returns a + b.'));
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0] });
+  assert.equal(assembleText(oldText, hunks), oldText.replace('// Add returns the sum of a and b.', '// Add returns a + b.'));
   hunks[0].state = 'undone';
   hunks[1].state = 'kept';
-  assert.equal(answerFor(oldText, newText, hunks).finalText, oldText.replace('p * factor\n', 'p * factor / 100\n'));
+  assert.deepEqual(answerFor(hunks), { keptHunks: [1] });
+  assert.equal(assembleText(oldText, hunks), oldText.replace('p * factor\n', 'p * factor / 100\n'));
 });
 
 test('insertions, deletions and a hunk at the end of a text without a final newline', () => {
@@ -118,7 +118,7 @@ test('insertions, deletions and a hunk at the end of a text without a final newl
   assert.equal(assembleText(old, hunks), 'a\nx\ny\nb\nC\n');
 });
 
-test('CRLF text keeps its line breaks in finalText', () => {
+test('CRLF text keeps its line breaks in the assembled text', () => {
   const old = 'one\r\ntwo\r\nthree\r\n';
   const hunks = buildHunks(old, [
     { range: { start: { line: 0, character: 0 }, end: { line: 1, character: 0 } }, newText: 'ONE\r\n' },
@@ -126,14 +126,16 @@ test('CRLF text keeps its line breaks in finalText', () => {
   ]);
   hunks[0].state = 'undone';
   hunks[1].state = 'kept';
-  assert.deepEqual(answerFor(old, 'ONE\r\ntwo\r\nTHREE\r\n', hunks), { outcome: 'accepted', finalText: 'one\r\ntwo\r\nTHREE\r\n' });
+  assert.deepEqual(answerFor(hunks), { keptHunks: [1] });
+  assert.equal(assembleText(old, hunks), 'one\r\ntwo\r\nTHREE\r\n');
 });
 
 test('a new file is one insertion hunk', () => {
   const hunks = buildHunks('', [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, newText: 'package calc\n' }]);
   assert.equal(hunks.length, 1);
   hunks[0].state = 'kept';
-  assert.deepEqual(answerFor('', 'package calc\n', hunks), { outcome: 'accepted' });
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0] });
+  assert.equal(assembleText('', hunks), 'package calc\n');
 });
 
 test('decorationFor: a replacement highlights the removed lines and shows the added text after them', () => {
@@ -178,10 +180,11 @@ test('shiftHunks moves hunks below a change by the lines it added or removed', (
   shiftHunks(hunks, { startLine: 0, endLine: 1, insertedLines: 0 });
   assert.equal(hunks[0].line, 1);
   assert.equal(hunks[1].line, 12);
-  // Still maps back to the proposal's text: finalText does not depend on the live position.
+  // Still maps back to the proposal's hunks: the answer does not depend on the live position.
   hunks[0].state = 'kept';
   hunks[1].state = 'undone';
-  assert.equal(answerFor(oldText, newText, hunks).finalText, oldText.replace('the sum of a and b', 'a + b'));
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0] });
+  assert.equal(assembleText(oldText, hunks), oldText.replace('the sum of a and b', 'a + b'));
 });
 
 test('answerForEditedText: the proposal as typed in the diff editor', () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { findMentions, maxPromptLength, parseWebviewMessage, withoutReminders } from '../chat/protocol';
+import { findMentions, maxPromptLength, parseWebviewMessage, serverApprovalModes } from '../chat/protocol';
 
 test('valid webview messages pass unchanged', () => {
   const ok: unknown[] = [
@@ -77,10 +77,10 @@ test('isHostMessage accepts what the extension sends and nothing else', async ()
   for (const m of bad) assert.equal(isHostMessage(m), false, JSON.stringify(m));
 });
 
-test('withoutReminders drops the notes added for the model from a replayed prompt', () => {
-  assert.equal(
-    withoutReminders('Fix it\n\n<system-reminder>\nThe user is looking at /w/a.go\n</system-reminder>\n\n<system-reminder>\nThe user undid turn 1.\n</system-reminder>'),
-    'Fix it',
-  );
-  assert.equal(withoutReminders('a <b>c</b>\nd'), 'a <b>c</b>\nd');
+
+test('serverApprovalModes reads the server list, falling back for an older server', () => {
+  assert.deepEqual(serverApprovalModes({ qwen: { approvalModes: ['default', 'plan', 'review-only'] } }), ['default', 'plan', 'review-only']);
+  for (const old of [undefined, null, {}, { qwen: {} }, { qwen: { approvalModes: [] } }, { qwen: { approvalModes: ['ok', 3] } }, { qwen: { approvalModes: 'yolo' } }]) {
+    assert.deepEqual(serverApprovalModes(old), ['default', 'plan', 'auto-edit', 'yolo'], JSON.stringify(old));
+  }
 });
