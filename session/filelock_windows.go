@@ -23,3 +23,12 @@ func tryLock(f *os.File) error {
 	}
 	return err
 }
+
+// removeLocked removes the file at path, which f holds open and locked.
+// Windows removes no file another handle holds open, ours included, so f
+// is closed first; a server that opens the file in between holds it open,
+// and the removal then fails, which keeps the session.
+func removeLocked(f *os.File, path string) error {
+	_ = f.Close()
+	return os.Remove(path)
+}

@@ -214,7 +214,7 @@ func ShownEndpoint(raw string) string {
 func unreachableCause(err error) (string, bool) {
 	var dnsErr *net.DNSError
 	switch {
-	case errors.Is(err, errConnRefused):
+	case connRefused(err):
 		return "connection refused", true
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return "no such host " + dnsErr.Name, true

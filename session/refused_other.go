@@ -2,7 +2,10 @@
 
 package session
 
-import "syscall"
+import (
+	"errors"
+	"syscall"
+)
 
-// errConnRefused is the error a refused connection carries.
-var errConnRefused error = syscall.ECONNREFUSED
+// connRefused reports whether err is a refused connection.
+func connRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

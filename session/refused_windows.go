@@ -1,7 +1,14 @@
 package session
 
-import "golang.org/x/sys/windows"
+import (
+	"errors"
+	"syscall"
 
-// errConnRefused is the error a refused connection carries: on Windows,
+	"golang.org/x/sys/windows"
+)
+
+// connRefused reports whether err is a refused connection: on Windows,
 // Winsock's WSAECONNREFUSED, which syscall.ECONNREFUSED does not match.
-var errConnRefused error = windows.WSAECONNREFUSED
+func connRefused(err error) bool {
+	return errors.Is(err, windows.WSAECONNREFUSED) || errors.Is(err, syscall.ECONNREFUSED)
+}

@@ -81,7 +81,7 @@ func (st *Store) removeIfUnused(dir, id string) bool {
 	if tryLock(f) != nil {
 		return false
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeLocked(f, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
 	return true
