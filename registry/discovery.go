@@ -13,9 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
@@ -32,7 +31,7 @@ const (
 	// killGrace is how long a process group has between SIGTERM and
 	// SIGKILL (tools.md §3.8), and how long pipes may stay open after the
 	// leader has exited.
-	killGrace = tools.KillGrace
+	killGrace = procgroup.KillGrace
 )
 
 // discoveryConfig is what the settings say about command discovery.
@@ -123,7 +122,7 @@ func runDiscovery(ctx context.Context, cfg discoveryConfig) ([]declaration, []st
 		return nil, nil, &discoveryError{fmt.Sprintf("The tool discovery command did not finish within %d ms.", cfg.Timeout.Milliseconds())}
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return nil, nil, &discoveryError{fmt.Sprintf("The tool discovery command was stopped by signal %s.", unix.SignalName(ws.Signal()))}
+		return nil, nil, &discoveryError{fmt.Sprintf("The tool discovery command was stopped by signal %s.", procgroup.SignalName(ws.Signal()))}
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		return nil, nil, &discoveryError{fmt.Sprintf("The tool discovery command exited with code %d.", code)}
@@ -359,7 +358,7 @@ func (t *discoveredTool) Execute(ctx context.Context, _ *tools.Call, params map[
 			case ws.Exited():
 				rep.code = strconv.Itoa(ws.ExitStatus())
 			case ws.Signaled():
-				rep.signal = unix.SignalName(ws.Signal())
+				rep.signal = procgroup.SignalName(ws.Signal())
 			}
 		}
 	}
@@ -536,11 +535,21 @@ func (b *cappedBuffer) Bytes() []byte {
 // startInGroup starts cmd as the leader of a new process group, under the
 // supervisor that kills it and all it started if qwen-ls dies.
 func startInGroup(cmd *exec.Cmd) error {
-	tools.SetProcessGroup(cmd)
+	procgroup.Prepare(cmd)
 	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
 		return err
 	}
-	return cmd.Start()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {
+		// Without its group the command could not be stopped with what
+		// it starts: stop it now.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	return nil
 }
 
 // waitGroup waits for a command started by startInGroup. When stop closes
@@ -554,14 +563,14 @@ func waitGroup(cmd *exec.Cmd, stop <-chan struct{}) error {
 		defer close(stopped)
 		select {
 		case <-stop:
-			tools.TerminateGroup(pgid)
+			procgroup.Terminate(pgid)
 		case <-exited:
 		}
 	}()
 	err := cmd.Wait()
 	close(exited)
 	<-stopped
-	tools.TerminateGroup(pgid)
+	procgroup.Terminate(pgid)
 	return err
 }
 

@@ -19,9 +19,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
@@ -66,7 +66,7 @@ func (c *mcpConn) command(_ context.Context, command string, env []string, args 
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(childEnv(c.server.host.env), env...)
 	cmd.Dir = c.server.cfg.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Prepare(cmd)
 	cmd.Stderr = c.stderr.w
 	// The supervisor kills the server and all it started if qwen-ls dies.
 	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
@@ -85,34 +85,21 @@ func childEnv(env *tools.Env) []string {
 	return tools.ChildEnv(env.Settings())
 }
 
-// watchExit closes c.exited when the server process exits. It waits with
-// WNOWAIT, leaving the reaping to the transport's Close, so the process
-// (and its group id) stays ours until shutdown.
+// watchExit puts the started server process in its group (a job on
+// Windows) and closes c.exited when it exits. The wait leaves the reaping
+// to the transport's Close, so the process (and its group id) stays ours
+// until shutdown.
 func (c *mcpConn) watchExit() {
 	c.exited = make(chan struct{})
 	pid := c.cmd.Process.Pid
-	// A pidfd pins this very process; without one (old kernels) the pid
-	// is still ours, since nothing reaps it before shutdown.
-	fd, fdErr := unix.PidfdOpen(pid, 0)
+	if err := procgroup.Adopt(pid); err != nil {
+		c.server.host.logf(LogDebug, "MCP server '%s': its process could not be given a group of its own: %v", c.server.cfg.Alias, err)
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer close(c.exited)
-		var info unix.Siginfo
-		for {
-			var err error
-			if fdErr == nil {
-				err = unix.Waitid(unix.P_PIDFD, fd, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			} else {
-				err = unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			}
-			if err != unix.EINTR {
-				break
-			}
-		}
-		if fdErr == nil {
-			unix.Close(fd)
-		}
+		procgroup.WaitExit(pid)
 		c.server.goTracked(func() { c.server.lost(c, errProcessExited) })
 	}()
 }
@@ -164,7 +151,7 @@ func (c *mcpConn) shutdown(cause error) string {
 			case <-c.exited:
 			case <-time.After(killGrace):
 			}
-			tools.TerminateGroup(c.cmd.Process.Pid)
+			procgroup.Terminate(c.cmd.Process.Pid)
 		}
 		<-done
 		c.wg.Wait()
@@ -207,7 +194,7 @@ func (c *mcpConn) describeEnd(cause error, exitedFirst bool) string {
 // signal SIGKILL".
 func exitText(ps *os.ProcessState) string {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "was killed by signal " + unix.SignalName(ws.Signal())
+		return "was killed by signal " + procgroup.SignalName(ws.Signal())
 	}
 	return fmt.Sprintf("exited with code %d", ps.ExitCode())
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 )
 
 // goTerminals is a client's terminal service in Go: each terminal is a
@@ -48,12 +49,13 @@ func (g *goTerminals) answer(method string, params json.RawMessage) any {
 	case "terminal/create":
 		cmd := exec.Command(p.Command, p.Args...)
 		cmd.Dir = p.Cwd
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		procgroup.Prepare(cmd)
 		t := &goTerminal{cmd: cmd, done: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = &syncWriter{w: &t.out, mu: &g.mu}, &syncWriter{w: &t.out, mu: &g.mu}
 		if err := cmd.Start(); err != nil {
 			return acpError{-32603, err.Error()}
 		}
+		_ = procgroup.Adopt(cmd.Process.Pid)
 		go func() { cmd.Wait(); close(t.done) }()
 		g.mu.Lock()
 		id := fmt.Sprintf("t%d", len(g.terms)+1)
@@ -87,7 +89,7 @@ func (g *goTerminals) answer(method string, params json.RawMessage) any {
 		}
 		return res
 	case "terminal/kill", "terminal/release":
-		syscall.Kill(-term.cmd.Process.Pid, syscall.SIGKILL)
+		procgroup.Kill(term.cmd.Process.Pid)
 		return map[string]any{}
 	}
 	return acpError{-32601, method}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
@@ -161,10 +160,7 @@ type snapshotter struct {
 
 func statOf(fi fs.FileInfo) (statKey, uint32) {
 	k := statKey{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ctime = st.Ctim.Sec*1e9 + st.Ctim.Nsec
-		k.ino = st.Ino
-	}
+	k.ctime, k.ino = changeStamp(fi)
 	return k, uint32(fi.Mode().Perm())
 }
 

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -219,7 +218,7 @@ func ShownEndpoint(raw string) string {
 func unreachableCause(err error) (string, bool) {
 	var dnsErr *net.DNSError
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case connRefused(err):
 		return "connection refused", true
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return "no such host " + dnsErr.Name, true

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -132,7 +131,7 @@ func TestContextFileNameNeverLeavesTheRoots(t *testing.T) {
 // opening it would block the session's start for ever.
 func TestMemoryFileThatIsAFIFOIsSkipped(t *testing.T) {
 	f := newMemoryFixture(t, false, `{"context": {"fileName": ["PIPE.md", "QWEN.md"]}}`)
-	if err := syscall.Mkfifo(filepath.Join(f.root, "PIPE.md"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(f.root, "PIPE.md")); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	sys := f.systemPrompt(t)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -79,10 +78,10 @@ func (st *Store) removeIfUnused(dir, id string) bool {
 		return false
 	}
 	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	if tryLock(f) != nil {
 		return false
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeLocked(f, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
 	return true
@@ -126,7 +125,7 @@ func (st *Store) collect(root string, now time.Time) int {
 			return 0
 		}
 		locks = append(locks, f)
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if tryLock(f) != nil {
 			return 0 // in use
 		}
 		if !collectRefs(f, refs) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -172,6 +171,9 @@ type sessionLog struct {
 	suspendedSize int64
 }
 
+// errLocked: another open file holds the lock tryLock asked for.
+var errLocked = errors.New("the file is locked by another process")
+
 // create makes a new session file with its header; the caller holds the
 // file open, and exclusively locked, until the session is closed.
 func (st *Store) create(root string, hdr event) (*sessionLog, error) {
@@ -184,7 +186,7 @@ func (st *Store) create(root string, hdr event) (*sessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the session file: %w", err)
 	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	_ = tryLock(f)
 	l := &sessionLog{st: st, path: path, f: f}
 	hdr.Type, hdr.Version = "session", storeVersion
 	if err := l.write(hdr); err != nil {
@@ -204,9 +206,9 @@ func (st *Store) reopen(path string) (*sessionLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the session file for writing: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
 			return nil, ErrSessionInUse
 		}
 		return nil, fmt.Errorf("lock the session file: %w", err)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
@@ -398,7 +397,7 @@ func TestEditPriorReadTable(t *testing.T) {
 	wantEditError(t, terr, tools.ErrorTargetIsDirectory, dir+" is a directory, not a file.")
 
 	fifo := filepath.Join(e.Root, "pipe")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	_, _, terr = proposeChange(t, tool, newEditCall(nil), editArgs(t, fifo, "a", "b"))

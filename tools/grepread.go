@@ -10,11 +10,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/qwen-ls/qwen-ls/workspace"
-	"golang.org/x/sys/unix"
 )
 
 // The scan of grep_search: the targets are read (open buffer or disk,
@@ -128,17 +126,17 @@ type grepWorker struct {
 	// descriptor (-1 when it could not be opened), and dirInside says
 	// whether its real path passed s.inside.
 	dir       string
-	dirFD     int
+	dirFD     grepFD
 	dirInside bool
 }
 
-func newGrepWorker(s *grepScan) *grepWorker { return &grepWorker{s: s, dirFD: -1} }
+func newGrepWorker(s *grepScan) *grepWorker { return &grepWorker{s: s, dirFD: grepNoFD} }
 
 // close releases the folder descriptor.
 func (w *grepWorker) close() {
-	if w.dirFD >= 0 {
-		_ = syscall.Close(w.dirFD)
-		w.dirFD = -1
+	if w.dirFD != grepNoFD {
+		grepClose(w.dirFD)
+		w.dirFD = grepNoFD
 	}
 }
 
@@ -150,10 +148,10 @@ func (w *grepWorker) close() {
 // that folder, which cannot lead anywhere else. A folder that cannot be
 // opened (no read permission) falls back to opening the file by its path
 // and checking the file's own real path.
-func (w *grepWorker) open(path string) (int, error) {
+func (w *grepWorker) open(path string) (grepFD, error) {
 	i := strings.LastIndexByte(path, filepath.Separator)
 	if i < 0 {
-		return w.openChecked(path, syscall.O_NOFOLLOW)
+		return w.openChecked(path, grepNoFollow)
 	}
 	dir, name := path[:i], path[i+1:]
 	if dir == "" {
@@ -162,31 +160,31 @@ func (w *grepWorker) open(path string) (int, error) {
 	if dir != w.dir {
 		w.close()
 		w.dir = dir
-		fd, err := grepOpen(dir, syscall.O_DIRECTORY)
+		fd, err := grepOpen(dir, grepDirectory)
 		if err == nil {
 			w.dirFD = fd
 			real, ok := workspace.OpenedPath(uintptr(fd))
 			w.dirInside = !ok || w.s.inside(real)
 		}
 	}
-	if w.dirFD < 0 {
-		return w.openChecked(path, syscall.O_NOFOLLOW)
+	if w.dirFD == grepNoFD {
+		return w.openChecked(path, grepNoFollow)
 	}
 	if !w.dirInside {
-		return -1, workspace.ErrEscaped
+		return grepNoFD, workspace.ErrEscaped
 	}
-	return grepOpenAt(w.dirFD, name, syscall.O_NOFOLLOW)
+	return grepOpenAt(w.dirFD, name, grepNoFollow)
 }
 
 // openChecked opens path and checks the real path of the file opened.
-func (w *grepWorker) openChecked(path string, flags int) (int, error) {
+func (w *grepWorker) openChecked(path string, flags int) (grepFD, error) {
 	fd, err := grepOpen(path, flags)
 	if err != nil {
 		return fd, err
 	}
 	if real, ok := workspace.OpenedPath(uintptr(fd)); ok && !w.s.inside(real) {
-		_ = syscall.Close(fd)
-		return -1, workspace.ErrEscaped
+		grepClose(fd)
+		return grepNoFD, workspace.ErrEscaped
 	}
 	return fd, nil
 }
@@ -277,7 +275,7 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	// fail to open, so only symlinks pay for the check that their target
 	// lies inside the workspace; O_NONBLOCK keeps a FIFO from blocking.
 	fd, err := w.open(t.path)
-	if err == syscall.ELOOP {
+	if err == errGrepSymlink {
 		real, rerr := filepath.EvalSymlinks(t.path)
 		if rerr != nil || w.s.env.CheckInside(real, PathOptions{AllowTemp: true}) != nil {
 			return nil, false
@@ -289,13 +287,13 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	defer syscall.Close(fd)
+	defer grepClose(fd)
 	if t.size < 0 {
-		var st syscall.Stat_t
-		if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		size, ok := grepRegularSize(fd)
+		if !ok {
 			return nil, false
 		}
-		t.size = int64(st.Size)
+		t.size = size
 		if t.size > workspace.MaxReadSize {
 			return nil, false
 		}
@@ -322,27 +320,12 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	return data, true
 }
 
-// grepOpen opens a file for reading with extra flags.
-func grepOpen(path string, flags int) (int, error) {
-	return grepOpenAt(unix.AT_FDCWD, path, flags)
-}
-
-// grepOpenAt is grepOpen for a path relative to the open folder dirFD.
-func grepOpenAt(dirFD int, path string, flags int) (int, error) {
-	for {
-		fd, err := unix.Openat(dirFD, path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|flags, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
 // grepRead appends the file's bytes to buf until it holds want bytes or
 // the file ends. want comes from a stat: stopping there saves the read
 // that would only report the end of the file (a file that grew since the
 // stat is read up to its old size, as if the search had come first).
 // With want 0 the file is read to its end, up to just past MaxReadSize.
-func grepRead(fd int, buf []byte, want int) ([]byte, error) {
+func grepRead(fd grepFD, buf []byte, want int) ([]byte, error) {
 	if cap(buf) < want+1 {
 		buf = slices.Grow(buf, want+1-len(buf))
 	}
@@ -353,8 +336,8 @@ func grepRead(fd int, buf []byte, want int) ([]byte, error) {
 			}
 			buf = slices.Grow(buf, len(buf))
 		}
-		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
-		if err == syscall.EINTR {
+		n, err := grepReadFD(fd, buf[len(buf):cap(buf)])
+		if err == errGrepInterrupted {
 			continue
 		}
 		if err != nil {

@@ -8,13 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
@@ -101,6 +101,14 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	}
 	if strings.ContainsRune(cmd, 0) {
 		return InvalidParams(`Argument "command" contains a NUL character, which no shell command can hold. Remove it and try again.`)
+	}
+	if !posixAnalysis(runtime.GOOS) {
+		// cmd.exe and PowerShell are not parsed: the command asks.
+		if _, terr := shellTimeout(params); terr != nil {
+			return terr
+		}
+		_, terr := s.directory(params)
+		return terr
 	}
 	a, err := shellsafe.Parse(cmd)
 	if err != nil {
@@ -221,6 +229,16 @@ func (e *Env) AnalyzeShellCall(params map[string]any) (*shellsafe.Analysis, erro
 // leaves the analysis without one, so no git command is read-only; the
 // call is refused before it runs anyway.
 func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
+	return e.analyzeShellFor(runtime.GOOS, cmd, dir)
+}
+
+// analyzeShellFor is AnalyzeShell on the system goos: on Windows the
+// command is not analysed (shellsafe.Verbatim), so it is never read-only
+// and only a rule naming the whole command allows it.
+func (e *Env) analyzeShellFor(goos, cmd, dir string) (*shellsafe.Analysis, error) {
+	if !posixAnalysis(goos) {
+		return shellsafe.Verbatim(cmd), nil
+	}
 	return shellsafe.Analyze(cmd, e.shellContext(dir))
 }
 
@@ -380,7 +398,7 @@ func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabe
 	select {
 	case <-run.waitDone:
 	case <-ctx.Done():
-		TerminateGroup(run.pgid)
+		procgroup.Terminate(run.pgid)
 		<-run.waitDone
 		run.drain()
 		run.release()
@@ -390,7 +408,7 @@ func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabe
 		return policyResult{}, ctx.Err()
 	case <-limit.C:
 		timedOut = true
-		TerminateGroup(run.pgid)
+		procgroup.Terminate(run.pgid)
 		<-run.waitDone
 	}
 	run.drain()
@@ -415,6 +433,15 @@ func stringParam(params map[string]any, name string) string {
 	return v
 }
 
+// stopHint is the command that stops a background group on the system
+// goos: the group's kill on Unix; on Windows taskkill of the process tree.
+func stopHint(goos, pgid string) string {
+	if goos == "windows" {
+		return "taskkill /T /F /PID " + pgid
+	}
+	return "kill -- -" + pgid
+}
+
 // stillRunning is the answer for a background command that has not exited
 // within shellBackgroundWait.
 func (s *Shell) stillRunning(run *shellRun, command, dirLabel string) Result {
@@ -424,7 +451,7 @@ func (s *Shell) stillRunning(run *shellRun, command, dirLabel string) Result {
 		"Background PIDs: " + pgid + "\n" +
 		"Process Group PGID: " + pgid + "\n" +
 		"Output File: " + run.bgPath + "\n" +
-		"The command is still running in the background. Read the output file with read_file; stop it with `kill -- -" + pgid + "`."
+		"The command is still running in the background. Read the output file with read_file; stop it with `" + stopHint(runtime.GOOS, pgid) + "`."
 	display := fmt.Sprintf("Running in the background (process group %d); output: %s", run.pgid, run.bgPath)
 	return TextResult(text, Markdown(display))
 }
@@ -443,10 +470,7 @@ func (s *Shell) finish(run *shellRun, command, dirLabel, note string, timedOut b
 	}
 	var exit int
 	if st := run.status; st.Signal != 0 {
-		signal = unix.SignalName(st.Signal)
-		if signal == "" {
-			signal = st.Signal.String()
-		}
+		signal = procgroup.SignalName(st.Signal)
 	} else if st.Code >= 0 {
 		exit = st.Code
 		exitCode = strconv.Itoa(exit)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tools_test
 
 import (
@@ -273,13 +275,6 @@ func (sb *roSandbox) exec(t testing.TB, command string) []string {
 		broke = append(broke, "output: "+truncateForLog(out.String()))
 	}
 	return broke
-}
-
-func truncateForLog(s string) string {
-	if len(s) > 400 {
-		return s[:400] + "…"
-	}
-	return s
 }
 
 // The harness itself must see what it is meant to see: a write, a

@@ -5,19 +5,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
-// start launches `bash -c command` under the sandbox supervisor with the
-// policy pol, in its own process group (led by the supervisor), with the
-// output pipes read by two goroutines.
+// start launches `bash -c command` (on Windows the shell pickShell
+// chooses) under the sandbox supervisor with the policy pol, in its own
+// process group (led by the supervisor; on Windows a job), with the output
+// pipes read by two goroutines.
 func (s *Shell) start(command, dir string, background bool, sessionID string, pol sandbox.Policy) (*shellRun, error) {
-	bash, err := exec.LookPath("bash")
+	cmd, err := pickShell(runtime.GOOS, os.Getenv).command(command)
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +56,10 @@ func (s *Shell) start(command, dir string, background bool, sessionID string, po
 			return nil, err
 		}
 	}
-	cmd := exec.Command(bash, "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(ChildEnv(s.env.Settings()), "QWEN_CODE=1", "PAGER=cat", "GIT_PAGER=cat", "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = writers[0], writers[1]
-	SetProcessGroup(cmd)
+	procgroup.Prepare(cmd)
 	pol.Linger = true
 	sup, err := sandbox.Wrap(cmd, pol)
 	if err == nil {
@@ -67,6 +69,19 @@ func (s *Shell) start(command, dir string, background bool, sessionID string, po
 		closeFiles(readers[:], writers[:])
 		run.closeBackgroundFile(true)
 		return nil, err
+	}
+	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {
+		// Without its job the command could not be stopped with what it
+		// starts: stop it now.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeFiles(readers[:], writers[:])
+		run.closeBackgroundFile(true)
+		return nil, err
+	}
+	if runtime.GOOS == "windows" {
+		cp := consoleCodePage()
+		run.decoders = [2]*outputDecoder{newOutputDecoder(cp), newOutputDecoder(cp)}
 	}
 	closeFiles(nil, writers[:])
 	run.cmd, run.pgid, run.pipes, run.policy = cmd, cmd.Process.Pid, readers, sup.Policy
@@ -122,7 +137,7 @@ func (s *Shell) forgetWhenDone(run *shellRun) {
 // leftovers lists the processes of the command's group other than the
 // supervisor, which stays while they run.
 func (r *shellRun) leftovers() []int {
-	members, _ := GroupMembers(r.pgid)
+	members, _ := procgroup.Members(r.pgid)
 	return slices.DeleteFunc(members, func(p int) bool { return p == r.pgid })
 }
 
@@ -132,6 +147,9 @@ type shellRun struct {
 	cmd   *exec.Cmd
 	pgid  int
 	pipes [2]*os.File
+	// decoders turn each pipe's output into UTF-8 (Windows; nil
+	// elsewhere); each is used by its pipe's reader alone.
+	decoders [2]*outputDecoder
 	// status is how bash ended, set before waitDone is closed.
 	status sandbox.Status
 	// policy is the sandbox the command ran in.
@@ -160,15 +178,19 @@ func (r *shellRun) read(i int, f *os.File) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := f.Read(buf)
-		if n > 0 {
+		chunk := r.decoders[i].decode(buf[:n])
+		if err != nil {
+			chunk = append(chunk, r.decoders[i].flush()...)
+		}
+		if len(chunk) > 0 {
 			r.mu.Lock()
 			if r.bgFile != nil {
 				// A failed write to the background file loses output
 				// nobody waits for; there is no one to tell.
-				_, _ = r.bgFile.Write(buf[:n])
+				_, _ = r.bgFile.Write(chunk)
 			}
 			if r.attached {
-				r.streams[i].write(buf[:n], &r.live)
+				r.streams[i].write(chunk, &r.live)
 				r.dirty = true
 			}
 			r.mu.Unlock()

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -18,8 +20,9 @@ const terminalCleanup = 5 * time.Second
 // releases the terminal before ctx.Err() is returned, so nothing keeps
 // running.
 func (s *Shell) runInTerminal(ctx context.Context, call *Call, ct ClientTerminals, command, dir, dirLabel, note string, timeout int, onOutput func(Output)) (Result, bool, error) {
+	argv := pickShell(runtime.GOOS, os.Getenv).argv(command)
 	term, ok, err := ct.StartTerminal(ctx, call.SessionID, TerminalSpec{
-		Command: "bash", Args: []string{"-c", command}, Cwd: dir, OutputByteLimit: shellSpoolMax,
+		Command: argv[0], Args: argv[1:], Cwd: dir, OutputByteLimit: shellSpoolMax,
 	})
 	if !ok {
 		return Result{}, false, nil

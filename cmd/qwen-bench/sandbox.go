@@ -5,9 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 )
 
@@ -76,7 +76,7 @@ func timeRuns(b *bench, dir string, pol *sandbox.Policy, script string) ([]float
 	for r := 0; r < b.runs+1; r++ {
 		cmd := exec.Command("bash", "-c", script)
 		cmd.Dir = dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		procgroup.Prepare(cmd)
 		start := time.Now()
 		if pol == nil {
 			if err := cmd.Run(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
@@ -77,7 +76,7 @@ func (s *server) sample() (soakSample, error) {
 	for len(s.debug) > 0 {
 		<-s.debug
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+	if err := askDebug(s.cmd.Process); err != nil {
 		return out, err
 	}
 	select {

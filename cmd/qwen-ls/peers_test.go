@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -244,8 +243,8 @@ func launchPeer(t *testing.T, m *modeltest.Server, p *peer, dir, ws, timeBin str
 		if err == nil {
 			l.maxrssKB = peerTimeMaxRSS(t, usageFile)
 		}
-	} else if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		l.maxrssKB = float64(ru.Maxrss) // kilobytes on Linux
+	} else if kb, ok := maxRSSKB(cmd.ProcessState); ok {
+		l.maxrssKB = kb
 	}
 	return l
 }

@@ -3,29 +3,68 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
+	"syscall"
 )
 
-// Supervised is, without a supervisor, the command itself.
+// Supervised is, without a supervisor, the command itself. What it
+// starts is kept together by its process group (on Windows a job object,
+// tools/procgroup), not by a lingering supervisor.
 type Supervised struct {
 	Cmd    *exec.Cmd
 	Policy Policy
+
+	once    sync.Once
+	exited  chan struct{}
+	waitErr error
 }
 
 // Status is how the command ended.
 type Status struct {
-	Code   int
-	Signal int
-	Err    error
+	// Code is the exit code (-1 when it could not be read).
+	Code int
+	// Signal is always 0 here: no signal ends a process on Windows.
+	Signal syscall.Signal
+	// Err is a failure to wait for it, other than a non-zero status.
+	Err error
 }
 
 // Wrap leaves cmd as it is: this system has no sandbox (Probe says so,
 // and read-only commands then ask).
 func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
-	return &Supervised{Cmd: cmd, Policy: p}, cmd.Err
+	return &Supervised{Cmd: cmd, Policy: Policy{Mode: None}, exited: make(chan struct{})}, cmd.Err
 }
+
+// WrapWith is Wrap: there is no supervisor binary to name.
+func WrapWith(_ string, cmd *exec.Cmd, p Policy) (*Supervised, error) { return Wrap(cmd, p) }
+
+// Start starts the command, and a goroutine that waits for it.
+func (s *Supervised) Start() error {
+	if err := s.Cmd.Start(); err != nil {
+		return err
+	}
+	go func() {
+		s.waitErr = s.Cmd.Wait()
+		close(s.exited)
+	}()
+	return nil
+}
+
+// WaitMain returns when the command has ended, and how it ended.
+func (s *Supervised) WaitMain() Status {
+	<-s.exited
+	return StatusOf(s.Cmd.ProcessState, s.waitErr)
+}
+
+// Exited is closed when the command has exited.
+func (s *Supervised) Exited() <-chan struct{} { return s.exited }
+
+// Pid is the command's pid.
+func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
 
 // Probe reports no sandbox.
 func Probe() Support {
@@ -34,8 +73,13 @@ func Probe() Support {
 
 // StatusOf reads a finished process's state.
 func StatusOf(ps *os.ProcessState, waitErr error) Status {
-	if ps == nil {
-		return Status{Code: -1, Err: waitErr}
+	st := Status{Code: -1}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		st.Err = waitErr
 	}
-	return Status{Code: ps.ExitCode()}
+	if ps != nil {
+		st.Code = ps.ExitCode()
+	}
+	return st
 }

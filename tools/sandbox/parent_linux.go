@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 )
 
 // pdeathSignal is the supervisor's parent-death signal, one the server
@@ -56,7 +58,7 @@ func childAttr() *syscall.SysProcAttr {
 
 // descendants lists the processes below this one, from /proc.
 func descendants() []int {
-	procs, _ := Procs()
+	procs, _ := procgroup.Procs()
 	children := map[int][]int{}
 	for _, p := range procs {
 		children[p.PPID] = append(children[p.PPID], p.PID)

@@ -58,6 +58,12 @@ type SubCommand struct {
 	// so an allow rule for the command does not cover it; only a bare
 	// Bash rule does.
 	ForeignGit bool
+	// Verbatim: the command is not POSIX shell (cmd.exe or PowerShell on
+	// Windows) and was not analysed. It is one sub-command, never
+	// read-only; an allow rule covers it only when its text is the whole
+	// command (or it is a bare rule), and deny rules match its words as
+	// split at blanks.
+	Verbatim bool
 
 	// Redirects are the targets of the file-writing redirections of the
 	// sub-command and of the groups around it, after quote removal.
@@ -113,6 +119,25 @@ func Parse(cmd string) (*Analysis, error) {
 		a.TrailingBackground = true
 	}
 	return a, nil
+}
+
+// Verbatim is the analysis of a command line for a shell whose syntax is
+// not analysed (cmd.exe, PowerShell): the whole line is one sub-command
+// that needs approval, whose words are its blank-separated fields.
+func Verbatim(cmd string) *Analysis {
+	text := strings.TrimSpace(cmd)
+	sub := SubCommand{Text: text, Verbatim: true}
+	for _, f := range strings.Fields(text) {
+		sub.Words = append(sub.Words, Word{Value: f})
+	}
+	if len(sub.Words) > 0 {
+		root := strings.Trim(sub.Words[0].Value, `"'`)
+		if i := strings.LastIndexAny(root, `/\`); i >= 0 {
+			root = root[i+1:]
+		}
+		sub.Root = root
+	}
+	return &Analysis{Command: cmd, SubCommands: []SubCommand{sub}}
 }
 
 // HasRoot reports whether any sub-command runs a program.

@@ -163,6 +163,13 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 		allowed := false
 		for _, spec := range allow {
 			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
+			if sub.Verbatim {
+				if bare || strings.TrimSpace(spec) == sub.Text {
+					allowed = true
+					break
+				}
+				continue
+			}
 			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion && !sub.ForeignGit)) {
 				allowed = true
 				break
@@ -399,6 +406,9 @@ var knownSubCommands = map[string][]string{
 func SuggestedRule(sub SubCommand) string {
 	if sub.Root == "" {
 		return ""
+	}
+	if sub.Verbatim {
+		return "Bash(" + sub.Text + ")"
 	}
 	if len(sub.Words) < 2 {
 		return "Bash(" + sub.Root + ")"

@@ -1,6 +1,4 @@
-//go:build unix
-
-package sandbox
+package procgroup
 
 import (
 	"bytes"
@@ -8,11 +6,8 @@ import (
 	"strconv"
 )
 
-// Proc is one live process as its /proc/PID/stat tells it.
-type Proc struct{ PID, PPID, PGRP int }
-
 // Procs lists the live processes (zombies and dead ones left out) from
-// /proc, in pid order. ok is false where /proc cannot be read (macOS).
+// /proc, in pid order. ok is false when /proc cannot be read.
 func Procs() (procs []Proc, ok bool) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

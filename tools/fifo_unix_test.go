@@ -1,0 +1,8 @@
+//go:build unix
+
+package tools_test
+
+import "syscall"
+
+// mkfifo makes a FIFO at p.
+func mkfifo(p string) error { return syscall.Mkfifo(p, 0o644) }
