@@ -24,7 +24,7 @@ func TestConcurrentWritersKeepEveryChange(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- SetTrustLevel(file, fmt.Sprintf("/projects/p%d", i), TrustFolder)
+			errs <- SetTrustLevel(file, projectPath(i), TrustFolder)
 		}()
 	}
 	// Two settings readers over one user file, as two servers have.
@@ -53,8 +53,8 @@ func TestConcurrentWritersKeepEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < writers; i++ {
-		if list[fmt.Sprintf("/projects/p%d", i)] != TrustFolder {
-			t.Fatalf("the trust list lost /projects/p%d: %v", i, list)
+		if list[projectPath(i)] != TrustFolder {
+			t.Fatalf("the trust list lost %s: %v", projectPath(i), list)
 		}
 	}
 	c := NewSettings(opts)
@@ -74,4 +74,9 @@ func TestConcurrentWritersKeepEveryChange(t *testing.T) {
 	if got := strings.Join(names, ","); got != "settings.json,"+TrustFileName {
 		t.Fatalf("the folder holds %s", got)
 	}
+}
+
+// projectPath is an absolute folder path on any system.
+func projectPath(i int) string {
+	return filepath.Join(filepath.VolumeName(os.TempDir())+string(filepath.Separator), "projects", fmt.Sprintf("p%d", i))
 }
