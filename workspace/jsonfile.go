@@ -54,3 +54,8 @@ func updateJSONFileWith(path string, perm, dirPerm os.FileMode, parse func([]byt
 	}
 	return WriteFileAtomic(path, append(out, '\n'), perm)
 }
+
+// lockFileName is the file in a locked folder whose byte range carries the
+// lock on Windows, where a folder's handle cannot be locked (lockFolder).
+// It stays empty, and stays behind.
+const lockFileName = ".qwen-ls.lock"

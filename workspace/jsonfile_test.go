@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -71,6 +72,8 @@ func TestConcurrentWritersKeepEveryChange(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
+	// On Windows the lock is held on an empty lock file, which stays.
+	names = slices.DeleteFunc(names, func(n string) bool { return runtime.GOOS == "windows" && n == lockFileName })
 	if got := strings.Join(names, ","); got != "settings.json,"+TrustFileName {
 		t.Fatalf("the folder holds %s", got)
 	}

@@ -9,11 +9,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// lockFileName is the file in a locked folder whose first byte range
-// carries the lock on Windows, where a folder's handle cannot be locked.
-// It stays empty, and stays behind, like Windows' own desktop.ini files.
-const lockFileName = ".qwen-ls.lock"
-
 // lockFolder takes an exclusive LockFileEx lock on the folder's lock file,
 // waiting for any other holder, and returns its release.
 func lockFolder(dir string) (func(), error) {

@@ -230,3 +230,20 @@ func TestPathSystemVolumes(t *testing.T) {
 		t.Error("a volume that is not played maps somewhere")
 	}
 }
+
+// A path whose tail does not exist yet resolves to itself below its real
+// folder, volume included (on Windows the walk once started at "\" and
+// made "\C:users\..." of it), and is inside a root that holds its folder.
+func TestRealPathOfAMissingTailKeepsTheVolume(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "missing", "deeper", "x.txt")
+	if got := RealPath(p); got != p {
+		t.Fatalf("RealPath(%q) = %q", p, got)
+	}
+	if _, _, err := NewRoots(dir).Resolve(p); err != nil {
+		t.Fatalf("Resolve(%q) with root %q: %v", p, dir, err)
+	}
+}

@@ -44,6 +44,7 @@ func TestTempNamesRecordTheirWriter(t *testing.T) {
 // next write into that folder by a live process removes it, with no restart
 // and whatever its age. A temp file whose writer still runs stays.
 func TestWriteSweepsTempFilesOfKilledWriters(t *testing.T) {
+	needProgram(t, "sleep")
 	dir := t.TempDir()
 	writer := exec.Command("sleep", "600")
 	if err := writer.Start(); err != nil {
@@ -101,6 +102,7 @@ func TestWriteSweepsTempFilesOfKilledWriters(t *testing.T) {
 // The sweep removes regular files only: a symlink or a folder with a temp
 // file's name is someone else's.
 func TestSweepLeavesLinksAndFolders(t *testing.T) {
+	needSymlinks(t)
 	dir := t.TempDir()
 	dead := ownerToken(1<<30, 1)
 	link := filepath.Join(dir, tempPrefix+"l."+dead+".a")

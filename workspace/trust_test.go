@@ -9,6 +9,7 @@ import (
 )
 
 func TestTrustRulesDecide(t *testing.T) {
+	needUnixPaths(t)
 	base := rtTempDir(t)
 	p := func(rel string) string { return filepath.Join(base, rel) }
 	file := p("trustedFolders.json")
@@ -76,6 +77,7 @@ func TestTrustRulesDecide(t *testing.T) {
 }
 
 func TestSetTrustLevelKeepsTheOtherEntries(t *testing.T) {
+	needUnixPaths(t)
 	dir := rtTempDir(t)
 	file := filepath.Join(dir, "home", ".qwen", TrustFileName)
 	if err := SetTrustLevel(file, "/a", TrustFolder); err != nil {
