@@ -270,7 +270,7 @@ func TestCaseOnlyDifferentPathsFollowTheFlavor(t *testing.T) {
 			proj := filepath.Join(root, "Proj")
 			os.MkdirAll(proj, 0o755)
 			os.WriteFile(filepath.Join(proj, "a.txt"), []byte("disk\n"), 0o644)
-			rootURI := rpctest.URI(proj)
+			rootURI := workspace.NativePaths().URIFromPath(proj, workspace.URIForm{})
 			fe := startFlavored(t, workspace.PathSystem{Flavor: f}, rootURI)
 			docURI := rootURI + "/a.txt"
 			fe.open(docURI, "unsaved\n")
