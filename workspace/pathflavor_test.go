@@ -1,7 +1,9 @@
 package workspace
 
 import (
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -245,5 +247,37 @@ func TestRealPathOfAMissingTailKeepsTheVolume(t *testing.T) {
 	}
 	if _, _, err := NewRoots(dir).Resolve(p); err != nil {
 		t.Fatalf("Resolve(%q) with root %q: %v", p, dir, err)
+	}
+}
+
+// The path the system holds for an open file (used to catch a symlink
+// swapped in after a check) names the file that was opened: /proc on
+// Linux, GetFinalPathNameByHandle on Windows.
+func TestOpenedPathNamesTheOpenedFile(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "Opened File.txt")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, ok := OpenedPath(f.Fd())
+	if !ok {
+		if runtime.GOOS == "linux" || runtime.GOOS == "windows" {
+			t.Fatalf("no opened path for %s", p)
+		}
+		t.Skipf("%s does not say which path a file was opened by", runtime.GOOS)
+	}
+	if !NativePaths().Same(got, p) {
+		t.Fatalf("OpenedPath = %q, want %q", got, p)
+	}
+	if !NewRoots(dir).ContainsReal(got) {
+		t.Fatalf("the root %q does not contain the opened path %q", dir, got)
 	}
 }

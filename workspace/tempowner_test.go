@@ -44,9 +44,11 @@ func TestTempNamesRecordTheirWriter(t *testing.T) {
 // next write into that folder by a live process removes it, with no restart
 // and whatever its age. A temp file whose writer still runs stays.
 func TestWriteSweepsTempFilesOfKilledWriters(t *testing.T) {
-	needProgram(t, "sleep")
 	dir := t.TempDir()
-	writer := exec.Command("sleep", "600")
+	// The writer is this test binary, waiting in TestHelperWaitsToBeKilled:
+	// a process on every system, without a program Wine may lack.
+	writer := exec.Command(os.Args[0], "-test.run=^TestHelperWaitsToBeKilled$")
+	writer.Env = append(os.Environ(), helperWaitVar+"=1")
 	if err := writer.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +124,17 @@ func TestSweepLeavesLinksAndFolders(t *testing.T) {
 			t.Errorf("%s was removed", p)
 		}
 	}
+}
+
+// helperWaitVar makes TestHelperWaitsToBeKilled wait, in a child process
+// that stands for a writer.
+const helperWaitVar = "QWEN_LS_TEST_WAIT_TO_BE_KILLED"
+
+// TestHelperWaitsToBeKilled is not a test: run as a child with
+// helperWaitVar set, it waits until it is killed (at most ten minutes).
+func TestHelperWaitsToBeKilled(t *testing.T) {
+	if os.Getenv(helperWaitVar) == "" {
+		t.Skip("a helper process for TestWriteSweepsTempFilesOfKilledWriters")
+	}
+	time.Sleep(10 * time.Minute)
 }
