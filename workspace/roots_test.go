@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -94,7 +95,6 @@ func TestResolveRelativeRefused(t *testing.T) {
 }
 
 func TestResolveMembership(t *testing.T) {
-	needSymlinks(t)
 	f := newRtFixture(t)
 	r := NewRoots(f.ws)
 	cases := []struct {
@@ -128,6 +128,9 @@ func TestResolveMembership(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(c.name, "symlink") {
+				needSymlinks(t)
+			}
 			clean, root, err := r.Resolve(c.path)
 			if !c.inside {
 				if !errors.Is(err, ErrOutside) {
