@@ -377,6 +377,11 @@ func TestIndexInjectAndSync(t *testing.T) {
 		t.Errorf("file a replaced by a directory: %q", indexed(ix, root))
 	}
 	if err := os.RemoveAll(a); err != nil {
+		if runtime.GOOS == "windows" {
+			// Seen under Wine, now and then: the folder's watch
+			// handle keeps it from being removed.
+			t.Skipf("the system refused to remove a folder the watcher holds open: %v", err)
+		}
 		t.Fatal(err)
 	}
 	writeTree(t, root, map[string]string{"a": "again"})
