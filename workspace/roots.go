@@ -322,19 +322,6 @@ func realPaths(entries []rootEntry) []string {
 	return out
 }
 
-// within reports whether p equals root or lies below it. A sibling that
-// merely shares the root as a string prefix ("/tmp/ab" for "/tmp/a") is not
-// below it.
-func within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(p, root)
-	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
-}
-
 func (r *Roots) hasRoot(xs []rootEntry, real string) bool {
 	for _, e := range xs {
 		if r.cmp.Same(e.real, real) {
