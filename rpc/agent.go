@@ -322,7 +322,7 @@ func (s *Server) didFocus(ctx context.Context, req *Request) (any, error) {
 		s.sessions.SetFocus(nil)
 		return nil, nil
 	}
-	path, err := uriToPath(p.URI)
+	path, err := s.uriToPath(p.URI)
 	if err != nil {
 		return nil, invalidParams(req.Method, err)
 	}

@@ -52,7 +52,7 @@ func (s *Server) codeAction(ctx context.Context, req *Request) (any, error) {
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
 	}
-	path, err := uriToPath(p.TextDocument.URI)
+	path, err := s.uriToPath(p.TextDocument.URI)
 	if err != nil {
 		return nil, invalidParams(req.Method, err)
 	}
@@ -218,7 +218,7 @@ func (s *Server) askAbout(ctx context.Context, uri string, rawRange json.RawMess
 	if s.Caps().Rich || s.opts.ACP {
 		return nil, Error(CodeInvalidParams, "qwen-ls.ask is for clients without experimental.qwen: ask in the chat instead")
 	}
-	path, err := uriToPath(uri)
+	path, err := s.uriToPath(uri)
 	if err != nil {
 		return nil, Error(CodeInvalidParams, "qwen-ls.ask needs {uri, range} as its argument: %v", err)
 	}

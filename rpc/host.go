@@ -125,7 +125,7 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 		"sessionId":  sessionID,
 		"toolCallId": r.ToolCallID,
 		"title":      r.Title,
-		"uri":        pathToURI(r.Path),
+		"uri":        h.s.pathToURI(r.Path),
 		"version":    r.Version,
 		"isNewFile":  r.IsNewFile,
 		"oldText":    r.OldText,
@@ -487,7 +487,7 @@ func (h *host) ApplyToBuffer(ctx context.Context, path string, version int32, ne
 	if buf.Text == newText {
 		return nil
 	}
-	uri := pathToURI(path)
+	uri := h.s.pathToURI(path)
 	edits := minimalEdits(buf.Text, newText, c.Encoding)
 	var edit map[string]any
 	if c.DocumentChanges {

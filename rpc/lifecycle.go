@@ -112,7 +112,7 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 		caps.InitOptions = append(json.RawMessage(nil), p.InitializationOptions...)
 	}
 
-	roots, err := initRoots(&p)
+	roots, err := s.initRoots(&p)
 	if err != nil {
 		return nil, invalidParams(req.Method, err)
 	}
@@ -120,6 +120,7 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 	// so an untrusted folder's settings are never in force, even briefly.
 	s.ws.Settings.SetEditorTrust(io.WorkspaceTrusted)
 	s.ws.SetRoots(roots)
+	s.noteClientURIs(req.Params)
 	if io.Settings != nil || io.Model != nil {
 		s.ws.Settings.SetEditorLayerFromInit(io.Settings, io.Model)
 	}
@@ -134,11 +135,11 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 
 // initRoots takes the roots from workspaceFolders, else rootUri, else
 // rootPath.
-func initRoots(p *protocol.InitializeParams) ([]string, error) {
+func (s *Server) initRoots(p *protocol.InitializeParams) ([]string, error) {
 	if folders, ok := p.WorkspaceFolders.Get(); ok {
 		var roots []string
 		for _, f := range folders {
-			path, err := uriToPath(string(f.URI))
+			path, err := s.uriToPath(string(f.URI))
 			if err != nil {
 				return nil, fmt.Errorf("workspaceFolders: %w", err)
 			}
@@ -151,7 +152,7 @@ func initRoots(p *protocol.InitializeParams) ([]string, error) {
 	//lint:ignore SA1019 see above
 	if p.RootURI != nil && *p.RootURI != "" {
 		//lint:ignore SA1019 see above
-		path, err := uriToPath(string(*p.RootURI))
+		path, err := s.uriToPath(string(*p.RootURI))
 		if err != nil {
 			return nil, fmt.Errorf("rootUri: %w", err)
 		}

@@ -231,7 +231,7 @@ func (s *Server) didSavePlain(ctx context.Context, req *Request) (any, error) {
 		} `json:"textDocument"`
 	}
 	json.Unmarshal(req.Params, &p)
-	path, perr := uriToPath(p.TextDocument.URI)
+	path, perr := s.uriToPath(p.TextDocument.URI)
 	if perr != nil {
 		return nil, nil
 	}

@@ -97,6 +97,8 @@ const (
 type Server struct {
 	opts Options
 	log  *logger
+	// uris converts URIs and paths in the client's spelling (uri.go).
+	uris uriBook
 	// secrets are the configured secrets, left out of logs, replies and
 	// session files.
 	secrets  secretSet

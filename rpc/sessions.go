@@ -86,14 +86,14 @@ func (s *Server) revertTurn(ctx context.Context, req *Request) (any, error) {
 	}
 	restored, removed := []string{}, []string{}
 	for _, f := range res.Restored {
-		restored = append(restored, pathToURI(f))
+		restored = append(restored, s.pathToURI(f))
 	}
 	for _, f := range res.Removed {
-		removed = append(removed, pathToURI(f))
+		removed = append(removed, s.pathToURI(f))
 	}
 	conflicts := []map[string]any{}
 	for _, c := range res.Conflicts {
-		conflicts = append(conflicts, map[string]any{"uri": pathToURI(c.Path), "diff": c.Diff})
+		conflicts = append(conflicts, map[string]any{"uri": s.pathToURI(c.Path), "diff": c.Diff})
 	}
 	out := map[string]any{"turn": res.Turn, "restored": restored, "removed": removed, "conflicts": conflicts}
 	if err != nil {

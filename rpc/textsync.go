@@ -18,7 +18,8 @@ func (s *Server) didOpen(ctx context.Context, req *Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	path, err := uriToPath(string(p.TextDocument.URI))
+	s.noteClientURIs(req.Params)
+	path, err := s.uriToPath(string(p.TextDocument.URI))
 	if err != nil {
 		s.log.Debugf("didOpen: not tracking %s: %v", p.TextDocument.URI, err)
 		return nil, nil
@@ -32,7 +33,7 @@ func (s *Server) didChange(ctx context.Context, req *Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	path, err := uriToPath(string(p.TextDocument.URI))
+	path, err := s.uriToPath(string(p.TextDocument.URI))
 	if err != nil {
 		return nil, nil
 	}
@@ -62,7 +63,7 @@ func (s *Server) didSave(ctx context.Context, req *Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	if path, err := uriToPath(string(p.TextDocument.URI)); err == nil {
+	if path, err := s.uriToPath(string(p.TextDocument.URI)); err == nil {
 		s.ws.Overlay.Saved(path)
 	}
 	return nil, nil
@@ -73,7 +74,7 @@ func (s *Server) didClose(ctx context.Context, req *Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	if path, err := uriToPath(string(p.TextDocument.URI)); err == nil {
+	if path, err := s.uriToPath(string(p.TextDocument.URI)); err == nil {
 		s.ws.Overlay.Close(path)
 	}
 	return nil, nil
@@ -84,13 +85,14 @@ func (s *Server) didChangeWorkspaceFolders(ctx context.Context, req *Request) (a
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
+	s.noteClientURIs(req.Params)
 	for _, f := range p.Event.Removed {
-		if path, err := uriToPath(string(f.URI)); err == nil {
+		if path, err := s.uriToPath(string(f.URI)); err == nil {
 			s.ws.RemoveRoot(path)
 		}
 	}
 	for _, f := range p.Event.Added {
-		if path, err := uriToPath(string(f.URI)); err == nil {
+		if path, err := s.uriToPath(string(f.URI)); err == nil {
 			s.ws.AddRoot(path)
 		} else {
 			s.log.Warnf("didChangeWorkspaceFolders: %v", err)
@@ -107,7 +109,7 @@ func (s *Server) didChangeWatchedFiles(ctx context.Context, req *Request) (any, 
 		return nil, err
 	}
 	for _, ch := range p.Changes {
-		path, err := uriToPath(string(ch.URI))
+		path, err := s.uriToPath(string(ch.URI))
 		if err != nil {
 			continue
 		}

@@ -305,7 +305,7 @@ func (s *Server) insertInBuffer(path string, buf workspace.Buffer, at int, text 
 		off, ins = at-1, "\n"+text[:len(text)-1]
 	}
 	edits := []map[string]any{textEdit(buf.Text, off, off, ins, c.Encoding)}
-	uri := pathToURI(path)
+	uri := s.pathToURI(path)
 	var edit map[string]any
 	if c.DocumentChanges {
 		edit = map[string]any{"documentChanges": []any{map[string]any{
@@ -498,7 +498,7 @@ func (s *Server) showTranscript(ctx context.Context, t *transcript, takeFocus bo
 		Success bool `json:"success"`
 	}
 	err := s.host.call(ctx, "window/showDocument", map[string]any{
-		"uri": pathToURI(t.path), "external": false, "takeFocus": takeFocus,
+		"uri": s.pathToURI(t.path), "external": false, "takeFocus": takeFocus,
 	}, &res)
 	if err != nil {
 		s.log.Debugf("window/showDocument: %v", err)

@@ -555,12 +555,14 @@ func changeSnippet(a, b string) string {
 }
 
 // newFileFormat is the format of a file the tools create: UTF-8, with a BOM
-// only when general.defaultFileEncoding is utf-8-bom (tools.md §2.5).
+// only when general.defaultFileEncoding is utf-8-bom (tools.md §2.5), and
+// the system's line endings (CRLF on Windows).
 func (e *Env) newFileFormat() workspace.TextFormat {
+	f := workspace.TextFormat{CRLF: e.Workspace.Paths.PathFlavor().CRLF()}
 	if strings.EqualFold(e.Settings().String("general.defaultFileEncoding", "utf-8"), "utf-8-bom") {
-		return workspace.TextFormat{BOM: []byte(workspace.BOMUTF8)}
+		f.BOM = []byte(workspace.BOMUTF8)
 	}
-	return workspace.TextFormat{}
+	return f
 }
 
 // crlfText gives every line ending of s the form "\r\n" (tools.md §2.5).

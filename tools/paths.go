@@ -16,10 +16,19 @@ const shellEscapable = " \t()[]{};|*?$`'\"#&<>!~"
 
 // CleanPathArg trims p, drops a backslash that escapes one of
 // shellEscapable, and cleans the result. An empty (or blank) p stays "".
-func CleanPathArg(p string) string {
+// On Windows a backslash separates names, so none is dropped there, and
+// "/" and "\\" both separate (C:/Users/me and C:\\Users\\me are one path).
+func CleanPathArg(p string) string { return cleanPathArgFor(workspace.NativePaths(), p) }
+
+// cleanPathArgFor is CleanPathArg by the rules of flavor, so that every
+// system's rules are tested everywhere.
+func cleanPathArgFor(flavor workspace.PathFlavor, p string) string {
 	p = strings.TrimSpace(p)
 	if p == "" {
 		return ""
+	}
+	if flavor.Drives {
+		return flavor.Clean(p)
 	}
 	var b strings.Builder
 	for i := 0; i < len(p); i++ {
@@ -28,7 +37,7 @@ func CleanPathArg(p string) string {
 		}
 		b.WriteByte(p[i])
 	}
-	return filepath.Clean(b.String())
+	return flavor.Clean(b.String())
 }
 
 // PathOptions say which exceptions of §2.2 a path may use.
@@ -56,7 +65,7 @@ func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
 	}
 	if opts.AllowTemp {
 		tmp := workspace.RealPath(e.ProjectTempDir())
-		if inFolder(tmp, workspace.RealPath(abs)) {
+		if e.Workspace.Roots.Flavor().Within(tmp, workspace.RealPath(abs)) {
 			return nil
 		}
 	}
@@ -67,7 +76,11 @@ func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
 
 func (e *Env) notAbsoluteMessage(p string) string {
 	roots := e.Workspace.Roots.List()
-	msg := fmt.Sprintf("Not an absolute path: %s. Give the full path, starting with /.", p)
+	start := "/"
+	if e.Workspace.Paths.PathFlavor().Drives {
+		start = `a drive, such as C:\`
+	}
+	msg := fmt.Sprintf("Not an absolute path: %s. Give the full path, starting with %s.", p, start)
 	switch len(roots) {
 	case 0:
 		return msg + " No workspace folder is open."
@@ -119,11 +132,12 @@ func (e *Env) openedInside(opts PathOptions) func(real string) bool {
 		if e.Workspace.Roots.ContainsReal(real) {
 			return true
 		}
-		return tmp != nil && inFolder(tmp(), real)
+		return tmp != nil && e.Workspace.Roots.Flavor().Within(tmp(), real)
 	}
 }
 
-// inFolder reports whether p is dir or lies below it.
+// inFolder reports whether p is dir or lies below it, by name (case
+// included).
 func inFolder(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }

@@ -15,12 +15,18 @@ func (e *Env) SandboxPaths() (protected, always []string) {
 	if e == nil || e.Workspace == nil {
 		return nil, nil
 	}
+	// One file named twice (on a case-insensitive system, in two cases)
+	// is listed once.
+	same := e.Workspace.Roots.Flavor().Same
+	has := func(list []string, p string) bool {
+		return slices.ContainsFunc(list, func(q string) bool { return same(q, p) })
+	}
 	add := func(list *[]string, p string) {
 		if p == "" {
 			return
 		}
 		p = filepath.Clean(p)
-		if !slices.Contains(*list, p) {
+		if !has(*list, p) {
 			*list = append(*list, p)
 		}
 	}
@@ -37,7 +43,7 @@ func (e *Env) SandboxPaths() (protected, always []string) {
 	// and memory files, the user folders' memory files, the system
 	// settings file.
 	for _, p := range e.ProtectedPaths() {
-		if !slices.Contains(always, p) {
+		if !has(always, p) {
 			add(&protected, p)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // updateJSONFile changes the JSON object stored in path: it reads the file
@@ -56,26 +55,7 @@ func updateJSONFileWith(path string, perm, dirPerm os.FileMode, parse func([]byt
 	return WriteFileAtomic(path, append(out, '\n'), perm)
 }
 
-// lockFolder takes an exclusive flock on a folder, waiting for any other
-// holder, and returns its release. Locking the folder rather than a lock
-// file beside the settings leaves nothing behind in the user's folders.
-func lockFolder(dir string) (func(), error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
+// lockFileName is the file in a locked folder whose byte range carries the
+// lock on Windows, where a folder's handle cannot be locked (lockFolder).
+// It stays empty, and stays behind.
+const lockFileName = ".qwen-ls.lock"

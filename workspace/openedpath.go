@@ -4,31 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 )
-
-// OpenedPath returns the path the kernel holds for an open file
-// descriptor (Linux's /proc/self/fd): the real path of the file that was
-// opened, whatever symlinks the name went through. ok is false where
-// /proc is not available.
-//
-// Checking this path after opening closes the window between checking a
-// path and using it: a symlink swapped in after the check is seen here.
-func OpenedPath(fd uintptr) (path string, ok bool) {
-	p, err := os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	if err != nil || !filepath.IsAbs(p) {
-		return "", false
-	}
-	return strings.TrimSuffix(p, " (deleted)"), true
-}
 
 // ContainsReal reports whether real, a path without symlinks (such as
 // OpenedPath returns), is a root or lies below one. It reads nothing from
 // the file system beyond what resolving a missing root needs.
 func (r *Roots) ContainsReal(real string) bool {
 	for _, e := range r.snapshot() {
-		if within(e.real, real) {
+		if r.cmp.Within(e.real, real) {
 			return true
 		}
 	}
@@ -59,7 +42,7 @@ func CheckOpened(f *os.File, allowed func(real string) bool) error {
 func (r *Roots) LexicallyInside(abs string) bool {
 	clean := filepath.Clean(abs)
 	for _, e := range r.snapshot() {
-		if within(e.given, clean) || within(e.real, clean) {
+		if r.cmp.Within(e.given, clean) || r.cmp.Within(e.real, clean) {
 			return true
 		}
 	}

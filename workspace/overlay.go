@@ -32,9 +32,14 @@ type Overlay struct {
 	// wait for the buffer to reach some state (an applied edit) without
 	// polling. It is nil while nobody waits.
 	changed chan struct{}
+	// cmp names the key of a path: on a case-insensitive file system
+	// "C:\a.go" and "c:\A.GO" are one buffer, never two.
+	cmp PathFlavor
 }
 
 type buffer struct {
+	// path is the name the buffer was opened with.
+	path    string
 	version int32
 	text    rope
 	// snapshot is text as a string when fresh is true.
@@ -45,8 +50,20 @@ type buffer struct {
 }
 
 // NewOverlay returns an empty overlay.
-func NewOverlay() *Overlay {
-	return &Overlay{bufs: map[string]*buffer{}}
+func NewOverlay() *Overlay { return NewOverlayFor(NativePaths()) }
+
+// NewOverlayFor returns an empty overlay whose paths are compared by the
+// case rules of flavor, with the running system's syntax.
+func NewOverlayFor(flavor PathFlavor) *Overlay {
+	return &Overlay{bufs: map[string]*buffer{}, cmp: flavor.OnNative()}
+}
+
+// key is the map key of path.
+func (o *Overlay) key(path string) string {
+	if o.cmp == (PathFlavor{}) {
+		return path
+	}
+	return o.cmp.Key(path)
 }
 
 // Open records a buffer the editor opened. Opening an open path replaces it.
@@ -54,7 +71,7 @@ func (o *Overlay) Open(path string, version int32, text string) {
 	r := newRope(text)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.bufs[path] = &buffer{version: version, text: r, snapshot: text, fresh: true, modified: time.Now()}
+	o.bufs[o.key(path)] = &buffer{path: path, version: version, text: r, snapshot: text, fresh: true, modified: time.Now()}
 	o.notifyLocked()
 }
 
@@ -66,7 +83,7 @@ func (o *Overlay) Open(path string, version int32, text string) {
 func (o *Overlay) Apply(path string, version int32, changes []Change, enc Encoding) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		return fmt.Errorf("apply change to %s: the document is not open", path)
 	}
@@ -94,7 +111,7 @@ func (o *Overlay) Apply(path string, version int32, changes []Change, enc Encodi
 func (o *Overlay) Saved(path string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if b, ok := o.bufs[path]; ok {
+	if b, ok := o.bufs[o.key(path)]; ok {
 		b.dirty = false
 	}
 	o.notifyLocked()
@@ -104,14 +121,14 @@ func (o *Overlay) Saved(path string) {
 func (o *Overlay) Close(path string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.bufs, path)
+	delete(o.bufs, o.key(path))
 	o.notifyLocked()
 }
 
 // Get returns the open buffer for path.
 func (o *Overlay) Get(path string) (Buffer, bool) {
 	o.mu.RLock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		o.mu.RUnlock()
 		return Buffer{}, false
@@ -127,7 +144,7 @@ func (o *Overlay) Get(path string) (Buffer, bool) {
 	// kept only if no change came in meanwhile.
 	out.Text = text.String()
 	o.mu.Lock()
-	if o.bufs[path] == b && b.text == text && !b.fresh {
+	if o.bufs[o.key(path)] == b && b.text == text && !b.fresh {
 		b.snapshot, b.fresh = out.Text, true
 	}
 	o.mu.Unlock()
@@ -139,7 +156,7 @@ func (o *Overlay) Get(path string) (Buffer, bool) {
 func (o *Overlay) Version(path string) (int32, bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		return 0, false
 	}
@@ -150,7 +167,7 @@ func (o *Overlay) Version(path string) (int32, bool) {
 func (o *Overlay) Len(path string) (int, bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		return 0, false
 	}
@@ -162,7 +179,7 @@ func (o *Overlay) Len(path string) (int, bool) {
 func (o *Overlay) Offset(path string, pos Position, enc Encoding) (int, error) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		return 0, fmt.Errorf("convert position in %s: the document is not open", path)
 	}
@@ -178,7 +195,7 @@ func (o *Overlay) Offset(path string, pos Position, enc Encoding) (int, error) {
 func (o *Overlay) Position(path string, off int, enc Encoding) (Position, bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	b, ok := o.bufs[path]
+	b, ok := o.bufs[o.key(path)]
 	if !ok {
 		return Position{}, false
 	}
@@ -190,8 +207,8 @@ func (o *Overlay) Paths() []string {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	out := make([]string, 0, len(o.bufs))
-	for p := range o.bufs {
-		out = append(out, p)
+	for _, b := range o.bufs {
+		out = append(out, b.path)
 	}
 	return out
 }

@@ -151,7 +151,7 @@ func FuzzApplyChanges(f *testing.F) {
 			}
 			checkRope(t, tiny, d.text)
 			o.mu.RLock()
-			checkRope(t, o.bufs["/f"].text, d.text)
+			checkRope(t, o.bufs[o.key("/f")].text, d.text)
 			o.mu.RUnlock()
 
 			pos := s.position(d, enc)

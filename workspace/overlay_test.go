@@ -295,7 +295,7 @@ func TestApplyRandomEditsMatchModel(t *testing.T) {
 				}
 			}
 			o.mu.RLock()
-			checkRope(t, o.bufs["/f"].text, d.text)
+			checkRope(t, o.bufs[o.key("/f")].text, d.text)
 			o.mu.RUnlock()
 			if failures == 0 {
 				t.Errorf("no batch was rejected; the generator lost its bad changes")

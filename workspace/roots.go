@@ -14,6 +14,9 @@ import (
 type Roots struct {
 	mu    sync.RWMutex
 	roots []rootEntry
+	// cmp compares paths: the workspace flavour's case rules with the
+	// running system's syntax (PathFlavor.OnNative).
+	cmp PathFlavor
 }
 
 // rootEntry remembers the path a root was given as next to its real path, so
@@ -29,10 +32,20 @@ type rootEntry struct {
 
 // NewRoots returns a root set holding paths.
 func NewRoots(paths ...string) *Roots {
-	r := &Roots{}
+	return NewRootsFor(NativePaths(), paths...)
+}
+
+// NewRootsFor returns a root set holding paths whose names are compared by
+// the case rules of flavor (a case-only-different path is inside a root on
+// Windows and macOS, outside on Linux).
+func NewRootsFor(flavor PathFlavor, paths ...string) *Roots {
+	r := &Roots{cmp: flavor.OnNative()}
 	r.Set(paths)
 	return r
 }
+
+// Flavor is how the roots compare names.
+func (r *Roots) Flavor() PathFlavor { return r.cmp }
 
 // Set replaces every root. A root that does not exist yet is kept and
 // resolved again on every check until it appears, so a folder created later
@@ -41,7 +54,7 @@ func (r *Roots) Set(paths []string) {
 	out := make([]rootEntry, 0, len(paths))
 	for _, p := range paths {
 		e, ok := newRootEntry(p)
-		if ok && !hasRoot(out, e.real) {
+		if ok && !r.hasRoot(out, e.real) {
 			out = append(out, e)
 		}
 	}
@@ -58,7 +71,7 @@ func (r *Roots) Add(path string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !hasRoot(r.roots, e.real) {
+	if !r.hasRoot(r.roots, e.real) {
 		r.roots = append(r.roots, e)
 	}
 }
@@ -71,7 +84,7 @@ func (r *Roots) Remove(path string) {
 	defer r.mu.Unlock()
 	out := make([]rootEntry, 0, len(r.roots))
 	for _, e := range r.roots {
-		if e.given != given && e.real != given && e.real != real {
+		if !r.cmp.Same(e.given, given) && !r.cmp.Same(e.real, given) && !r.cmp.Same(e.real, real) {
 			out = append(out, e)
 		}
 	}
@@ -168,7 +181,7 @@ func (r *Roots) Resolve(p string) (clean, root string, err error) {
 	clean = filepath.Clean(p)
 	real := RealPath(clean)
 	for _, e := range entries {
-		if within(e.real, real) {
+		if r.cmp.Within(e.real, real) {
 			return clean, e.real, nil
 		}
 	}
@@ -190,19 +203,15 @@ func (r *Roots) Rel(abs string) string {
 	// file-system access.
 	for _, e := range entries {
 		for _, base := range []string{e.given, e.real} {
-			if within(base, clean) {
-				if rel, err := filepath.Rel(base, clean); err == nil {
-					return rel
-				}
+			if rel, ok := r.cmp.Rel(base, clean); ok {
+				return rel
 			}
 		}
 	}
 	real := RealPath(clean)
 	for _, e := range entries {
-		if within(e.real, real) {
-			if rel, err := filepath.Rel(e.real, real); err == nil {
-				return rel
-			}
+		if rel, ok := r.cmp.Rel(e.real, real); ok {
+			return rel
 		}
 	}
 	return clean
@@ -236,8 +245,11 @@ func RealPath(p string) string {
 // RealPath, for paths where some component is missing or unreadable.
 func walkReal(p string) string {
 	sep := string(filepath.Separator)
-	todo := splitPath(p)
-	cur := sep
+	// On Windows the walk starts at the path's volume ("C:\", a UNC
+	// share), as an absolute link's target does.
+	vol := filepath.VolumeName(p)
+	todo := splitPath(p[len(vol):])
+	cur := vol + sep
 	links := 0
 	for len(todo) > 0 {
 		c := todo[0]
@@ -267,7 +279,8 @@ func walkReal(p string) string {
 			return filepath.Join(append([]string{next}, todo...)...)
 		}
 		if filepath.IsAbs(target) {
-			cur = sep
+			tv := filepath.VolumeName(target)
+			cur, target = tv+sep, target[len(tv):]
 		}
 		todo = append(splitPath(target), todo...)
 	}
@@ -309,22 +322,9 @@ func realPaths(entries []rootEntry) []string {
 	return out
 }
 
-// within reports whether p equals root or lies below it. A sibling that
-// merely shares the root as a string prefix ("/tmp/ab" for "/tmp/a") is not
-// below it.
-func within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	if root == string(filepath.Separator) {
-		return strings.HasPrefix(p, root)
-	}
-	return strings.HasPrefix(p, root+string(filepath.Separator))
-}
-
-func hasRoot(xs []rootEntry, real string) bool {
+func (r *Roots) hasRoot(xs []rootEntry, real string) bool {
 	for _, e := range xs {
-		if e.real == real {
+		if r.cmp.Same(e.real, real) {
 			return true
 		}
 	}

@@ -77,6 +77,7 @@ func stJSON(t *testing.T, v any) string {
 }
 
 func TestSettingsDefaultPaths(t *testing.T) {
+	needUnixPaths(t)
 	f := newStFixture(t)
 	if got := f.s.UserFile(); got != f.userFile() {
 		t.Errorf("UserFile = %q, want %q", got, f.userFile())

@@ -195,6 +195,7 @@ func spellings(key, sent, decoy string) []spelling {
 // From a trusted folder the same files take effect, which shows each
 // spelling reaches the reader.
 func TestUntrustedSettingsEveryKeyEverySpelling(t *testing.T) {
+	needProgram(t, "go")
 	cases := keyCases(t)
 	if len(cases) < 35 {
 		t.Fatalf("only %d key cases", len(cases))

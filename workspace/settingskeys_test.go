@@ -233,6 +233,7 @@ func readsInFile(fset *token.FileSet, f *ast.File, info *types.Info) (reads []se
 // somewhere, so the table (and so the trust notice and the acceptance test
 // below) cannot drift from the code.
 func TestEveryReadKeyIsKnown(t *testing.T) {
+	needProgram(t, "go")
 	reads, errs := scanSettingsReads(t)
 	for _, e := range errs {
 		t.Error(e)

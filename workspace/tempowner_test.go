@@ -45,7 +45,10 @@ func TestTempNamesRecordTheirWriter(t *testing.T) {
 // and whatever its age. A temp file whose writer still runs stays.
 func TestWriteSweepsTempFilesOfKilledWriters(t *testing.T) {
 	dir := t.TempDir()
-	writer := exec.Command("sleep", "600")
+	// The writer is this test binary, waiting in TestHelperWaitsToBeKilled:
+	// a process on every system, without a program Wine may lack.
+	writer := exec.Command(os.Args[0], "-test.run=^TestHelperWaitsToBeKilled$")
+	writer.Env = append(os.Environ(), helperWaitVar+"=1")
 	if err := writer.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +104,7 @@ func TestWriteSweepsTempFilesOfKilledWriters(t *testing.T) {
 // The sweep removes regular files only: a symlink or a folder with a temp
 // file's name is someone else's.
 func TestSweepLeavesLinksAndFolders(t *testing.T) {
+	needSymlinks(t)
 	dir := t.TempDir()
 	dead := ownerToken(1<<30, 1)
 	link := filepath.Join(dir, tempPrefix+"l."+dead+".a")
@@ -120,4 +124,17 @@ func TestSweepLeavesLinksAndFolders(t *testing.T) {
 			t.Errorf("%s was removed", p)
 		}
 	}
+}
+
+// helperWaitVar makes TestHelperWaitsToBeKilled wait, in a child process
+// that stands for a writer.
+const helperWaitVar = "QWEN_LS_TEST_WAIT_TO_BE_KILLED"
+
+// TestHelperWaitsToBeKilled is not a test: run as a child with
+// helperWaitVar set, it waits until it is killed (at most ten minutes).
+func TestHelperWaitsToBeKilled(t *testing.T) {
+	if os.Getenv(helperWaitVar) == "" {
+		t.Skip("a helper process for TestWriteSweepsTempFilesOfKilledWriters")
+	}
+	time.Sleep(10 * time.Minute)
 }

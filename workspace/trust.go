@@ -72,7 +72,15 @@ type TrustMatch struct {
 // specific one; at equal depth DO_NOT_TRUST wins. ok is false when no entry
 // covers dir. Paths are compared both as given and with symbolic links
 // resolved.
+// Names are compared by the system's rules: on Windows and macOS an entry
+// covers a folder whose path differs from it only in case.
 func (r TrustRules) Decide(dir string) (m TrustMatch, trusted, ok bool) {
+	return r.decide(NativePaths(), dir)
+}
+
+// decide is Decide comparing names by the case rules of flavor.
+func (r TrustRules) decide(flavor PathFlavor, dir string) (m TrustMatch, trusted, ok bool) {
+	cmp := flavor.OnNative()
 	if dir == "" {
 		return TrustMatch{}, false, false
 	}
@@ -93,7 +101,7 @@ func (r TrustRules) Decide(dir string) (m TrustMatch, trusted, ok bool) {
 		for _, f := range pathForms(folder) {
 			covered := false
 			for _, d := range forms {
-				if within(f, d) {
+				if cmp.Within(f, d) {
 					covered = true
 					break
 				}

@@ -13,11 +13,16 @@ type Options struct {
 	// Settings says where the settings files are; the zero value uses
 	// the standard locations ($QWEN_HOME or ~/.qwen, /etc/qwen-code).
 	Settings SettingsOptions
+	// Paths is the flavour of the served paths; the zero value is the
+	// running system's. Tests set it to play Windows or macOS paths here.
+	Paths PathSystem
 }
 
 // Workspace ties together everything the server knows about the files it
 // works on. It is safe for concurrent use.
 type Workspace struct {
+	// Paths is the flavour of the paths served (Options.Paths).
+	Paths   PathSystem
 	Roots   *Roots
 	Overlay *Overlay
 	// Watcher is the process's single file-system watcher. It may be
@@ -39,8 +44,9 @@ type Workspace struct {
 func New(opts Options) *Workspace {
 	w, err := NewWatcher()
 	ws := &Workspace{
-		Roots:    NewRoots(opts.Roots...),
-		Overlay:  NewOverlay(),
+		Paths:    opts.Paths,
+		Roots:    NewRootsFor(opts.Paths.PathFlavor(), opts.Roots...),
+		Overlay:  NewOverlayFor(opts.Paths.PathFlavor()),
 		Watcher:  w,
 		WatchErr: err,
 	}

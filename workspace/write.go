@@ -89,7 +89,7 @@ func WriteFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(
 		return fmt.Errorf("write %s: close temp file: %w", path, err)
 	}
 	beforeRename(tmp, target)
-	if err := os.Rename(tmp, target); err != nil {
+	if err := replaceFile(tmp, target); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
