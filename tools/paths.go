@@ -40,6 +40,13 @@ func cleanPathArgFor(flavor workspace.PathFlavor, p string) string {
 	return flavor.Clean(b.String())
 }
 
+// driveless reports whether p is rooted but names no drive (\x or /x on
+// Windows): Windows reads it on the current drive, while a model that
+// writes it means a POSIX root, so it is refused rather than resolved.
+func driveless(flavor workspace.PathFlavor, p string) bool {
+	return flavor.Drives && p != "" && (p[0] == '\\' || p[0] == '/') && flavor.Volume(p) == ""
+}
+
 // PathOptions say which exceptions of §2.2 a path may use.
 type PathOptions struct {
 	// AllowTemp lets read-only tools read the project temp dir, where

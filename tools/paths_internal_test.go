@@ -43,3 +43,20 @@ func TestPathArgumentsInEveryFlavor(t *testing.T) {
 		t.Error(`windows: /home/me counts as absolute`)
 	}
 }
+
+// A path rooted without a drive is refused on Windows (the model means a
+// POSIX root, Windows would read the current drive) and is an ordinary
+// absolute path elsewhere.
+func TestDrivelessPathsOnWindowsOnly(t *testing.T) {
+	for p, want := range map[string]bool{`/`: true, `\`: true, `/etc`: true, `\Windows\x`: true,
+		`C:\x`: false, `c:/x`: false, `\\srv\share\x`: false, `rel\x`: false, ``: false} {
+		if got := driveless(workspace.WindowsPaths, cleanPathArgFor(workspace.WindowsPaths, p)); got != want {
+			t.Errorf("windows: driveless(%q) = %v, want %v", p, got, want)
+		}
+		for _, f := range []workspace.PathFlavor{workspace.DarwinPaths, workspace.LinuxPaths} {
+			if driveless(f, cleanPathArgFor(f, p)) {
+				t.Errorf("%s: %q counts as driveless", f.Name, p)
+			}
+		}
+	}
+}

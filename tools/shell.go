@@ -158,6 +158,9 @@ func (s *Shell) directory(params map[string]any) (string, *ToolError) {
 		}
 		return primary, nil
 	}
+	if driveless(s.env.Workspace.Paths.PathFlavor(), p) {
+		return "", InvalidParams(fmt.Sprintf("Directory %s names no drive. Give a directory inside the workspace, relative to %s or starting with its drive.", raw, primary))
+	}
 	if !filepath.IsAbs(p) {
 		if primary == "" {
 			return "", InvalidParams("No workspace folder is open, so a relative directory cannot be resolved.")
