@@ -387,9 +387,18 @@ async function openFile(rel) {
       await page.keyboard.press('Escape');
     }
   }
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(rel) }).first().waitFor();
+  // Enter opens the focused row: wait until the filtered list has put the
+  // file there (a loaded machine can still show the history's first row).
+  const base = path.basename(rel);
+  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: base }).first().waitFor();
   await page.keyboard.press('Enter');
-  await page.locator('.tab.active', { hasText: path.basename(rel) }).waitFor();
+  try {
+    await page.locator('.tab.active', { hasText: base }).waitFor({ timeout: 10000 });
+  } catch {
+    // Another file opened: its tab is active. Open this one from its tab.
+    await page.locator('.tab', { hasText: base }).first().click();
+    await page.locator('.tab.active', { hasText: base }).waitFor();
+  }
 }
 
 /** The text of the active editor as rendered (the files here fit on screen). */
