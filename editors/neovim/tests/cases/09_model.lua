@@ -26,6 +26,20 @@ end
 
 --- What the chat's header shows, as drawn (the winbar from 0.8, else the
 --- chat window's statusline).
+--- Records every vim.notify of the test ({msg, level}), still showing it.
+local function capture_notify(H)
+  local seen = {}
+  local orig = vim.notify
+  vim.notify = function(msg, level, opts)
+    table.insert(seen, { msg = tostring(msg), level = level })
+    return orig(msg, level, opts)
+  end
+  H.defer(function()
+    vim.notify = orig
+  end)
+  return seen
+end
+
 local function header(H)
   local chat = require('qwen.chat')
   local win = vim.fn.bufwinid(chat.buf)
@@ -153,15 +167,7 @@ return {
     allow_errors = true,
     run = function(H)
       two_models(H, nil)
-      local seen = {}
-      local orig = vim.notify
-      vim.notify = function(msg, level, opts)
-        table.insert(seen, { msg = tostring(msg), level = level })
-        return orig(msg, level, opts)
-      end
-      H.defer(function()
-        vim.notify = orig
-      end)
+      local seen = capture_notify(H)
       vim.cmd('QwenModel no-such-model')
       H.wait(5000, function()
         return #seen > 0
@@ -184,15 +190,7 @@ return {
       vim.opt.runtimepath:prepend(H.plugin)
       vim.cmd('runtime plugin/qwen.lua')
       vim.cmd('cd ' .. vim.fn.fnameescape(H.ws))
-      local seen = {}
-      local orig = vim.notify
-      vim.notify = function(msg, level, opts)
-        table.insert(seen, { msg = tostring(msg), level = level })
-        return orig(msg, level, opts)
-      end
-      H.defer(function()
-        vim.notify = orig
-      end)
+      local seen = capture_notify(H)
       local none = { HOME = H.home, OPENAI_API_KEY = '', OPENAI_BASE_URL = '', DASHSCOPE_API_KEY = '', OPENAI_MODEL = '' }
       require('qwen').setup({ cmd = { H.bin, '--stdio' }, cmd_env = none })
       vim.cmd('edit main.go')
