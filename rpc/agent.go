@@ -10,6 +10,7 @@ import (
 	"github.com/qwen-ls/qwen-ls/registry"
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 )
 
 // The qwen/* session methods (protocol.md §4).
@@ -51,7 +52,7 @@ func (s *Server) setupAgent() {
 	}
 	s.env = &tools.Env{Workspace: s.ws, QwenHome: home}
 	s.host = &host{s: s}
-	s.registry = registry.New(append(tools.Builtins(s.env), s.opts.ExtraTools...), filterFromSettings(s.env))
+	s.registry = registry.New(append(toolset.Builtins(s.env), s.opts.ExtraTools...), filterFromSettings(s.env))
 	s.ws.Settings.OnChange(func() { s.registry.SetFilter(filterFromSettings(s.env)) })
 	s.sources = registry.NewSources(registry.Options{
 		Registry: s.registry,
@@ -88,10 +89,9 @@ func filterFromSettings(env *tools.Env) registry.Filter {
 	st := env.Settings()
 	f := registry.Filter{Exclude: st.Strings("tools.exclude"), Disabled: st.Strings("tools.disabled"),
 		Deny: func(t tools.Tool) bool { return session.WholeToolDenied(st, t) }}
-	if !tools.WebSearchAvailable(env) {
-		// Declared only when a provider is configured (tools.md §3.10).
-		f.Exclude = append(f.Exclude, "web_search")
-	}
+	// web_search is declared only when a provider is configured
+	// (tools.md §3.10).
+	f.Exclude = append(f.Exclude, toolset.Unavailable(env)...)
 	if _, ok := st.Get("tools.core"); ok {
 		f.Core = st.Strings("tools.core")
 		if f.Core == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -179,7 +180,7 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 // integer, is out of range or comes twice makes the whole answer a
 // rejection: a malformed answer never writes anything.
 func (h *host) keptAnswer(r session.EditReview, raw json.RawMessage) (string, *string) {
-	hunks := tools.Hunks(r.OldText, r.NewText)
+	hunks := diff.Hunks(r.OldText, r.NewText)
 	idx, err := keptIndices(raw, len(hunks))
 	if err != nil {
 		h.s.log.Warnf("qwen: the review of %s is taken as a rejection: keptHunks %s", r.ToolCallID, err)
@@ -398,7 +399,7 @@ func (s *Server) resolveReview(ctx context.Context, req *Request) (any, error) {
 // encoding.
 func hunkEdits(oldText, newText string, enc workspace.Encoding) []map[string]any {
 	edits := []map[string]any{}
-	for _, hk := range tools.Hunks(oldText, newText) {
+	for _, hk := range diff.Hunks(oldText, newText) {
 		edits = append(edits, textEdit(oldText, hk.Start, hk.End, hk.Text, enc))
 	}
 	return edits
@@ -420,7 +421,7 @@ func textEdit(text string, start, end int, newText string, enc workspace.Encodin
 // cursor positions move as little as possible.
 func minimalEdits(oldText, newText string, enc workspace.Encoding) []map[string]any {
 	edits := []map[string]any{}
-	for _, hk := range tools.Hunks(oldText, newText) {
+	for _, hk := range diff.Hunks(oldText, newText) {
 		start, end, repl := hk.Start, hk.End, hk.Text
 		old := oldText[start:end]
 		p := commonPrefix(old, repl)
@@ -567,7 +568,7 @@ func (h *host) reviewPlain(ctx context.Context, r session.EditReview) (session.E
 }
 
 func lineCounts(oldText, newText string) (added, removed int) {
-	for _, hk := range tools.Hunks(oldText, newText) {
+	for _, hk := range diff.Hunks(oldText, newText) {
 		removed += hk.OldEnd - hk.OldStart
 		added += hk.NewEnd - hk.NewStart
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/qwen-ls/qwen-ls/session"
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 )
 
 // Plain LSP clients (docs/protocol.md, "Plain LSP clients"): prompts
@@ -382,8 +382,8 @@ func (s *Server) plainReviewMessage(r session.EditReview) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "qwen-ls wants to %s %s (+%d -%d):\n", verb, rel, added, removed)
-	diff := tools.UnifiedDiff(rel, tools.DiffCurrent, tools.DiffProposed, r.OldText, r.NewText)
-	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")
+	unified := diff.Unified(rel, diff.Current, diff.Proposed, r.OldText, r.NewText)
+	lines := strings.Split(strings.TrimRight(unified, "\n"), "\n")
 	if len(lines) >= 2 && strings.HasPrefix(lines[0], "--- ") && strings.HasPrefix(lines[1], "+++ ") {
 		// The path is named above.
 		lines = lines[2:]

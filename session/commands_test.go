@@ -9,7 +9,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/session/modeltest"
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 )
 
 // Clear keeps the session's id and starts its history over; the earlier
@@ -64,7 +64,7 @@ func TestClearKeepsTheConversationOnDisk(t *testing.T) {
 // runs and ShellOutput gives its output.
 func TestRunToolGoesThroughPermissions(t *testing.T) {
 	st := newStored(t)
-	m := st.manager(t, tools.Builtins(st.env))
+	m := st.manager(t, toolset.Builtins(st.env))
 	s := newSess(t, m, session.ModeDefault)
 	ctx, release, err := s.Claim(context.Background())
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -183,9 +184,9 @@ func conflictDiff(env *tools.Env, path string, existed bool, after []byte, now f
 	case !now.exists:
 		return fmt.Sprintf("%s was deleted after the agent's turn", rel)
 	case !existed:
-		return tools.UnifiedDiff(rel, "after the agent (absent)", "now", "", string(now.data))
+		return diff.Unified(rel, "after the agent (absent)", "now", "", string(now.data))
 	}
-	return tools.UnifiedDiff(rel, "after the agent", "now", string(after), string(now.data))
+	return diff.Unified(rel, "after the agent", "now", string(after), string(now.data))
 }
 
 // revertNote tells the model, with the next prompt, what the user undid.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -17,57 +18,6 @@ import (
 // reviews, what the user's answer means, the rebase onto text typed during
 // the review, the write itself (into the open buffer through the editor, or
 // to disk), and the message that tells the model what really happened.
-
-// Hunk is one line hunk of a change from an old text to a new one, as
-// qwen/proposeEdit sends it (protocol.md §6.2): whole lines, no context,
-// changes with no unchanged line between them merged. Hunks are the units
-// the user accepts or rejects one by one.
-type Hunk struct {
-	// OldStart and OldEnd are the 0-based lines [OldStart, OldEnd) of the
-	// old text that the hunk replaces; an insertion has OldStart == OldEnd.
-	OldStart, OldEnd int
-	// Start and End are the same range as byte offsets in the old text:
-	// column 0 of line OldStart, and column 0 of line OldEnd (the end of
-	// the text when there is no such line). An insertion is the empty
-	// range at column 0 of line OldStart.
-	Start, End int
-	// NewStart and NewEnd are the lines of the new text that replace them.
-	NewStart, NewEnd int
-	// Text is the replacement: lines [NewStart, NewEnd) of the new text,
-	// with their line endings.
-	Text string
-}
-
-// Hunks returns the line hunks of oldText → newText, in order; none when
-// the texts are equal. The rpc layer turns Start and End into LSP ranges.
-func Hunks(oldText, newText string) []Hunk {
-	changes := LineChanges(oldText, newText)
-	if len(changes) == 0 {
-		return nil
-	}
-	oldOff := lineOffsets(SplitLines(oldText))
-	newOff := lineOffsets(SplitLines(newText))
-	out := make([]Hunk, len(changes))
-	for i, c := range changes {
-		out[i] = Hunk{
-			OldStart: c.OldStart, OldEnd: c.OldEnd,
-			Start: oldOff[c.OldStart], End: oldOff[c.OldEnd],
-			NewStart: c.NewStart, NewEnd: c.NewEnd,
-			Text: newText[newOff[c.NewStart]:newOff[c.NewEnd]],
-		}
-	}
-	return out
-}
-
-// lineOffsets returns the byte offset at which each line starts, plus the
-// length of the text as a last element.
-func lineOffsets(lines []string) []int {
-	off := make([]int, len(lines)+1)
-	for i, l := range lines {
-		off[i+1] = off[i] + len(l)
-	}
-	return off
-}
 
 // ReviewOutcome is what an answer to an edit review means (tools.md §2.11).
 type ReviewOutcome int
@@ -106,7 +56,7 @@ type Review struct {
 	Text string
 	// Hunks are the proposal's hunks and Applied says which of them the
 	// final text kept; both are set for ReviewPartial only.
-	Hunks   []Hunk
+	Hunks   []diff.Hunk
 	Applied []bool
 }
 
@@ -122,7 +72,7 @@ func ClassifyReview(oldText, newText string, finalText *string) Review {
 	if final == oldText {
 		return Review{Outcome: ReviewRejected, Text: oldText}
 	}
-	hunks := Hunks(oldText, newText)
+	hunks := diff.Hunks(oldText, newText)
 	if applied, ok := keptHunks(oldText, hunks, final); ok {
 		return Review{Outcome: ReviewPartial, Text: final, Hunks: hunks, Applied: applied}
 	}
@@ -140,7 +90,7 @@ const maxKeptPaths = 1024
 // new ones. Since an empty old or new side can make the choice ambiguous,
 // the search tracks every position in final that a choice sequence can
 // reach, and prefers "applied" when two sequences reach the same place.
-func keptHunks(old string, hunks []Hunk, final string) ([]bool, bool) {
+func keptHunks(old string, hunks []diff.Hunk, final string) ([]bool, bool) {
 	n := len(hunks)
 	if n < 2 {
 		return nil, false
@@ -263,7 +213,7 @@ func (e *Env) changeProposal(abs, titleVerb string, snap *workspace.Snapshot, ne
 			c.Version = &v
 		}
 	}
-	c.FileDiff = UnifiedDiff(rel, DiffCurrent, DiffProposed, c.OldText, newText)
+	c.FileDiff = diff.Unified(rel, diff.Current, diff.Proposed, c.OldText, newText)
 	return &Confirmation{Title: titleVerb + ": " + readTitlePath(rel), Details: c}
 }
 
@@ -367,7 +317,7 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 	display := &FileDiff{
 		FileName:   filepath.Base(abs),
 		FilePath:   abs,
-		FileDiff:   UnifiedDiff(e.Rel(abs), DiffOriginal, DiffWritten, current, toWrite),
+		FileDiff:   diff.Unified(e.Rel(abs), diff.Original, diff.Written, current, toWrite),
 		NewContent: toWrite,
 	}
 	if snap != nil {
@@ -464,7 +414,7 @@ func changedDuringReview(abs string) *ToolError {
 // hunkLines names the original lines of a hunk for the "partly applied"
 // message: 1-based and inclusive. An insertion replaces no line, so it is
 // named by the line it follows (the first line when it comes first).
-func hunkLines(h Hunk) string {
+func hunkLines(h diff.Hunk) string {
 	if h.OldEnd > h.OldStart {
 		return fmt.Sprintf("%d-%d", h.OldStart+1, h.OldEnd)
 	}
@@ -477,8 +427,8 @@ func hunkLines(h Hunk) string {
 // when one of those hunks overlaps or touches a region where current
 // differs from base.
 func rebase(base, target, current string) (string, bool) {
-	ours := LineChanges(base, target)
-	theirs := LineChanges(base, current)
+	ours := diff.LineChanges(base, target)
+	theirs := diff.LineChanges(base, current)
 	for i, j := 0, 0; i < len(ours) && j < len(theirs); {
 		o, t := ours[i], theirs[j]
 		if o.OldStart <= t.OldEnd && t.OldStart <= o.OldEnd {
@@ -490,11 +440,11 @@ func rebase(base, target, current string) (string, bool) {
 			j++
 		}
 	}
-	a, ourLines, theirLines := SplitLines(base), SplitLines(target), SplitLines(current)
+	a, ourLines, theirLines := diff.SplitLines(base), diff.SplitLines(target), diff.SplitLines(current)
 	var b strings.Builder
 	b.Grow(len(current) + len(target) - len(base))
 	next := 0 // the next line of base not yet copied
-	take := func(c LineChange, src []string) {
+	take := func(c diff.LineChange, src []string) {
 		for ; next < c.OldStart; next++ {
 			b.WriteString(a[next])
 		}
@@ -529,7 +479,7 @@ const (
 // it differs from a (lines compared from both ends), with 4 lines of
 // context each side, numbered from 1. Line endings are shown as "\n".
 func changeSnippet(a, b string) string {
-	la, lb := SplitLines(a), SplitLines(b)
+	la, lb := diff.SplitLines(a), diff.SplitLines(b)
 	if len(lb) == 0 {
 		return "The file is now empty."
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 )
 
 // The write_file and edit cases of tools.md §8 (21–31), at the tool layer:
@@ -113,7 +114,7 @@ func TestCase24_EditOpenBufferThroughTheEditor(t *testing.T) {
 	if c.Version == nil || *c.Version != 7 || c.IsNewFile || c.OldText != buffer || c.NewText != want {
 		t.Fatalf("proposal = %+v (version %v)", c, c.Version)
 	}
-	hunks := tools.Hunks(c.OldText, c.NewText)
+	hunks := diff.Hunks(c.OldText, c.NewText)
 	if len(hunks) != 3 {
 		t.Fatalf("hunks = %+v", hunks)
 	}
@@ -255,7 +256,7 @@ func TestCase29_ReviewAnswers(t *testing.T) {
 		call := newEditCall(nil)
 		readForEdit(t, e, call, p)
 		params, c := mustProposeChange(t, tools.NewWriteFile(e.Env), call, writeArgs(t, p, "ONE\ntwo\nthree\nfour\nFIVE\n"))
-		if n := len(tools.Hunks(c.OldText, c.NewText)); n != 2 {
+		if n := len(diff.Hunks(c.OldText, c.NewText)); n != 2 {
 			t.Fatalf("%d hunks", n)
 		}
 		return e, p, call, params, c

@@ -187,22 +187,10 @@ func editArgs(t testing.TB, abs, old, repl string, extra ...any) string {
 	return argsJSON(t, m)
 }
 
-// declarationJSON is what the golden files pin: everything the model and
-// qwen/listTools learn about a tool.
+// declarationJSON is what the golden files pin (toolstest.Declaration).
 func declarationJSON(t testing.TB, tool tools.Tool) []byte {
 	t.Helper()
-	b, err := json.MarshalIndent(struct {
-		Name        string          `json:"name"`
-		DisplayName string          `json:"displayName"`
-		Kind        tools.Kind      `json:"kind"`
-		Aliases     []string        `json:"aliases"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	}{tool.Name(), tool.DisplayName(), tool.Kind(), tool.Aliases(), tool.Description(), tool.Schema()}, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
+	return toolstest.Declaration(t, tool)
 }
 
 func TestEditDeclarationGolden(t *testing.T) {

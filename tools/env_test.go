@@ -1,51 +1,23 @@
 package tools_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
-	"github.com/qwen-ls/qwen-ls/workspace"
+	"github.com/qwen-ls/qwen-ls/tools/toolstest"
 )
 
-// testEnv is the conformance setup of tools.md §8: one root W (a temp dir,
-// not a git repository) and a private home. Settings may be given as the
-// editor's layer.
+// testEnv is the conformance setup of tools.md §8 (toolstest.Setup), with
+// the helpers of this package's tests.
 type testEnv struct {
-	*tools.Env
-	Root string // W, as a real path
-	Home string // the private ~/.qwen
+	*toolstest.Setup
 }
 
 func newTestEnv(t testing.TB, settings map[string]any) *testEnv {
 	t.Helper()
-	base := t.TempDir()
-	root := filepath.Join(base, "W")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	root, _ = filepath.EvalSymlinks(root)
-	home := filepath.Join(base, "home", ".qwen")
-	ws := workspace.New(workspace.Options{
-		Roots: []string{root},
-		Settings: workspace.SettingsOptions{
-			UserDir:    home,
-			SystemPath: filepath.Join(base, "etc", "settings.json"),
-			Getenv:     func(string) (string, bool) { return "", false },
-		},
-	})
-	if settings != nil {
-		ws.Settings.SetEditorLayer(settings)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ws.Start(ctx)
-	t.Cleanup(func() {
-		cancel()
-		_ = ws.Close()
-	})
-	return &testEnv{Env: &tools.Env{Workspace: ws, QwenHome: home}, Root: root, Home: home}
+	return &testEnv{toolstest.NewSetup(t, settings)}
 }
 
 // write creates a file under the root (path relative to it) with content.
@@ -61,26 +33,11 @@ func (e *testEnv) write(t testing.TB, rel, content string) string {
 	return p
 }
 
-// run prepares raw arguments for tool and executes it the way the
-// scheduler does: prepare, confirm (the proposal is kept on the call),
-// execute. It does not ask anyone: a confirmation is taken as accepted
-// as proposed unless call.Decision is set.
+// run executes tool on raw arguments the way the scheduler does
+// (toolstest.Run).
 func run(t testing.TB, tool tools.Tool, call *tools.Call, raw string) tools.Result {
 	t.Helper()
-	params, terr := tools.PrepareArgs(tool, raw)
-	if terr != nil {
-		return tools.Result{Error: terr}
-	}
-	conf, terr := tools.GuardConfirm(context.Background(), tool, call, params)
-	if terr != nil {
-		return tools.Result{Error: terr}
-	}
-	call.Confirmation = conf
-	res, err := tools.Guard(context.Background(), tool, call, params, nil)
-	if err != nil {
-		t.Fatalf("execute %s: %v", tool.Name(), err)
-	}
-	return res
+	return toolstest.Run(t, tool, call, raw)
 }
 
 func TestTestEnvIsHermetic(t *testing.T) {

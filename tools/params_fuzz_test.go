@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 )
 
 // FuzzPrepareArgsAllTools runs argument preparation (tools.md §2.1) for
@@ -15,7 +16,7 @@ import (
 // values the schema and the tool accept).
 func FuzzPrepareArgsAllTools(f *testing.F) {
 	e := newTestEnv(f, nil)
-	builtins := tools.Builtins(e.Env)
+	builtins := toolset.Builtins(e.Env)
 	for i := range builtins {
 		for _, seed := range []string{
 			"", "{}", "null", `{"absolute_path":"/x","offset":"3","limit":1e30}`, `{"file_path":"rel","content":null}`,

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 )
 
 // The path-escape suite: whatever a path argument says, no file tool
@@ -221,7 +222,7 @@ func TestPathEscapeReadTools(t *testing.T) {
 		},
 	}
 	byName := map[string]tools.Tool{}
-	for _, tool := range tools.Builtins(e.Env) {
+	for _, tool := range toolset.Builtins(e.Env) {
 		byName[tool.Name()] = tool
 	}
 	for name, args := range readers {
@@ -238,7 +239,7 @@ func TestPathEscapeReadTools(t *testing.T) {
 func TestPathEscapeSearchesFromTheRoot(t *testing.T) {
 	e := newEscapeEnv(t)
 	byName := map[string]tools.Tool{}
-	for _, tool := range tools.Builtins(e.Env) {
+	for _, tool := range toolset.Builtins(e.Env) {
 		byName[tool.Name()] = tool
 	}
 	W := e.Root

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 	"github.com/qwen-ls/qwen-ls/tools/toolstest"
 )
 
@@ -146,7 +147,7 @@ func TestShellSpec(t *testing.T) {
 		t.Errorf("spec: %s %s %s streams=%v %s %v", sh.Name(), sh.DisplayName(), sh.Kind(), sh.StreamsOutput(), sh.Source(), sh.Aliases())
 	}
 	var names []string
-	for _, tool := range tools.Builtins(e.Env) {
+	for _, tool := range toolset.Builtins(e.Env) {
 		names = append(names, tool.Name())
 	}
 	i := slices.Index(names, "run_shell_command")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/toolset"
 	"github.com/qwen-ls/qwen-ls/tools/toolstest"
 )
 
@@ -69,7 +70,7 @@ func TestTaskSpec(t *testing.T) {
 		t.Errorf("static description is wrong: %s %s %s %v", task.Name(), task.DisplayName(), task.Kind(), task.Aliases())
 	}
 	var names []string
-	for _, tool := range tools.Builtins(e.Env) {
+	for _, tool := range toolset.Builtins(e.Env) {
 		names = append(names, tool.Name())
 	}
 	if n := len(names); n < 2 || names[n-2] != "task" || names[n-1] != "exit_plan_mode" || names[n-3] != "todo_write" {

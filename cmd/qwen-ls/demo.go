@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 )
 
 var (
@@ -190,7 +190,7 @@ func demoReview(pr *printer, root, method string, params json.RawMessage) (any, 
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.URI, "file://"), root+"/")
 		pr.line("\n  Editor shows a proposal: %s (%d hunk(s), nothing written yet)", p.Title, len(p.Edits))
-		for _, l := range strings.Split(strings.TrimRight(tools.UnifiedDiff(rel, tools.DiffCurrent, tools.DiffProposed, p.OldText, p.NewText), "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(diff.Unified(rel, diff.Current, diff.Proposed, p.OldText, p.NewText), "\n"), "\n") {
 			pr.line("      %s", l)
 		}
 		pr.line("  You (simulated): Accept")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/diff"
 )
 
 // printer renders session updates as a readable transcript.
@@ -116,7 +116,7 @@ func (p *printer) update(raw json.RawMessage) {
 					old = *it.OldText
 				}
 				rel := strings.TrimPrefix(it.Path, p.root+"/")
-				for _, line := range strings.Split(strings.TrimRight(tools.UnifiedDiff(rel, tools.DiffOriginal, tools.DiffWritten, old, it.NewText), "\n"), "\n") {
+				for _, line := range strings.Split(strings.TrimRight(diff.Unified(rel, diff.Original, diff.Written, old, it.NewText), "\n"), "\n") {
 					fmt.Fprintf(p.out, "      %s\n", line)
 				}
 			case it.Content != nil && it.Content.Text != "":

@@ -1,4 +1,4 @@
-package tools_test
+package web_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/web"
 )
 
 // TestCase43_WebFetchRefusesLoopbackUnlessAllowed is tools.md §8 case 43
@@ -25,7 +26,7 @@ func TestCase43_WebFetchRefusesLoopbackUnlessAllowed(t *testing.T) {
 	// Default settings: refused, and the server never hears of it.
 	e := newTestEnv(t, nil)
 	m := &fakeModel{answer: "unused"}
-	res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What changed?"))
+	res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What changed?"))
 	if res.Error == nil || res.Error.Type != tools.ErrorExecutionDenied ||
 		!strings.HasPrefix(res.Error.Message, "Refusing to fetch") {
 		t.Fatalf("default settings: %+v", res)
@@ -41,7 +42,7 @@ func TestCase43_WebFetchRefusesLoopbackUnlessAllowed(t *testing.T) {
 	// as Markdown in the side request, and the tool message is its answer.
 	e = newTestEnv(t, allowPrivate)
 	m = &fakeModel{answer: "Dark mode was added and issue #7 was fixed."}
-	res = run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What changed?"))
+	res = run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What changed?"))
 	if res.Error != nil {
 		t.Fatalf("allowed: %+v", res.Error)
 	}
@@ -70,7 +71,7 @@ func TestCase44_WebSearchDeclaredOnlyWithProvider(t *testing.T) {
 	t.Setenv("TAVILY_API_KEY", "")
 
 	e := newTestEnv(t, nil)
-	if tools.WebSearchAvailable(e.Env) {
+	if web.SearchAvailable(e.Env) {
 		t.Fatalf("web_search is available without a provider")
 	}
 	// The registry declares web_search only while this says true; the
@@ -79,10 +80,10 @@ func TestCase44_WebSearchDeclaredOnlyWithProvider(t *testing.T) {
 
 	fake := newProviderFake(t, 200, tavilyWithAnswer)
 	e = newTestEnv(t, webSearchSettings("", map[string]any{"type": "tavily", "apiKey": "tvly-test", "endpoint": fake.URL}))
-	if !tools.WebSearchAvailable(e.Env) {
+	if !web.SearchAvailable(e.Env) {
 		t.Fatalf("web_search is not available with a tavily provider")
 	}
-	res := run(t, tools.NewWebSearch(e.Env), &tools.Call{}, `{"query":"q"}`)
+	res := run(t, web.NewSearch(e.Env), &tools.Call{}, `{"query":"q"}`)
 	if res.Error != nil {
 		t.Fatal(res.Error)
 	}

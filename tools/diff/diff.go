@@ -1,4 +1,4 @@
-package tools
+package diff
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 // The labels of unified diff headers (tools.md §1.2): confirmations compare
 // Current with Proposed, results Original with Written.
 const (
-	DiffCurrent  = "Current"
-	DiffProposed = "Proposed"
-	DiffOriginal = "Original"
-	DiffWritten  = "Written"
+	Current  = "Current"
+	Proposed = "Proposed"
+	Original = "Original"
+	Written  = "Written"
 )
 
 // diffContext is the number of unchanged lines around each change.
@@ -225,11 +225,11 @@ func frontier(v []int, off, k, cost, n, m int) int {
 	return x
 }
 
-// UnifiedDiff renders the change from oldText to newText as a unified diff
+// Unified renders the change from oldText to newText as a unified diff
 // (tools.md §1.2): headers "--- <rel>\t<oldLabel>" and "+++ <rel>\t<newLabel>",
 // hunks with 3 lines of context, and "\ No newline at end of file" after a
 // last line without one. Equal texts give "".
-func UnifiedDiff(rel, oldLabel, newLabel, oldText, newText string) string {
+func Unified(rel, oldLabel, newLabel, oldText, newText string) string {
 	a, b := SplitLines(oldText), SplitLines(newText)
 	changes := lineChanges(a, b)
 	if len(changes) == 0 {

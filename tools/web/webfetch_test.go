@@ -1,4 +1,4 @@
-package tools_test
+package web_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/toolstest"
+	"github.com/qwen-ls/qwen-ls/tools/web"
 )
 
 var updateWeb = flag.Bool("update-web", false, "rewrite the golden files of web_fetch and web_search")
@@ -134,12 +135,12 @@ func refusal(url, host, ip string) string {
 
 func TestWebFetchDeclarationGolden(t *testing.T) {
 	e := newTestEnv(t, nil)
-	toolstest.Golden(t, "declarations/web_fetch.json", declarationJSON(t, tools.NewWebFetch(e.Env)), *updateWeb)
+	toolstest.Golden(t, "declarations/web_fetch.json", declarationJSON(t, web.NewFetch(e.Env)), *updateWeb)
 }
 
 func TestWebFetchStatic(t *testing.T) {
 	e := newTestEnv(t, nil)
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	if w.Name() != "web_fetch" || w.DisplayName() != "WebFetch" || w.Kind() != tools.KindFetch ||
 		len(w.Aliases()) != 0 || w.Source() != tools.SourceBuiltin || w.StreamsOutput() {
 		t.Errorf("static description is wrong")
@@ -153,7 +154,7 @@ func TestWebFetchStatic(t *testing.T) {
 
 func TestWebFetchValidation(t *testing.T) {
 	e := newTestEnv(t, nil)
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	cases := []struct{ args, want string }{
 		{`{"url":"","prompt":"p"}`, `Argument "url" must not be empty.`},
 		{`{"url":"   ","prompt":"p"}`, `Argument "url" must not be empty.`},
@@ -182,7 +183,7 @@ func TestWebFetchValidation(t *testing.T) {
 
 func TestWebFetchConfirmation(t *testing.T) {
 	e := newTestEnv(t, nil)
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	params, terr := tools.PrepareArgs(w, fetchArgs("https://Docs.Example.com:8443/a?b=1", "List the flags"))
 	if terr != nil {
 		t.Fatal(terr)
@@ -237,7 +238,7 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 				"mapped.test": {"::ffff:10.0.0.1"},
 			}}
 			d := &fakeDialer{}
-			w := tools.NewWebFetch(e.Env)
+			w := web.NewFetch(e.Env)
 			w.Resolver, w.Dial = r, d.Dial
 			m := &fakeModel{answer: "should not be asked"}
 			res := run(t, w, &tools.Call{Model: m}, fetchArgs(c.url, "what is here?"))
@@ -303,7 +304,7 @@ func TestWebFetchRefusesRedirectToPrivate(t *testing.T) {
 				"intranet.test": {"10.9.9.9"},
 			}}
 			d := &fakeDialer{route: map[string]string{"203.0.113.10:" + port: "127.0.0.1:" + port}}
-			w := tools.NewWebFetch(e.Env)
+			w := web.NewFetch(e.Env)
 			w.Resolver, w.Dial = r, d.Dial
 			m := &fakeModel{answer: "no"}
 			start := "http://docs.test:" + port + c.path
@@ -351,7 +352,7 @@ func TestWebFetchRewritesGitHubBlobs(t *testing.T) {
 			"raw.githubusercontent.com": {"10.0.0.2"},
 		}}
 		d := &fakeDialer{}
-		w := tools.NewWebFetch(e.Env)
+		w := web.NewFetch(e.Env)
 		w.Resolver, w.Dial = r, d.Dial
 		res := run(t, w, &tools.Call{Model: &fakeModel{answer: "x"}}, fetchArgs(c.url, "p"))
 		if res.Error == nil || res.Error.Type != tools.ErrorExecutionDenied {
@@ -403,7 +404,7 @@ func TestWebFetchReadsHTMLAsMarkdown(t *testing.T) {
 	e := newTestEnv(t, allowPrivate)
 	m := &fakeModel{answer: "  The flags are --depth and --fast.\n"}
 	url := srv.URL + "/docs"
-	res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "Which flags exist?"))
+	res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "Which flags exist?"))
 	if res.Error != nil {
 		t.Fatalf("error %+v", res.Error)
 	}
@@ -451,7 +452,7 @@ func TestWebFetchSideRequestGolden(t *testing.T) {
 	e := newTestEnv(t, allowPrivate)
 	m := &fakeModel{answer: "Streaming."}
 	url := srv.URL + "/releases/2.0"
-	res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What is new?"))
+	res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "What is new?"))
 	if res.Error != nil {
 		t.Fatal(res.Error)
 	}
@@ -501,7 +502,7 @@ func TestWebFetchContentTypes(t *testing.T) {
 		"/latin1": "café",
 	} {
 		m := &fakeModel{answer: "ok"}
-		res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL+path, "p"))
+		res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL+path, "p"))
 		if res.Error != nil {
 			t.Errorf("%s: %+v", path, res.Error)
 			continue
@@ -516,7 +517,7 @@ func TestWebFetchContentTypes(t *testing.T) {
 	} {
 		m := &fakeModel{answer: "ok"}
 		url := srv.URL + path
-		res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "p"))
+		res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(url, "p"))
 		if res.Error == nil || res.Error.Type != tools.ErrorWebFetchProcessing ||
 			res.Error.Message != "Unsupported content type "+typ+" at "+url+"." {
 			t.Errorf("%s: %+v", path, res.Error)
@@ -560,7 +561,7 @@ func TestWebFetchFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		url := srv.URL + c.path
-		res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: c.model}, fetchArgs(url, "p"))
+		res := run(t, web.NewFetch(e.Env), &tools.Call{Model: c.model}, fetchArgs(url, "p"))
 		want := "Could not fetch " + url + ": " + c.reason
 		if res.Error == nil || res.Error.Type != tools.ErrorWebFetchFallbackFailed || res.Error.Message != want {
 			t.Errorf("%s: got %+v, want %s", c.path, res.Error, want)
@@ -568,7 +569,7 @@ func TestWebFetchFailures(t *testing.T) {
 	}
 
 	// A host that does not resolve.
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	w.Resolver = &fakeResolver{}
 	res := run(t, w, &tools.Call{Model: &fakeModel{answer: "x"}}, fetchArgs("http://nowhere.test/", "p"))
 	if res.Error == nil || res.Error.Type != tools.ErrorWebFetchFallbackFailed ||
@@ -582,7 +583,7 @@ func TestWebFetchFailures(t *testing.T) {
 func TestWebFetchNoModelFetchesNothing(t *testing.T) {
 	e := newTestEnv(t, nil)
 	r, d := &fakeResolver{table: map[string][]string{"docs.test": {"203.0.113.1"}}}, &fakeDialer{}
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	w.Resolver, w.Dial = r, d.Dial
 	res := run(t, w, &tools.Call{}, fetchArgs("http://docs.test/", "p"))
 	if res.Error == nil || res.Error.Type != tools.ErrorWebFetchFallbackFailed {
@@ -603,7 +604,7 @@ func TestWebFetchCutsThePage(t *testing.T) {
 	})
 	e := newTestEnv(t, allowPrivate)
 	m := &fakeModel{answer: "ok"}
-	if res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL, "p")); res.Error != nil {
+	if res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL, "p")); res.Error != nil {
 		t.Fatal(res.Error)
 	}
 	user := m.received()[0].user
@@ -633,7 +634,7 @@ func TestWebFetchReadsAtMostTenMiB(t *testing.T) {
 	m := &fakeModel{answer: "ok"}
 	// The body never ends, so a fetch that waited for it would never
 	// return; returning at all shows it stopped at the size cap.
-	res := run(t, tools.NewWebFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL, "p"))
+	res := run(t, web.NewFetch(e.Env), &tools.Call{Model: m}, fetchArgs(srv.URL, "p"))
 	if res.Error != nil {
 		t.Fatal(res.Error)
 	}
@@ -654,7 +655,7 @@ func TestWebFetchCancellation(t *testing.T) {
 	})
 	defer close(release)
 	e := newTestEnv(t, allowPrivate)
-	w := tools.NewWebFetch(e.Env)
+	w := web.NewFetch(e.Env)
 	params, terr := tools.PrepareArgs(w, fetchArgs(srv.URL, "p"))
 	if terr != nil {
 		t.Fatal(terr)

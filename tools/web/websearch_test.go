@@ -1,4 +1,4 @@
-package tools_test
+package web_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/toolstest"
+	"github.com/qwen-ls/qwen-ls/tools/web"
 )
 
 // providerFake is a loopback stand-in for one search API: it records each
@@ -86,8 +87,8 @@ func webSearchSettings(def string, entries ...map[string]any) map[string]any {
 	return map[string]any{"webSearch": ws}
 }
 
-func newSearch(e *testEnv, getenv func(string) (string, bool)) *tools.WebSearch {
-	w := tools.NewWebSearch(e.Env)
+func newSearch(e *testEnv, getenv func(string) (string, bool)) *web.Search {
+	w := web.NewSearch(e.Env)
 	w.Getenv = getenv
 	return w
 }
@@ -110,12 +111,12 @@ const tavilyNoAnswer = `{
 
 func TestWebSearchDeclarationGolden(t *testing.T) {
 	e := newTestEnv(t, nil)
-	toolstest.Golden(t, "declarations/web_search.json", declarationJSON(t, tools.NewWebSearch(e.Env)), *updateWeb)
+	toolstest.Golden(t, "declarations/web_search.json", declarationJSON(t, web.NewSearch(e.Env)), *updateWeb)
 }
 
 func TestWebSearchStaticAndConfirmation(t *testing.T) {
 	e := newTestEnv(t, nil)
-	w := tools.NewWebSearch(e.Env)
+	w := web.NewSearch(e.Env)
 	if w.Name() != "web_search" || w.DisplayName() != "WebSearch" || w.Kind() != tools.KindSearch ||
 		len(w.Aliases()) != 0 || w.Source() != tools.SourceBuiltin {
 		t.Errorf("static description is wrong")
@@ -191,8 +192,8 @@ func TestWebSearchAvailable(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			e := newTestEnv(t, c.settings)
-			if got := tools.WebSearchAvailable(e.Env); got != c.want {
-				t.Errorf("WebSearchAvailable = %v, want %v", got, c.want)
+			if got := web.SearchAvailable(e.Env); got != c.want {
+				t.Errorf("SearchAvailable = %v, want %v", got, c.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package tools
+package diff
 
 import (
 	"math/rand/v2"
@@ -72,16 +72,16 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := UnifiedDiff("a.txt", DiffCurrent, DiffProposed, tt.old, tt.new)
+			got := Unified("a.txt", Current, Proposed, tt.old, tt.new)
 			if got != tt.want {
-				t.Errorf("UnifiedDiff:\ngot:\n%s\nwant:\n%s", got, tt.want)
+				t.Errorf("Unified:\ngot:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
 	}
 }
 
 func TestUnifiedDiffLabels(t *testing.T) {
-	got := UnifiedDiff("src/x.go", DiffOriginal, DiffWritten, "a\n", "b\n")
+	got := Unified("src/x.go", Original, Written, "a\n", "b\n")
 	want := "--- src/x.go\tOriginal\n+++ src/x.go\tWritten\n@@ -1 +1 @@\n-a\n+b\n"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)

@@ -1,4 +1,4 @@
-package tools_test
+package web_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/web"
 )
 
 // countingListener accepts on an address and counts every connection that
@@ -147,7 +148,7 @@ func TestWebFetchRefusesEveryPrivateForm(t *testing.T) {
 	for _, f := range privateForms {
 		u := strings.ReplaceAll(f.url, "{P}", fmt.Sprint(port))
 		r := privateResolver()
-		w := tools.NewWebFetch(e.Env)
+		w := web.NewFetch(e.Env)
 		w.Resolver = r
 		m := &fakeModel{answer: "should not be asked"}
 		res := run(t, w, &tools.Call{Model: m}, fetchArgs(u, "what is here?"))
@@ -192,7 +193,7 @@ func TestWebFetchRefusesRedirectsToEveryPrivateForm(t *testing.T) {
 		r := privateResolver()
 		r.table["docs.test"] = []string{"203.0.113.10"}
 		d := &fakeDialer{route: map[string]string{"203.0.113.10:" + pubPort: "127.0.0.1:" + pubPort}}
-		w := tools.NewWebFetch(e.Env)
+		w := web.NewFetch(e.Env)
 		w.Resolver, w.Dial = r, d.Dial
 		m := &fakeModel{answer: "no"}
 		before := hits.Load()
@@ -224,7 +225,7 @@ func TestWebFetchRefusesRedirectsToEveryPrivateForm(t *testing.T) {
 // numeric host that is no address is an error, not a DNS query.
 func TestNetGuardReadsEveryNumericForm(t *testing.T) {
 	r := &recordingResolver{table: map[string][]string{"example.test": {"203.0.113.5"}}}
-	g := &tools.NetGuard{Resolver: r, AllowPrivate: true}
+	g := &web.NetGuard{Resolver: r, AllowPrivate: true}
 	for host, want := range map[string]string{
 		"127.1": "127.0.0.1", "127.0.1": "127.0.0.1", "2130706433": "127.0.0.1", "017700000001": "127.0.0.1",
 		"0177.0.0.1": "127.0.0.1", "0x7f000001": "127.0.0.1", "0X7F.1": "127.0.0.1", "127.000.000.001": "127.0.0.1",
@@ -249,7 +250,7 @@ func TestNetGuardReadsEveryNumericForm(t *testing.T) {
 		"::7f00:1": true, "64:ff9b::7f00:1": true, "64:ff9b::a00:1": true, "2002:7f00:1::1": true,
 		"2002:c0a8:101::": true, "64:ff9b::808:808": false, "2002:808:808::1": false,
 	} {
-		if got := tools.BlockedAddress(netip.MustParseAddr(ip)); got != blocked {
+		if got := web.BlockedAddress(netip.MustParseAddr(ip)); got != blocked {
 			t.Errorf("BlockedAddress(%s) = %v, want %v", ip, got, blocked)
 		}
 	}

@@ -1,4 +1,4 @@
-package tools
+package web
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools"
 )
 
 //go:embed websearch.md
@@ -90,7 +92,7 @@ type searchConfig struct {
 // loadSearchConfig reads webSearch (tools.md §3.10). Entries of unknown
 // types, entries without their keys and repeated types (the first one
 // wins) are left out.
-func loadSearchConfig(env *Env, getenv func(string) (string, bool)) searchConfig {
+func loadSearchConfig(env *tools.Env, getenv func(string) (string, bool)) searchConfig {
 	lookup := func(name string) string {
 		v, _ := getenv(name)
 		return strings.TrimSpace(v)
@@ -177,7 +179,7 @@ func (c searchConfig) names() string {
 
 // pick chooses the provider of a call: the requested one, else the default
 // when available, else the first available one.
-func (c searchConfig) pick(requested string) (searchProvider, *ToolError) {
+func (c searchConfig) pick(requested string) (searchProvider, *tools.ToolError) {
 	want := strings.ToLower(strings.TrimSpace(requested))
 	find := func(t string) (searchProvider, bool) {
 		for _, p := range c.Available {
@@ -191,14 +193,14 @@ func (c searchConfig) pick(requested string) (searchProvider, *ToolError) {
 		if p, ok := find(want); ok {
 			return p, nil
 		}
-		return searchProvider{}, InvalidParams(fmt.Sprintf(
+		return searchProvider{}, tools.InvalidParams(fmt.Sprintf(
 			`Search provider "%s" is not configured; configured providers: %s.`, strings.TrimSpace(requested), c.names()))
 	}
 	if p, ok := find(c.Default); ok {
 		return p, nil
 	}
 	if len(c.Available) == 0 {
-		return searchProvider{}, NewError(ErrorExecutionFailed, "The web search failed: no search provider is configured.")
+		return searchProvider{}, tools.NewError(tools.ErrorExecutionFailed, "The web search failed: no search provider is configured.")
 	}
 	return c.Available[0], nil
 }
@@ -230,18 +232,18 @@ func settingInt(m map[string]any, key string) int {
 	return int(f)
 }
 
-// WebSearchAvailable reports whether web_search has a provider and so is
+// SearchAvailable reports whether web_search has a provider and so is
 // declared (tools.md §3.10): an entry of webSearch.provider with its key,
 // or TAVILY_API_KEY in the process environment. Settings changes can turn
 // it on or off, so the registry asks again when the settings change.
-func WebSearchAvailable(env *Env) bool {
+func SearchAvailable(env *tools.Env) bool {
 	return len(loadSearchConfig(env, os.LookupEnv).Available) > 0
 }
 
-// WebSearch is the web_search tool (tools.md §3.10).
-type WebSearch struct {
-	Base
-	env *Env
+// Search is the web_search tool (tools.md §3.10).
+type Search struct {
+	tools.Base
+	env *tools.Env
 
 	// Getenv looks up TAVILY_API_KEY and DASHSCOPE_API_KEY; nil means
 	// os.LookupEnv. Client sends the requests; nil means a client with a
@@ -250,18 +252,18 @@ type WebSearch struct {
 	Client *http.Client
 }
 
-// NewWebSearch returns the web_search tool working in env.
-func NewWebSearch(env *Env) *WebSearch {
-	return &WebSearch{env: env, Base: Base{Spec: Spec{
+// NewSearch returns the web_search tool working in env.
+func NewSearch(env *tools.Env) *Search {
+	return &Search{env: env, Base: tools.Base{Spec: tools.Spec{
 		Name:        "web_search",
 		DisplayName: "WebSearch",
 		Description: webSearchDescription,
 		Schema:      []byte(webSearchSchema),
-		Kind:        KindSearch,
+		Kind:        tools.KindSearch,
 	}}}
 }
 
-func (w *WebSearch) config() searchConfig {
+func (w *Search) config() searchConfig {
 	getenv := w.Getenv
 	if getenv == nil {
 		getenv = os.LookupEnv
@@ -271,14 +273,14 @@ func (w *WebSearch) config() searchConfig {
 
 // Validate checks the query and the provider, which must be configured when
 // given.
-func (w *WebSearch) Validate(params map[string]any) *ToolError {
-	if q, _ := String(params, "query"); strings.TrimSpace(q) == "" {
-		return InvalidParams(`Argument "query" must not be empty.`)
+func (w *Search) Validate(params map[string]any) *tools.ToolError {
+	if q, _ := tools.String(params, "query"); strings.TrimSpace(q) == "" {
+		return tools.InvalidParams(`Argument "query" must not be empty.`)
 	}
 	if _, given := params["provider"]; given {
-		p, _ := String(params, "provider")
+		p, _ := tools.String(params, "provider")
 		if strings.TrimSpace(p) == "" {
-			return InvalidParams(`Argument "provider" must not be empty when given; leave it out for the default provider.`)
+			return tools.InvalidParams(`Argument "provider" must not be empty when given; leave it out for the default provider.`)
 		}
 		if _, terr := w.config().pick(p); terr != nil {
 			return terr
@@ -288,17 +290,17 @@ func (w *WebSearch) Validate(params map[string]any) *ToolError {
 }
 
 // Describe quotes the query.
-func (w *WebSearch) Describe(params map[string]any) string {
-	q, _ := String(params, "query")
+func (w *Search) Describe(params map[string]any) string {
+	q, _ := tools.String(params, "query")
 	return `Searching the web for: "` + strings.TrimSpace(q) + `"`
 }
 
 // ShouldConfirm asks before every search.
-func (w *WebSearch) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
-	q, _ := String(params, "query")
-	return &Confirmation{
+func (w *Search) ShouldConfirm(_ context.Context, _ *tools.Call, params map[string]any) (*tools.Confirmation, *tools.ToolError) {
+	q, _ := tools.String(params, "query")
+	return &tools.Confirmation{
 		Title: "Confirm Web Search",
-		Details: &InfoConfirmation{
+		Details: &tools.InfoConfirmation{
 			Prompt:          `Search the web for: "` + strings.TrimSpace(q) + `"`,
 			PermissionRules: []string{"WebSearch"},
 		},
@@ -320,13 +322,13 @@ type searchOutcome struct {
 }
 
 // Execute runs the search with the chosen provider.
-func (w *WebSearch) Execute(ctx context.Context, _ *Call, params map[string]any, _ func(Output)) (Result, error) {
-	query, _ := String(params, "query")
+func (w *Search) Execute(ctx context.Context, _ *tools.Call, params map[string]any, _ func(tools.Output)) (tools.Result, error) {
+	query, _ := tools.String(params, "query")
 	query = strings.TrimSpace(query)
-	requested, _ := String(params, "provider")
+	requested, _ := tools.String(params, "provider")
 	p, terr := w.config().pick(requested)
 	if terr != nil {
-		return Result{Error: terr}, nil
+		return tools.Result{Error: terr}, nil
 	}
 	client := w.Client
 	if client == nil {
@@ -335,16 +337,16 @@ func (w *WebSearch) Execute(ctx context.Context, _ *Call, params map[string]any,
 	out, err := searchWith(ctx, client, p, query)
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return tools.Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorExecutionFailed, "The web search failed: "+sentenceEnd(err.Error())), nil
+		return tools.ErrorResult(tools.ErrorExecutionFailed, "The web search failed: "+sentenceEnd(err.Error())), nil
 	}
 	llm, n := formatSearch(p.Name(), query, out)
 	display := fmt.Sprintf(`No results for "%s" from %s.`, query, p.Name())
 	if n > 0 || out.Answer != "" {
 		display = fmt.Sprintf(`Searched %s for "%s".`, p.Name(), query)
 	}
-	return TextResult(llm, Markdown(display)), nil
+	return tools.TextResult(llm, tools.Markdown(display)), nil
 }
 
 // formatSearch renders the llmContent of tools.md §3.10, and how many

@@ -1,4 +1,4 @@
-package tools
+package web
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools"
 )
 
 //go:embed webfetch.md
@@ -52,12 +54,12 @@ func webFetchUser(prompt, pageURL, page string) string {
 		"\n---\n" + page + "\n---\n"
 }
 
-// WebFetch is the web_fetch tool (tools.md §3.9): it fetches a page, turns
+// Fetch is the web_fetch tool (tools.md §3.9): it fetches a page, turns
 // it into Markdown, and has the session's model answer the call's prompt
 // from it.
-type WebFetch struct {
-	Base
-	env *Env
+type Fetch struct {
+	tools.Base
+	env *tools.Env
 
 	// Resolver and Dial replace the system's resolver and dialer (tests
 	// inject fakes). Set them before the first call.
@@ -65,61 +67,61 @@ type WebFetch struct {
 	Dial     DialFunc
 }
 
-// NewWebFetch returns the web_fetch tool working in env.
-func NewWebFetch(env *Env) *WebFetch {
-	return &WebFetch{env: env, Base: Base{Spec: Spec{
+// NewFetch returns the web_fetch tool working in env.
+func NewFetch(env *tools.Env) *Fetch {
+	return &Fetch{env: env, Base: tools.Base{Spec: tools.Spec{
 		Name:        "web_fetch",
 		DisplayName: "WebFetch",
 		Description: webFetchDescription,
 		Schema:      []byte(webFetchSchema),
-		Kind:        KindFetch,
+		Kind:        tools.KindFetch,
 	}}}
 }
 
 // parseFetchURL returns the call's trimmed url and its parsed form, or the
 // validation error of §3.9.
-func parseFetchURL(params map[string]any) (string, *url.URL, *ToolError) {
-	raw, _ := String(params, "url")
+func parseFetchURL(params map[string]any) (string, *url.URL, *tools.ToolError) {
+	raw, _ := tools.String(params, "url")
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", nil, InvalidParams(`Argument "url" must not be empty.`)
+		return "", nil, tools.InvalidParams(`Argument "url" must not be empty.`)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", nil, InvalidParams(`Argument "url" must be an http:// or https:// URL.`)
+		return "", nil, tools.InvalidParams(`Argument "url" must be an http:// or https:// URL.`)
 	}
 	return raw, u, nil
 }
 
 // Validate checks the url and the prompt.
-func (w *WebFetch) Validate(params map[string]any) *ToolError {
+func (w *Fetch) Validate(params map[string]any) *tools.ToolError {
 	if _, _, terr := parseFetchURL(params); terr != nil {
 		return terr
 	}
-	if p, _ := String(params, "prompt"); strings.TrimSpace(p) == "" {
-		return InvalidParams(`Argument "prompt" must not be empty.`)
+	if p, _ := tools.String(params, "prompt"); strings.TrimSpace(p) == "" {
+		return tools.InvalidParams(`Argument "prompt" must not be empty.`)
 	}
 	return nil
 }
 
 // Describe names the URL and the start of the prompt.
-func (w *WebFetch) Describe(params map[string]any) string {
-	raw, _ := String(params, "url")
-	prompt, _ := String(params, "prompt")
+func (w *Fetch) Describe(params map[string]any) string {
+	raw, _ := tools.String(params, "url")
+	prompt, _ := tools.String(params, "prompt")
 	return "Fetching content from " + strings.TrimSpace(raw) +
 		" and processing with prompt: \"" + cutText(prompt, 100) + "\""
 }
 
 // ShouldConfirm asks before every fetch, offering a rule for the host.
-func (w *WebFetch) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
+func (w *Fetch) ShouldConfirm(_ context.Context, _ *tools.Call, params map[string]any) (*tools.Confirmation, *tools.ToolError) {
 	raw, u, terr := parseFetchURL(params)
 	if terr != nil {
 		return nil, terr
 	}
-	prompt, _ := String(params, "prompt")
-	return &Confirmation{
+	prompt, _ := tools.String(params, "prompt")
+	return &tools.Confirmation{
 		Title: "Confirm Web Fetch",
-		Details: &InfoConfirmation{
+		Details: &tools.InfoConfirmation{
 			Prompt:          "Fetch content from " + raw + " and process with: " + prompt,
 			URLs:            []string{raw},
 			PermissionRules: []string{"WebFetch(" + strings.ToLower(u.Hostname()) + ")"},
@@ -155,21 +157,21 @@ func githubRawURL(u *url.URL) *url.URL {
 // fetchFailure is why a fetch gave no page text: a result error for the
 // model, or (err) the call's cancellation, which ends the turn.
 type fetchFailure struct {
-	terr *ToolError
+	terr *tools.ToolError
 	err  error
 }
 
 // Execute fetches the page and returns the model's answer about it.
-func (w *WebFetch) Execute(ctx context.Context, call *Call, params map[string]any, _ func(Output)) (Result, error) {
+func (w *Fetch) Execute(ctx context.Context, call *tools.Call, params map[string]any, _ func(tools.Output)) (tools.Result, error) {
 	raw, u, terr := parseFetchURL(params)
 	if terr != nil {
-		return Result{Error: terr}, nil
+		return tools.Result{Error: terr}, nil
 	}
-	prompt, _ := String(params, "prompt")
-	failed := func(reason string) (Result, error) {
-		return ErrorResult(ErrorWebFetchFallbackFailed, "Could not fetch "+raw+": "+reason), nil
+	prompt, _ := tools.String(params, "prompt")
+	failed := func(reason string) (tools.Result, error) {
+		return tools.ErrorResult(tools.ErrorWebFetchFallbackFailed, "Could not fetch "+raw+": "+reason), nil
 	}
-	var model Model
+	var model tools.Model
 	if call != nil {
 		model = call.Model
 	}
@@ -181,15 +183,15 @@ func (w *WebFetch) Execute(ctx context.Context, call *Call, params map[string]an
 	page, fail := w.fetch(ctx, raw, githubRawURL(u))
 	if fail != nil {
 		if fail.err != nil {
-			return Result{}, fail.err
+			return tools.Result{}, fail.err
 		}
-		return Result{Error: fail.terr}, nil
+		return tools.Result{Error: fail.terr}, nil
 	}
 
 	answer, err := model.Complete(ctx, webFetchSystem, webFetchUser(prompt, raw, page))
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return tools.Result{}, ctx.Err()
 		}
 		return failed("The model request failed: " + sentenceEnd(err.Error()))
 	}
@@ -197,18 +199,18 @@ func (w *WebFetch) Execute(ctx context.Context, call *Call, params map[string]an
 	if answer == "" {
 		return failed("The model gave an empty answer.")
 	}
-	return TextResult(answer, Markdown("Fetched "+raw+".")), nil
+	return tools.TextResult(answer, tools.Markdown("Fetched "+raw+".")), nil
 }
 
 // fetch GETs target through the guard and returns its text as Markdown,
 // cut at pageTextLimit characters. raw is the URL as the model gave it, for
 // messages.
-func (w *WebFetch) fetch(ctx context.Context, raw string, target *url.URL) (string, *fetchFailure) {
-	fail := func(t ErrorType, msg string) (string, *fetchFailure) {
-		return "", &fetchFailure{terr: NewError(t, msg)}
+func (w *Fetch) fetch(ctx context.Context, raw string, target *url.URL) (string, *fetchFailure) {
+	fail := func(t tools.ErrorType, msg string) (string, *fetchFailure) {
+		return "", &fetchFailure{terr: tools.NewError(t, msg)}
 	}
 	failed := func(reason string) (string, *fetchFailure) {
-		return fail(ErrorWebFetchFallbackFailed, "Could not fetch "+raw+": "+reason)
+		return fail(tools.ErrorWebFetchFallbackFailed, "Could not fetch "+raw+": "+reason)
 	}
 	cancelled := func() (string, *fetchFailure) { return "", &fetchFailure{err: ctx.Err()} }
 
@@ -256,7 +258,7 @@ func (w *WebFetch) fetch(ctx context.Context, raw string, target *url.URL) (stri
 			if refused.URL != "" && refused.URL != target.String() {
 				where = refused.URL
 			}
-			return fail(ErrorExecutionDenied, fmt.Sprintf(
+			return fail(tools.ErrorExecutionDenied, fmt.Sprintf(
 				"Refusing to fetch %s: %s resolves to a private or loopback address (%s). "+
 					"Set tools.webFetch.allowPrivateAddresses to true to allow this.",
 				where, refused.Host, refused.IP))
@@ -283,7 +285,7 @@ func (w *WebFetch) fetch(ctx context.Context, raw string, target *url.URL) (stri
 	mediaType := mediaTypeOf(contentType)
 	if mediaType != "" && pageKind(mediaType) == "" {
 		// Known to be unreadable: do not download it.
-		return fail(ErrorWebFetchProcessing, fmt.Sprintf("Unsupported content type %s at %s.", mediaType, raw))
+		return fail(tools.ErrorWebFetchProcessing, fmt.Sprintf("Unsupported content type %s at %s.", mediaType, raw))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, webFetchBodyLimit))
 	if err != nil {
@@ -297,7 +299,7 @@ func (w *WebFetch) fetch(ctx context.Context, raw string, target *url.URL) (stri
 		contentType = http.DetectContentType(body)
 		mediaType = mediaTypeOf(contentType)
 		if pageKind(mediaType) == "" {
-			return fail(ErrorWebFetchProcessing, fmt.Sprintf("Unsupported content type %s at %s.", mediaType, raw))
+			return fail(tools.ErrorWebFetchProcessing, fmt.Sprintf("Unsupported content type %s at %s.", mediaType, raw))
 		}
 	}
 
@@ -308,7 +310,7 @@ func (w *WebFetch) fetch(ctx context.Context, raw string, target *url.URL) (stri
 			if ctx.Err() != nil {
 				return cancelled()
 			}
-			return fail(ErrorWebFetchProcessing, fmt.Sprintf("The HTML of %s could not be converted: %v.", raw, err))
+			return fail(tools.ErrorWebFetchProcessing, fmt.Sprintf("The HTML of %s could not be converted: %v.", raw, err))
 		}
 		text = md
 	}
