@@ -63,9 +63,6 @@ func (s *Supervised) WaitMain() Status {
 // Exited is closed when the command has exited.
 func (s *Supervised) Exited() <-chan struct{} { return s.exited }
 
-// Pid is the command's pid.
-func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
-
 // Probe reports no sandbox.
 func Probe() Support {
 	return Support{OS: runtime.GOOS, Reason: "no sandbox on " + runtime.GOOS}

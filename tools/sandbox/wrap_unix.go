@@ -145,10 +145,6 @@ func (s *Supervised) WaitMain() Status {
 // Exited is closed when the supervisor has exited (with Linger).
 func (s *Supervised) Exited() <-chan struct{} { return s.exited }
 
-// Pid is the supervisor's pid (the process group's when the caller asked
-// for one).
-func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
-
 func parseStatus(line string) (Status, bool) {
 	kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
 	if !ok {
