@@ -96,7 +96,7 @@ func TestBaseDefaults(t *testing.T) {
 	if c, e := f.ShouldConfirm(context.Background(), &tools.Call{}, nil); c != nil || e != nil {
 		t.Error("ShouldConfirm asks by default")
 	}
-	if f.ArgsSchema() == nil || f.ArgsSchema() != f.ArgsSchema() {
+	if first, again := f.ArgsSchema(), f.ArgsSchema(); first == nil || first != again {
 		t.Error("schema not compiled once")
 	}
 	broken := toolstest.NewFake("b", `{"type":1}`)
