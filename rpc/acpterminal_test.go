@@ -89,7 +89,7 @@ func (g *goTerminals) answer(method string, params json.RawMessage) any {
 		}
 		return res
 	case "terminal/kill", "terminal/release":
-		procgroup.Kill(term.cmd.Process.Pid)
+		killGroup(term.cmd.Process.Pid)
 		return map[string]any{}
 	}
 	return acpError{-32601, method}

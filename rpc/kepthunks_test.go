@@ -30,17 +30,6 @@ func (a *agent) rewriteFile(path, content string) {
 	)
 }
 
-// logLines are the window/logMessage texts the server sent.
-func (a *agent) logLines() string {
-	var b strings.Builder
-	for _, m := range a.e.Notifications("window/logMessage") {
-		var p struct{ Message string }
-		json.Unmarshal(m.Params, &p)
-		b.WriteString(p.Message + "\n")
-	}
-	return b.String()
-}
-
 // The editor names the hunks it kept; the server builds the answer: none
 // kept rejects, all kept accepts the proposal, some kept writes the old
 // text with only those hunks. A malformed list is a rejection with a log

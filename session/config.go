@@ -8,19 +8,14 @@ import (
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// ModelFromSettings returns a model factory that reads the model fields
-// from the settings (protocol.md §10, "Model configuration") each time, so
-// a settings change applies from the next request. With no key and no
-// endpoint, or no model name, it returns a *NoModelError.
-func ModelFromSettings(st *workspace.Settings, retry RetryPolicy) func() (Model, error) {
-	c := newModelCache(retry)
-	return func() (Model, error) { return c.get(st.Model(), providerSetting(st)) }
-}
-
-// ModelsFromSettings is ModelFromSettings with a choice of model: the
-// default factory, one for a model chosen by id (a modelProviders entry,
+// ModelsFromSettings returns the model factories that read the model
+// fields from the settings (protocol.md §10, "Model configuration") each
+// time, so a settings change applies from the next request: the default
+// factory, one for a model chosen by id (a modelProviders entry,
 // qwen/setModel), and the check of an id (a *workspace.UnknownModelError
-// naming the configured ones). The factories share their clients.
+// naming the configured ones). The factories share their clients. With no
+// key and no endpoint, or no model name, a factory returns a
+// *NoModelError.
 func ModelsFromSettings(st *workspace.Settings, retry RetryPolicy) (def func() (Model, error), byID func(string) (Model, error), known func(string) error) {
 	c := newModelCache(retry)
 	def = func() (Model, error) { return c.get(st.Model(), providerSetting(st)) }

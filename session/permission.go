@@ -102,13 +102,8 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 	if text := promptText(conf); text != "" {
 		req.Content = []ToolContent{{Type: "content", Content: textBlock(text)}}
 	}
-	ans, err := host.RequestPermission(ctx, s.id, req)
-	if ctx.Err() != nil {
-		r.cancel(reasonBeforeRun)
-		return
-	}
-	if err != nil {
-		r.fail(tools.NewError(tools.ErrorExecutionDenied, "The permission request failed: "+err.Error()))
+	ans, ok := s.requestPermission(ctx, r, req)
+	if !ok {
 		return
 	}
 	switch {
@@ -184,6 +179,22 @@ func promptText(c *tools.Confirmation) string {
 	return ""
 }
 
+// requestPermission puts req to the user. ok is false when the call ends
+// instead, already recorded on r: cancelled while the question was open,
+// or failed because the request did.
+func (s *Session) requestPermission(ctx context.Context, r *callRun, req PermissionRequest) (ans PermissionAnswer, ok bool) {
+	ans, err := s.host().RequestPermission(ctx, s.id, req)
+	if ctx.Err() != nil {
+		r.cancel(reasonBeforeRun)
+		return ans, false
+	}
+	if err != nil {
+		r.fail(tools.NewError(tools.ErrorExecutionDenied, "The permission request failed: "+err.Error()))
+		return ans, false
+	}
+	return ans, true
+}
+
 // askPlan asks about an exit_plan_mode plan with the three options of
 // tools.md §3.14 and switches the approval mode on the answer.
 func (s *Session) askPlan(ctx context.Context, r *callRun, conf *tools.Confirmation) {
@@ -195,13 +206,8 @@ func (s *Session) askPlan(ctx context.Context, r *callRun, conf *tools.Confirmat
 			{OptionProceedOnce, "Yes, and manually approve edits", kindAllowOnce},
 			{OptionCancel, "No, keep planning", kindRejectOnce},
 		}}
-	ans, err := s.host().RequestPermission(ctx, s.id, req)
-	if ctx.Err() != nil {
-		r.cancel(reasonBeforeRun)
-		return
-	}
-	if err != nil {
-		r.fail(tools.NewError(tools.ErrorExecutionDenied, "The permission request failed: "+err.Error()))
+	ans, ok := s.requestPermission(ctx, r, req)
+	if !ok {
 		return
 	}
 	switch {

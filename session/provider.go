@@ -109,15 +109,6 @@ func onPrivateNetwork(u *url.URL) bool {
 	return h == "localhost" || !strings.Contains(h, ".") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal")
 }
 
-// ProviderNames lists the profiles ModelConfig.Provider may name.
-func ProviderNames() []string {
-	out := make([]string, 0, len(providers))
-	for _, p := range providers {
-		out = append(out, p.name)
-	}
-	return out
-}
-
 // hostIs reports whether u's host is h or a subdomain of it.
 func hostIs(u *url.URL, hosts ...string) bool {
 	h := strings.ToLower(u.Hostname())

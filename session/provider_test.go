@@ -101,9 +101,18 @@ func TestDashScopeRequestShape(t *testing.T) {
 	}
 }
 
+// providerNames lists the profiles ModelConfig.Provider may name.
+func providerNames() []string {
+	out := make([]string, 0, len(providers))
+	for _, p := range providers {
+		out = append(out, p.name)
+	}
+	return out
+}
+
 // Other providers' requests carry none of DashScope's fields.
 func TestOtherProvidersCarryNoDashScopeFields(t *testing.T) {
-	for _, name := range ProviderNames() {
+	for _, name := range providerNames() {
 		if name == "dashscope" {
 			continue
 		}

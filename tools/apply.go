@@ -34,20 +34,6 @@ const (
 	ReviewRejected
 )
 
-func (o ReviewOutcome) String() string {
-	switch o {
-	case ReviewAsProposed:
-		return "as proposed"
-	case ReviewModified:
-		return "modified"
-	case ReviewPartial:
-		return "partly applied"
-	case ReviewRejected:
-		return "rejected"
-	}
-	return fmt.Sprintf("ReviewOutcome(%d)", int(o))
-}
-
 // Review is an accepted answer, classified.
 type Review struct {
 	Outcome ReviewOutcome

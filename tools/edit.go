@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 //go:embed edit.md
@@ -135,23 +133,14 @@ func (t *Edit) ShouldConfirm(ctx context.Context, call *Call, params map[string]
 	spec.ReplaceAll, _ = Bool(params, "replace_all")
 	spec.Expected, _ = expectedReplacements(params)
 
-	syncBeforeChange(ctx, call, abs)
-	exists, terr := t.env.checkPriorRead(call.Ledger, abs, verbEditing)
+	snap, terr, err := t.env.priorText(ctx, call, abs, verbEditing)
 	if terr != nil {
 		return nil, terr
 	}
-	var snap *workspace.Snapshot
-	if exists {
-		s, err := t.env.Workspace.ReadText(abs)
-		switch {
-		case missing(err):
-			exists = false
-		case err != nil:
-			return nil, Errorf(ErrorEditPreparationFailure, "Could not prepare the edit of %s: %s", abs, rootCause(err))
-		default:
-			snap = s
-		}
+	if err != nil {
+		return nil, Errorf(ErrorEditPreparationFailure, "Could not prepare the edit of %s: %s", abs, rootCause(err))
 	}
+	exists := snap != nil
 
 	if spec.Old == "" {
 		if exists {

@@ -57,25 +57,6 @@ const (
 	ErrorWebFetchProcessing      ErrorType = "web_fetch_processing_error"
 )
 
-// ErrorTypes returns every wire string of tools.md §1.4, in the order that
-// section lists them.
-func ErrorTypes() []ErrorType {
-	return []ErrorType{
-		ErrorInvalidToolParams, ErrorUnknown, ErrorUnhandledException, ErrorToolNotRegistered,
-		ErrorExecutionFailed, ErrorExecutionDenied, ErrorOutputTruncated,
-		ErrorFileNotFound, ErrorFileWriteFailure, ErrorReadContentFailure,
-		ErrorAttemptToCreateExistingFile, ErrorFileTooLarge, ErrorPermissionDenied,
-		ErrorNoSpaceLeft, ErrorTargetIsDirectory, ErrorPathNotInWorkspace,
-		ErrorSearchPathNotFound, ErrorSearchPathNotADirectory,
-		ErrorEditPreparationFailure, ErrorEditNoOccurrenceFound,
-		ErrorEditExpectedOccurrenceMismatch, ErrorEditNoChange, ErrorEditRequiresPriorRead,
-		ErrorFileChangedSinceRead, ErrorPriorReadVerificationFailed,
-		ErrorGlobExecution, ErrorGrepExecution, ErrorLsExecution, ErrorPathIsNotADirectory,
-		ErrorReadManyFilesSearch, ErrorMCPTool, ErrorMemoryToolExecution, ErrorShellExecute,
-		ErrorDiscoveredToolExecution, ErrorWebFetchFallbackFailed, ErrorWebFetchProcessing,
-	}
-}
-
 // ToolError is a failure the model can read and act on: its Message is
 // exactly what the model sees (tools.md §1.2). It is deliberately not a Go
 // error, so that "the call failed" and "the turn ended" never mix.

@@ -171,10 +171,6 @@ func IsBinaryExtension(name string) bool {
 	return false
 }
 
-// BinaryExtensions returns the binary extensions of §2.4 step 3 (with
-// their dots), for read_many_files' default excludes.
-func BinaryExtensions() []string { return append([]string(nil), binaryExtensions...) }
-
 // sniffLen is how much of a file step 5 looks at.
 const sniffLen = 4096
 

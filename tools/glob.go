@@ -130,15 +130,7 @@ func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
 }
 
 func (g *Glob) Describe(params map[string]any) string {
-	pattern, _ := String(params, "pattern")
-	out := "'" + pattern + "'"
-	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
-		if abs, terr := g.env.searchPathArg(p); terr == nil {
-			p = abs
-		}
-		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
-	}
-	return out
+	return g.env.describeSearch(params)
 }
 
 func (g *Glob) Locations(params map[string]any) []Location {

@@ -128,14 +128,7 @@ func (g *GrepSearch) request(params map[string]any) (*grepRequest, *ToolError) {
 }
 
 func (g *GrepSearch) Describe(params map[string]any) string {
-	pattern, _ := String(params, "pattern")
-	out := "'" + pattern + "'"
-	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
-		if abs, terr := g.env.searchPathArg(p); terr == nil {
-			p = abs
-		}
-		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
-	}
+	out := g.env.describeSearch(params)
 	if glob, ok := String(params, "glob"); ok && glob != "" {
 		out += " (filter: '" + glob + "')"
 	}

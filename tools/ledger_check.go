@@ -61,5 +61,5 @@ func (e *Env) currentHash(abs string, entry LedgerEntry) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, err
 	}
-	return hashString(snap.Text), nil
+	return HashText(snap.Text), nil
 }

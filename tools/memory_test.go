@@ -270,7 +270,7 @@ func TestSaveMemoryReviewAnswers(t *testing.T) {
 
 	// The user rewrites the bullet before accepting.
 	call := newEditCall(nil)
-	params, c := mustProposeChange(t, tool, call, memoryArgs(t, "I like tabs"))
+	params, _ := mustProposeChange(t, tool, call, memoryArgs(t, "I like tabs"))
 	final := "## Qwen Added Memories\n- I like tabs, width 4\n"
 	call.Decision = &tools.EditDecision{FinalText: &final}
 	out := wantApplied(t, executeChange(t, tool, call, params))
@@ -285,7 +285,7 @@ func TestSaveMemoryReviewAnswers(t *testing.T) {
 	// An answer that leaves the old text is no success, and nothing is
 	// written (the scheduler normally answers it before Execute).
 	call = newEditCall(nil)
-	params, c = mustProposeChange(t, tool, call, memoryArgs(t, "more"))
+	params, c := mustProposeChange(t, tool, call, memoryArgs(t, "more"))
 	same := c.OldText
 	call.Decision = &tools.EditDecision{FinalText: &same}
 	res := executeChange(t, tool, call, params)

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,27 @@ const (
 	verbEditing     = "editing"
 	verbOverwriting = "overwriting"
 )
+
+// priorText is how edit and write_file start a proposal: the editor's
+// pending changes to abs reach the server first, the prior-read check
+// passes (verb names the change in its refusal), and the file's text is
+// read. snap is nil when the file does not exist; err is a failure to read
+// it, for the caller to word.
+func (e *Env) priorText(ctx context.Context, call *Call, abs, verb string) (snap *workspace.Snapshot, terr *ToolError, err error) {
+	syncBeforeChange(ctx, call, abs)
+	exists, terr := e.checkPriorRead(call.Ledger, abs, verb)
+	if terr != nil || !exists {
+		return nil, terr, nil
+	}
+	snap, err = e.Workspace.ReadText(abs)
+	switch {
+	case missing(err):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return snap, nil, nil
+}
 
 // checkPriorRead is the prior-read check of tools.md §2.9 that edit and
 // write_file run when they compute a proposal: a file may be changed only

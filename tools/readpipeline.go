@@ -143,7 +143,7 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 	case t == FileSVG && len(snap.Text) > maxSVGText:
 		out.Message = out.Rel + " is an SVG file over 1 MB; its content is not shown."
 		out.Display = out.Message
-		entry := snapshotEntry(snap, false, true, "")
+		entry := EntryFor(snap, false, true, "")
 		out.Entry = &entry
 	case t == FileNotebook:
 		rendered, err := renderNotebook(snap.Text)
@@ -153,12 +153,12 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 			return out, nil
 		}
 		if out.Err = out.window(rendered, spec); out.Err == nil {
-			entry := snapshotEntry(snap, !out.Window.Truncated, false, "notebook")
+			entry := EntryFor(snap, !out.Window.Truncated, false, "notebook")
 			out.Entry = &entry
 		}
 	default:
 		if out.Err = out.window(snap.Text, spec); out.Err == nil {
-			entry := snapshotEntry(snap, !out.Window.Truncated, true, "")
+			entry := EntryFor(snap, !out.Window.Truncated, true, "")
 			out.Entry = &entry
 		}
 	}
@@ -213,28 +213,6 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 		DisplayName: filepath.Base(out.Path)}
 	out.Display = fmt.Sprintf("Read %s file: %s", noun, out.Rel)
 	return out, nil
-}
-
-// snapshotEntry is EntryFor without copying the text to hash it: reads
-// of large files hash every time, and the copy would double the cost.
-func snapshotEntry(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
-	return LedgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
-		Hash: hashString(s.Text), Full: full, Editable: editable, Kind: kind}
-}
-
-// hashString is HashText(s) through a small reused buffer instead of one
-// copy of the whole string.
-func hashString(s string) [32]byte {
-	h := sha256.New()
-	var buf [32 << 10]byte
-	for len(s) > 0 {
-		n := copy(buf[:], s)
-		h.Write(buf[:n])
-		s = s[n:]
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
 }
 
 // rawEntry is the ledger entry of a file whose content is its bytes

@@ -19,6 +19,7 @@ import (
 // index built.
 func goRootEnv(b *testing.B) *tools.Env {
 	b.Helper()
+	//lint:ignore SA1019 go test builds and runs a test binary in place, so its build-time GOROOT is the toolchain at hand
 	root, err := filepath.EvalSymlinks(runtime.GOROOT())
 	if err != nil {
 		b.Skipf("GOROOT: %v", err)

@@ -62,6 +62,21 @@ func (e *Env) searchPathArg(raw string) (string, *ToolError) {
 	return filepath.Join(primary, p), nil
 }
 
+// describeSearch is the description of a glob or grep_search call:
+// "'<pattern>'", then " in path '<path>'" when a path is given (its
+// display path, tools.md §2.2).
+func (e *Env) describeSearch(params map[string]any) string {
+	pattern, _ := String(params, "pattern")
+	out := "'" + pattern + "'"
+	if p, ok := String(params, "path"); ok && strings.TrimSpace(p) != "" {
+		if abs, terr := e.searchPathArg(p); terr == nil {
+			p = abs
+		}
+		out += " in path '" + e.Rel(CleanPathArg(p)) + "'"
+	}
+	return out
+}
+
 // searchLocations is Locations for glob and grep_search's path argument.
 func (e *Env) searchLocations(params map[string]any) []Location {
 	raw, _ := String(params, "path")

@@ -37,7 +37,7 @@ func shellTestEnv(t *testing.T, settings map[string]any) (*testEnv, *tools.Shell
 
 // execShell prepares args and executes the tool with ctx, collecting the
 // live updates.
-func execShell(t *testing.T, ctx context.Context, sh *tools.Shell, call *tools.Call, args map[string]any) (tools.Result, error, []string) {
+func execShell(t *testing.T, ctx context.Context, sh *tools.Shell, call *tools.Call, args map[string]any) (tools.Result, []string, error) {
 	t.Helper()
 	params, terr := tools.PrepareArgs(sh, argsJSON(t, args))
 	if terr != nil {
@@ -52,13 +52,13 @@ func execShell(t *testing.T, ctx context.Context, sh *tools.Shell, call *tools.C
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	return res, err, slices.Clone(updates)
+	return res, slices.Clone(updates), err
 }
 
 // shellRun executes a command that must succeed without a Go error.
 func shellRun(t *testing.T, sh *tools.Shell, args map[string]any) tools.Result {
 	t.Helper()
-	res, err, _ := execShell(t, context.Background(), sh, &tools.Call{ID: "c", SessionID: "s"}, args)
+	res, _, err := execShell(t, context.Background(), sh, &tools.Call{ID: "c", SessionID: "s"}, args)
 	if err != nil {
 		t.Fatalf("execute %v: %v", args, err)
 	}
@@ -418,7 +418,7 @@ func TestShellStreamsOutput(t *testing.T) {
 func TestShellLiveOutputKeepsTheEnd(t *testing.T) {
 	_, sh := shellTestEnv(t, nil)
 	var cut string
-	res, err, updates := execShell(t, context.Background(), sh, &tools.Call{}, map[string]any{
+	res, updates, err := execShell(t, context.Background(), sh, &tools.Call{}, map[string]any{
 		"command": "yes 0123456789 | head -c 200000; sleep 0.5; echo END",
 	})
 	if err != nil {
@@ -447,7 +447,7 @@ func TestShellLiveOutputKeepsTheEnd(t *testing.T) {
 
 func TestShellBinaryOutput(t *testing.T) {
 	_, sh := shellTestEnv(t, nil)
-	res, err, updates := execShell(t, context.Background(), sh, &tools.Call{}, map[string]any{
+	res, updates, err := execShell(t, context.Background(), sh, &tools.Call{}, map[string]any{
 		"command": `printf 'ab\000cd'; sleep 0.3; printf 'more'; sleep 0.3; echo text >&2`,
 	})
 	if err != nil {

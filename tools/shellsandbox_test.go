@@ -28,7 +28,7 @@ func sandboxed(t *testing.T) {
 func runWith(t *testing.T, sh *tools.Shell, approval tools.Approval, command string, ask func(context.Context, string) (bool, error)) tools.Result {
 	t.Helper()
 	call := &tools.Call{ID: "c", SessionID: "s", Approval: approval, AskOutsideSandbox: ask}
-	res, err, _ := execShell(t, context.Background(), sh, call, map[string]any{"command": command})
+	res, _, err := execShell(t, context.Background(), sh, call, map[string]any{"command": command})
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}

@@ -38,6 +38,23 @@ func TestKinds(t *testing.T) {
 	}
 }
 
+// errorTypes are the wire strings of tools.md §1.4, in the order that
+// section lists them.
+var errorTypes = []tools.ErrorType{
+	tools.ErrorInvalidToolParams, tools.ErrorUnknown, tools.ErrorUnhandledException, tools.ErrorToolNotRegistered,
+	tools.ErrorExecutionFailed, tools.ErrorExecutionDenied, tools.ErrorOutputTruncated,
+	tools.ErrorFileNotFound, tools.ErrorFileWriteFailure, tools.ErrorReadContentFailure,
+	tools.ErrorAttemptToCreateExistingFile, tools.ErrorFileTooLarge, tools.ErrorPermissionDenied,
+	tools.ErrorNoSpaceLeft, tools.ErrorTargetIsDirectory, tools.ErrorPathNotInWorkspace,
+	tools.ErrorSearchPathNotFound, tools.ErrorSearchPathNotADirectory,
+	tools.ErrorEditPreparationFailure, tools.ErrorEditNoOccurrenceFound,
+	tools.ErrorEditExpectedOccurrenceMismatch, tools.ErrorEditNoChange, tools.ErrorEditRequiresPriorRead,
+	tools.ErrorFileChangedSinceRead, tools.ErrorPriorReadVerificationFailed,
+	tools.ErrorGlobExecution, tools.ErrorGrepExecution, tools.ErrorLsExecution, tools.ErrorPathIsNotADirectory,
+	tools.ErrorReadManyFilesSearch, tools.ErrorMCPTool, tools.ErrorMemoryToolExecution, tools.ErrorShellExecute,
+	tools.ErrorDiscoveredToolExecution, tools.ErrorWebFetchFallbackFailed, tools.ErrorWebFetchProcessing,
+}
+
 func TestErrorTypesAreTheSpecWireStrings(t *testing.T) {
 	// tools.md §1.4, in its order.
 	want := "invalid_tool_params unknown unhandled_exception tool_not_registered execution_failed " +
@@ -50,7 +67,7 @@ func TestErrorTypesAreTheSpecWireStrings(t *testing.T) {
 		"read_many_files_search_error mcp_tool_error memory_tool_execution_error shell_execute_error " +
 		"discovered_tool_execution_error web_fetch_fallback_failed web_fetch_processing_error"
 	var got []string
-	for _, e := range tools.ErrorTypes() {
+	for _, e := range errorTypes {
 		got = append(got, string(e))
 	}
 	if strings.Join(got, " ") != want {
@@ -79,7 +96,7 @@ func TestBaseDefaults(t *testing.T) {
 	if c, e := f.ShouldConfirm(context.Background(), &tools.Call{}, nil); c != nil || e != nil {
 		t.Error("ShouldConfirm asks by default")
 	}
-	if f.ArgsSchema() == nil || f.ArgsSchema() != f.ArgsSchema() {
+	if first, again := f.ArgsSchema(), f.ArgsSchema(); first == nil || first != again {
 		t.Error("schema not compiled once")
 	}
 	broken := toolstest.NewFake("b", `{"type":1}`)

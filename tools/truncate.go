@@ -92,17 +92,13 @@ func TruncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
 	return out
 }
 
-// TruncateOutputFile applies tools.md §2.8 to a text that is already
-// written to the file name (made with CreateOutputFile, so it sits where a
-// saved output belongs): within lim the text is read back and the file
-// removed; over it the file stays as the saved output and only its start
-// and end are read. A huge output is thus never held in memory whole.
-func TruncateOutputFile(name string, lim OutputLimits) (TruncatedOutput, error) {
-	return truncateFile(name, true, nil, lim)
-}
-
-// truncateFile is TruncateOutputFile; with keep false the file is only a
-// scratch copy (saving failed with saveErr) and is removed in every case.
+// truncateFile applies tools.md §2.8 to a text that is already written
+// to the file name (made with CreateOutputFile, so it sits where a saved
+// output belongs): within lim the text is read back and the file removed;
+// over it the file stays as the saved output and only its start and end
+// are read. A huge output is thus never held in memory whole. With keep
+// false the file is only a scratch copy (saving failed with saveErr) and
+// is removed in every case.
 func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (TruncatedOutput, error) {
 	if !keep {
 		defer os.Remove(name)

@@ -110,7 +110,8 @@ func TestTruncateOutputSaveFailure(t *testing.T) {
 	}
 }
 
-// TestTruncateOutputFileMatchesString: the file path reads only the start
+// TestTruncateOutputFileMatchesString: the file path (as the shell takes
+// it, keeping the file) reads only the start
 // and end of a saved output, and gives the same text as the string path.
 func TestTruncateOutputFileMatchesString(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -135,7 +136,7 @@ func TestTruncateOutputFileMatchesString(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
-		fromFile, err := TruncateOutputFile(f.Name(), lim)
+		fromFile, err := truncateFile(f.Name(), true, nil, lim)
 		if err != nil {
 			t.Fatal(err)
 		}

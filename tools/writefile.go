@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-
-	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 //go:embed writefile.md
@@ -78,22 +76,12 @@ func (t *WriteFile) ShouldConfirm(ctx context.Context, call *Call, params map[st
 	abs := CleanPathArg(p)
 	content, _ := String(params, "content")
 
-	syncBeforeChange(ctx, call, abs)
-	exists, terr := t.env.checkPriorRead(call.Ledger, abs, verbOverwriting)
+	snap, terr, err := t.env.priorText(ctx, call, abs, verbOverwriting)
 	if terr != nil {
 		return nil, terr
 	}
-	var snap *workspace.Snapshot
-	if exists {
-		s, err := t.env.Workspace.ReadText(abs)
-		switch {
-		case missing(err):
-			exists = false
-		case err != nil:
-			return nil, cannotVerify(abs, err)
-		default:
-			snap = s
-		}
+	if err != nil {
+		return nil, cannotVerify(abs, err)
 	}
 	if snap == nil {
 		return t.env.changeProposal(abs, "Confirm Write", nil, content), nil

@@ -210,20 +210,6 @@ func (e *UnencodableError) Error() string {
 	return fmt.Sprintf("the file's charset %s cannot represent %q (U+%04X)", e.Charset, e.Rune, e.Rune)
 }
 
-// EncodeTextStrict is EncodeText that fails, instead of substituting, when
-// the text holds a character the file's legacy charset cannot represent.
-// Writers that must not lose characters (edit, write_file) use it to
-// check a text before writing it.
-func EncodeTextStrict(text string, f TextFormat) ([]byte, error) {
-	if f.Legacy == "" {
-		return EncodeText(text, f), nil
-	}
-	if f.CRLF {
-		text = toCRLF(text)
-	}
-	return encodeLegacy(text, f.Legacy)
-}
-
 // encodeLegacyLossy encodes text in cs, writing each character the
 // charset lacks as '?', so that EncodeText never fails.
 func encodeLegacyLossy(text, cs string) []byte {

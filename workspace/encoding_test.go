@@ -17,6 +17,19 @@ import (
 	"golang.org/x/text/encoding/traditionalchinese"
 )
 
+// EncodeTextStrict is EncodeText that fails, instead of substituting, when
+// the text holds a character the file's legacy charset cannot represent:
+// it shows what EncodeText replaces.
+func EncodeTextStrict(text string, f TextFormat) ([]byte, error) {
+	if f.Legacy == "" {
+		return EncodeText(text, f), nil
+	}
+	if f.CRLF {
+		text = toCRLF(text)
+	}
+	return encodeLegacy(text, f.Legacy)
+}
+
 func encodeWith(t *testing.T, enc encoding.Encoding, s string) []byte {
 	t.Helper()
 	b, err := enc.NewEncoder().Bytes([]byte(s))

@@ -453,6 +453,7 @@ func TestIgnorerWatch(t *testing.T) {
 	root := tempRoot(t)
 	writeTree(t, root, map[string]string{".git/info/exclude": "", ".gitignore": "a.txt\n", ".qwenignore": ""})
 	w, err := NewWatcher()
+	//lint:ignore SA5001 with an error NewWatcher still returns a watcher that relays injected events, which this test uses first
 	defer w.Close()
 	ig := NewIgnorer(NewRoots(root))
 	ig.Watch(w)

@@ -17,6 +17,7 @@ import (
 //	workers=N    the walk alone with N walkers
 //	files        Files() after a change, i.e. rebuilding the sorted snapshot
 func BenchmarkIndexBuildGOROOT(b *testing.B) {
+	//lint:ignore SA1019 go test builds and runs a test binary in place, so its build-time GOROOT is the toolchain at hand
 	goroot := runtime.GOROOT()
 	if goroot == "" {
 		b.Skip("no GOROOT")

@@ -49,9 +49,6 @@ type buffer struct {
 	dirty    bool
 }
 
-// NewOverlay returns an empty overlay.
-func NewOverlay() *Overlay { return NewOverlayFor(NativePaths()) }
-
 // NewOverlayFor returns an empty overlay whose paths are compared by the
 // case rules of flavor, with the running system's syntax.
 func NewOverlayFor(flavor PathFlavor) *Overlay {

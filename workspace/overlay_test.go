@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// NewOverlay returns an empty overlay with the running system's path rules.
+func NewOverlay() *Overlay { return NewOverlayFor(NativePaths()) }
+
 func lspRange(sl, sc, el, ec int) *Range {
 	return &Range{Start: Position{sl, sc}, End: Position{el, ec}}
 }

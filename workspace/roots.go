@@ -30,11 +30,6 @@ type rootEntry struct {
 	missing bool
 }
 
-// NewRoots returns a root set holding paths.
-func NewRoots(paths ...string) *Roots {
-	return NewRootsFor(NativePaths(), paths...)
-}
-
 // NewRootsFor returns a root set holding paths whose names are compared by
 // the case rules of flavor (a case-only-different path is inside a root on
 // Windows and macOS, outside on Linux).

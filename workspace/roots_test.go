@@ -8,6 +8,12 @@ import (
 	"testing"
 )
 
+// NewRoots returns a root set holding paths, compared by the running
+// system's path rules.
+func NewRoots(paths ...string) *Roots {
+	return NewRootsFor(NativePaths(), paths...)
+}
+
 // rtTempDir returns a fresh temp dir by its real path, so expectations do
 // not depend on whether the system temp dir sits behind a symlink.
 func rtTempDir(t *testing.T) string {

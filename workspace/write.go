@@ -458,7 +458,7 @@ func EncodeText(text string, f TextFormat) []byte {
 		out = append(out, text...)
 	default:
 		// A legacy charset: a character it cannot represent is written
-		// as '?' (EncodeTextStrict refuses such a text instead).
+		// as '?'.
 		out = append(out, encodeLegacyLossy(text, f.Charset())...)
 	}
 	return out

@@ -41,13 +41,6 @@ func Terminate(id int) {
 	waitGone(id, KillGrace)
 }
 
-// Kill sends SIGKILL to the group id at once, without the grace period.
-func Kill(id int) {
-	if id > 0 {
-		_ = syscall.Kill(-id, syscall.SIGKILL)
-	}
-}
-
 func terminateAll(ids []int) {
 	var live []int
 	for _, g := range ids {

@@ -108,9 +108,6 @@ func Terminate(id int) {
 	}
 }
 
-// Kill stops the group id at once: on Windows the same as Terminate.
-func Kill(id int) { Terminate(id) }
-
 func terminateAll(ids []int) {
 	for _, id := range ids {
 		Terminate(id)
@@ -164,9 +161,6 @@ func Members(id int) (pids []int, ok bool) {
 	}
 	return pids, true
 }
-
-// Procs is not used on Windows: a group's processes come from its job.
-func Procs() ([]Proc, bool) { return nil, false }
 
 // WaitExit returns when process pid has exited; the process handle stays
 // the owner's to wait on.

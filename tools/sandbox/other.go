@@ -3,12 +3,9 @@
 package sandbox
 
 import (
-	"errors"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
-	"syscall"
 )
 
 // Supervised is, without a supervisor, the command itself. What it
@@ -21,16 +18,6 @@ type Supervised struct {
 	once    sync.Once
 	exited  chan struct{}
 	waitErr error
-}
-
-// Status is how the command ended.
-type Status struct {
-	// Code is the exit code (-1 when it could not be read).
-	Code int
-	// Signal is always 0 here: no signal ends a process on Windows.
-	Signal syscall.Signal
-	// Err is a failure to wait for it, other than a non-zero status.
-	Err error
 }
 
 // Wrap leaves cmd as it is: this system has no sandbox (Probe says so,
@@ -63,23 +50,7 @@ func (s *Supervised) WaitMain() Status {
 // Exited is closed when the command has exited.
 func (s *Supervised) Exited() <-chan struct{} { return s.exited }
 
-// Pid is the command's pid.
-func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
-
 // Probe reports no sandbox.
 func Probe() Support {
 	return Support{OS: runtime.GOOS, Reason: "no sandbox on " + runtime.GOOS}
-}
-
-// StatusOf reads a finished process's state.
-func StatusOf(ps *os.ProcessState, waitErr error) Status {
-	st := Status{Code: -1}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		st.Err = waitErr
-	}
-	if ps != nil {
-		st.Code = ps.ExitCode()
-	}
-	return st
 }

@@ -48,30 +48,6 @@ func parentGone(parent int) bool {
 
 func childAttr() *syscall.SysProcAttr { return nil }
 
-// descendants lists the processes below this one, from the kernel's
-// process table.
-func descendants() []int {
-	procs, err := unix.SysctlKinfoProcSlice("kern.proc.all")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, p := range procs {
-		children[int(p.Eproc.Ppid)] = append(children[int(p.Eproc.Ppid)], int(p.Proc.P_pid))
-	}
-	var out []int
-	queue := []int{os.Getpid()}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
 // apply runs the command through sandbox-exec with the policy's profile.
 func apply(p Policy, argv []string) (string, []string, error) {
 	name, err := lookPath(argv[0])

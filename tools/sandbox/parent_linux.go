@@ -7,8 +7,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 )
 
 // pdeathSignal is the supervisor's parent-death signal, one the server
@@ -54,24 +52,4 @@ func parentGone(parent int) bool {
 // supervisor itself is killed with SIGKILL.
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
-// descendants lists the processes below this one, from /proc.
-func descendants() []int {
-	procs, _ := procgroup.Procs()
-	children := map[int][]int{}
-	for _, p := range procs {
-		children[p.PPID] = append(children[p.PPID], p.PID)
-	}
-	var out []int
-	queue := []int{os.Getpid()}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }

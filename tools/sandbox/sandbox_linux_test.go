@@ -378,7 +378,7 @@ func fakeServer() {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println(s.Pid())
+	fmt.Println(s.Cmd.Process.Pid)
 	select {}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 )
 
 // The supervisor starts when a binary that links this package runs as
@@ -181,6 +183,27 @@ func exitLike(ws syscall.WaitStatus) {
 		os.Exit(128 + int(sig))
 	}
 	os.Exit(ws.ExitStatus())
+}
+
+// descendants lists the live processes below this one, from the
+// process table (procgroup.Procs).
+func descendants() []int {
+	procs, _ := procgroup.Procs()
+	children := map[int][]int{}
+	for _, p := range procs {
+		children[p.PPID] = append(children[p.PPID], p.PID)
+	}
+	var out []int
+	queue := []int{os.Getpid()}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
 }
 
 // killDescendants kills every process below the supervisor, again until

@@ -27,16 +27,6 @@ type Supervised struct {
 	waitErr          error
 }
 
-// Status is how the command ended.
-type Status struct {
-	// Code is the exit code (-1 when killed by a signal).
-	Code int
-	// Signal is the signal that killed it, 0 if none.
-	Signal syscall.Signal
-	// Err is a failure to wait for it, other than a non-zero status.
-	Err error
-}
-
 // Wrap changes cmd, made for the real command by exec.Command, so that it
 // starts the supervisor, which applies p and runs the command. The
 // caller's SysProcAttr (a process group) is kept; the supervisor gets a
@@ -145,10 +135,6 @@ func (s *Supervised) WaitMain() Status {
 // Exited is closed when the supervisor has exited (with Linger).
 func (s *Supervised) Exited() <-chan struct{} { return s.exited }
 
-// Pid is the supervisor's pid (the process group's when the caller asked
-// for one).
-func (s *Supervised) Pid() int { return s.Cmd.Process.Pid }
-
 func parseStatus(line string) (Status, bool) {
 	kind, num, ok := strings.Cut(strings.TrimSpace(line), " ")
 	if !ok {
@@ -165,22 +151,4 @@ func parseStatus(line string) (Status, bool) {
 		return Status{Code: -1, Signal: syscall.Signal(n)}, true
 	}
 	return Status{}, false
-}
-
-// StatusOf reads a finished process's state.
-func StatusOf(ps *os.ProcessState, waitErr error) Status {
-	st := Status{Code: -1}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		st.Err = waitErr
-	}
-	if ps == nil {
-		return st
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		st.Signal = ws.Signal()
-		return st
-	}
-	st.Code = ps.ExitCode()
-	return st
 }

@@ -19,6 +19,7 @@ import (
 // the Go installation's source tree.
 func goroot(t *testing.T, rel string) []byte {
 	t.Helper()
+	//lint:ignore SA1019 go test builds and runs a test binary in place, so its build-time GOROOT is the toolchain at hand
 	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", rel))
 	if err != nil {
 		t.Fatalf("fixture from the Go installation: %v", err)
@@ -59,6 +60,7 @@ func hello(t *testing.T) []byte {
 			helloErr = err
 			return
 		}
+		//lint:ignore SA1019 go test builds and runs a test binary in place, so its build-time GOROOT is the toolchain at hand
 		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-ldflags=-s -w", "-o", "hello")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "GOFLAGS=")
