@@ -15,13 +15,13 @@ import (
 // Where a subagent definition came from, lowest precedence first
 // (tools.md §3.13: project over user over built-in).
 const (
-	AgentBuiltin = "builtin"
-	AgentUser    = "user"
-	AgentProject = "project"
+	agentBuiltin = "builtin"
+	agentUser    = "user"
+	agentProject = "project"
 )
 
-// DefaultSubagent is the subagent a task call gets when it names none.
-const DefaultSubagent = "general-purpose"
+// defaultSubagent is the subagent a task call gets when it names none.
+const defaultSubagent = "general-purpose"
 
 // defaultMaxTurns bounds a subagent's model requests when its definition
 // says nothing.
@@ -40,7 +40,7 @@ type AgentDefinition struct {
 	MaxTurns int
 	// SystemPrompt is the Markdown body of the definition file.
 	SystemPrompt string
-	// Source is AgentBuiltin, AgentUser or AgentProject; Path is the file
+	// Source is agentBuiltin, agentUser or agentProject; Path is the file
 	// ("" for the built-in).
 	Source string
 	Path   string
@@ -49,10 +49,10 @@ type AgentDefinition struct {
 // builtinGeneralPurpose is the subagent that always exists, unless a user
 // or project file of the same name replaces it.
 var builtinGeneralPurpose = AgentDefinition{
-	Name:        DefaultSubagent,
+	Name:        defaultSubagent,
 	Description: "A general agent for research and multi-step work: searching the code base, reading many files and answering questions about them, or carrying out a self-contained task. Use it when a search may need several attempts, or to keep a long investigation out of the main conversation.",
 	MaxTurns:    defaultMaxTurns,
-	Source:      AgentBuiltin,
+	Source:      agentBuiltin,
 	SystemPrompt: `You are a subagent of Qwen Code. The main agent gave you one task; carry it out on your own with the tools you have, then report.
 
 How to work:
@@ -91,8 +91,8 @@ type Agents struct {
 	warn     []func(AgentProblem)
 }
 
-// NewAgents returns the definitions of env's user and project directories.
-func NewAgents(env *Env) *Agents { return &Agents{env: env} }
+// newAgents returns the definitions of env's user and project directories.
+func newAgents(env *Env) *Agents { return &Agents{env: env} }
 
 // UserDir is ~/.qwen/agents, or "" when the state folder is unknown.
 func (a *Agents) UserDir() string {
@@ -157,7 +157,7 @@ type agentFile struct {
 func (a *Agents) scan() ([]agentFile, string) {
 	var files []agentFile
 	var sig strings.Builder
-	for _, d := range []struct{ dir, source string }{{a.UserDir(), AgentUser}, {a.ProjectDir(), AgentProject}} {
+	for _, d := range []struct{ dir, source string }{{a.UserDir(), agentUser}, {a.ProjectDir(), agentProject}} {
 		fmt.Fprintf(&sig, "%s\x00", d.dir)
 		if d.dir == "" {
 			continue
@@ -196,7 +196,7 @@ func (a *Agents) refresh() {
 	}
 	byName := map[string]AgentDefinition{strings.ToLower(builtinGeneralPurpose.Name): builtinGeneralPurpose}
 	var problems []AgentProblem
-	for _, source := range []string{AgentUser, AgentProject} {
+	for _, source := range []string{agentUser, agentProject} {
 		seen := map[string]string{}
 		for _, f := range files {
 			if f.source != source {
@@ -245,14 +245,14 @@ func readAgentFile(path string) (AgentDefinition, error) {
 	if err != nil {
 		return AgentDefinition{}, err
 	}
-	return ParseAgentDefinition(data)
+	return parseAgentDefinition(data)
 }
 
-// ParseAgentDefinition reads a definition file: YAML front matter between
+// parseAgentDefinition reads a definition file: YAML front matter between
 // "---" lines with name and description (required), tools (a list, or a
 // comma-separated string, of names or aliases), model and max_turns, then
 // the Markdown body, which is the system prompt. Other keys are ignored.
-func ParseAgentDefinition(data []byte) (AgentDefinition, error) {
+func parseAgentDefinition(data []byte) (AgentDefinition, error) {
 	text := strings.ReplaceAll(strings.TrimPrefix(string(data), "\ufeff"), "\r\n", "\n")
 	lines := strings.Split(text, "\n")
 	if len(lines) == 0 || strings.TrimRight(lines[0], " \t") != "---" {

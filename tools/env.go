@@ -19,7 +19,7 @@ type Env struct {
 	// Processes keeps the process groups that outlive a shell call
 	// (background commands, leftovers); the server kills them with
 	// KillAll when it exits. NewShell sets it when it is nil.
-	Processes *ProcessGroups
+	Processes *processGroups
 }
 
 // DefaultQwenHome returns $QWEN_HOME, else ~/.qwen.

@@ -100,8 +100,8 @@ func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
 		// Paths are matched relative to the directory, without "./".
 		req.pattern = req.pattern[2:]
 	}
-	req.caseSens, _ = Bool(params, "case_sensitive")
-	respectGit, ok := Bool(params, "respect_git_ignore")
+	req.caseSens, _ = boolParam(params, "case_sensitive")
+	respectGit, ok := boolParam(params, "respect_git_ignore")
 	if !ok {
 		respectGit = true
 	}
@@ -136,7 +136,7 @@ func (g *Glob) Describe(params map[string]any) string {
 		if abs, terr := g.env.searchPathArg(p); terr == nil {
 			p = abs
 		}
-		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
+		out += " in path '" + g.env.Rel(cleanPathArg(p)) + "'"
 	}
 	return out
 }
@@ -163,7 +163,7 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorGlobExecution, "The file search failed: "+err.Error()), nil
+		return ErrorResult(errorGlobExecution, "The file search failed: "+err.Error()), nil
 	}
 
 	loc := searchLocation(req.dirs, req.explicit)

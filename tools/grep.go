@@ -121,7 +121,7 @@ func (g *GrepSearch) request(params map[string]any) (*grepRequest, *ToolError) {
 		req.glob, req.globLower = glob, strings.ToLower(glob)
 		req.globBase = !strings.Contains(glob, "/")
 	}
-	if n, ok := Int(params, "limit"); ok {
+	if n, ok := intParam(params, "limit"); ok {
 		req.limit = n
 	}
 	return req, nil
@@ -134,7 +134,7 @@ func (g *GrepSearch) Describe(params map[string]any) string {
 		if abs, terr := g.env.searchPathArg(p); terr == nil {
 			p = abs
 		}
-		out += " in path '" + g.env.Rel(CleanPathArg(p)) + "'"
+		out += " in path '" + g.env.Rel(cleanPathArg(p)) + "'"
 	}
 	if glob, ok := String(params, "glob"); ok && glob != "" {
 		out += " (filter: '" + glob + "')"
@@ -156,7 +156,7 @@ func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorGrepExecution, "The text search failed: "+err.Error()), nil
+		return ErrorResult(errorGrepExecution, "The text search failed: "+err.Error()), nil
 	}
 	lineCap := g.env.LineLimit()
 	if req.limit > 0 && (lineCap <= 0 || req.limit < lineCap) {

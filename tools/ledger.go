@@ -58,8 +58,8 @@ func NewLedger() *Ledger {
 	return &Ledger{entries: map[string]*list.Element{}, order: list.New()}
 }
 
-// HashText is the ledger's hash of a text.
-func HashText(s string) [32]byte { return HashStrings(s) }
+// hashText is the ledger's hash of a text.
+func hashText(s string) [32]byte { return HashStrings(s) }
 
 // HashStrings is the SHA-256 of the concatenation of parts, computed
 // through a small buffer: a conversion to []byte would copy each part
@@ -139,8 +139,8 @@ func (l *Ledger) HistoryCompacted() {
 	l.mu.Unlock()
 }
 
-// EntryFor builds the ledger entry for a snapshot.
-func EntryFor(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
+// entryFor builds the ledger entry for a snapshot.
+func entryFor(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
 	return LedgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
-		Hash: HashText(s.Text), Full: full, Editable: editable, Kind: kind}
+		Hash: hashText(s.Text), Full: full, Editable: editable, Kind: kind}
 }

@@ -14,13 +14,13 @@ import (
 // argument is dropped (tools.md §2.2): models often shell-escape paths.
 const shellEscapable = " \t()[]{};|*?$`'\"#&<>!~"
 
-// CleanPathArg trims p, drops a backslash that escapes one of
+// cleanPathArg trims p, drops a backslash that escapes one of
 // shellEscapable, and cleans the result. An empty (or blank) p stays "".
 // On Windows a backslash separates names, so none is dropped there, and
 // "/" and "\\" both separate (C:/Users/me and C:\\Users\\me are one path).
-func CleanPathArg(p string) string { return cleanPathArgFor(workspace.NativePaths(), p) }
+func cleanPathArg(p string) string { return cleanPathArgFor(workspace.NativePaths(), p) }
 
-// cleanPathArgFor is CleanPathArg by the rules of flavor, so that every
+// cleanPathArgFor is cleanPathArg by the rules of flavor, so that every
 // system's rules are tested everywhere.
 func cleanPathArgFor(flavor workspace.PathFlavor, p string) string {
 	p = strings.TrimSpace(p)
@@ -58,7 +58,7 @@ type PathOptions struct {
 // absolute, and inside a root (real path, symlinks resolved). The errors
 // are the model-facing messages of §2.2.
 func (e *Env) AbsPath(raw string, opts PathOptions) (string, *ToolError) {
-	p := CleanPathArg(raw)
+	p := cleanPathArg(raw)
 	if !filepath.IsAbs(p) {
 		return "", InvalidParams(e.notAbsoluteMessage(p))
 	}
@@ -76,7 +76,7 @@ func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
 			return nil
 		}
 	}
-	return NewError(ErrorPathNotInWorkspace, fmt.Sprintf(
+	return NewError(errorPathNotInWorkspace, fmt.Sprintf(
 		"Path is outside the workspace: %s. Tools may only access files inside the workspace roots: %s.",
 		abs, strings.Join(e.Workspace.Roots.List(), ", ")))
 }

@@ -29,7 +29,7 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 		case err != nil:
 			return true, cannotVerify(abs, err)
 		case fi.IsDir():
-			return true, Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+			return true, Errorf(errorTargetIsDirectory, "%s is a directory, not a file.", abs)
 		case !fi.Mode().IsRegular():
 			return true, notRegularFile(abs)
 		}
@@ -37,7 +37,7 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 	entry, known, unchanged, err := e.Unchanged(l, abs)
 	switch {
 	case !known:
-		return true, Errorf(ErrorEditRequiresPriorRead,
+		return true, Errorf(errorEditRequiresPriorRead,
 			"You have not read %s in this session. Read it with read_file before %s it.", abs, verb)
 	case missing(err):
 		// Deleted since the stat: it is a creation now.
@@ -45,14 +45,14 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 	case err != nil:
 		return true, cannotVerify(abs, err)
 	case !unchanged:
-		return true, Errorf(ErrorFileChangedSinceRead,
+		return true, Errorf(errorFileChangedSinceRead,
 			"%s changed after you last read it. Read it again with read_file before %s it.", abs, verb)
 	case !entry.Editable:
 		kind := entry.Kind
 		if kind == "" {
 			kind = "binary"
 		}
-		return true, Errorf(ErrorEditRequiresPriorRead,
+		return true, Errorf(errorEditRequiresPriorRead,
 			"%s holds %s content, which this tool cannot change; use run_shell_command or another tool instead.", abs, kind)
 	}
 	return true, nil
@@ -66,11 +66,11 @@ func missing(err error) bool {
 
 // cannotVerify is the answer when the file could not be looked at.
 func cannotVerify(abs string, err error) *ToolError {
-	return NewError(ErrorPriorReadVerificationFailed, fmt.Sprintf(
+	return NewError(errorPriorReadVerificationFailed, fmt.Sprintf(
 		"Could not tell whether %s changed since you read it (%s). Read it again with read_file, then retry.", abs, rootCause(err)))
 }
 
 // notRegularFile is the answer for a FIFO, socket or device.
 func notRegularFile(abs string) *ToolError {
-	return Errorf(ErrorEditRequiresPriorRead, "%s is a FIFO, socket or device; this tool cannot change it.", abs)
+	return Errorf(errorEditRequiresPriorRead, "%s is a FIFO, socket or device; this tool cannot change it.", abs)
 }

@@ -68,7 +68,7 @@ func (r *ReadFile) request(params map[string]any) (*readFileRequest, *ToolError)
 	}
 	req := &readFileRequest{abs: abs}
 	if _, present := params["offset"]; present {
-		o, ok := Int(params, "offset")
+		o, ok := intParam(params, "offset")
 		if !ok {
 			return nil, InvalidParams("params/offset must be integer")
 		}
@@ -78,7 +78,7 @@ func (r *ReadFile) request(params map[string]any) (*readFileRequest, *ToolError)
 		req.offset, req.hasOffset = o, true
 	}
 	if _, present := params["limit"]; present {
-		l, ok := Int(params, "limit")
+		l, ok := intParam(params, "limit")
 		if !ok {
 			return nil, InvalidParams("params/limit must be integer")
 		}

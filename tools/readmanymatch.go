@@ -271,7 +271,7 @@ func (s *rmfSearch) consider(b rmfBase, p string, d fs.DirEntry, m rmfMatch) {
 		}
 	}
 	s.found[p] = true
-	if t, ok := FileTypeByName(p); ok && t.IsMedia() && !s.namedByPattern(p) {
+	if t, ok := fileTypeByName(p); ok && t.IsMedia() && !s.namedByPattern(p) {
 		s.skipped = append(s.skipped, rmfSkip{p, "media or PDF file not named by a pattern"})
 		return
 	}
@@ -285,7 +285,7 @@ func (s *rmfSearch) defaultExcluded(rel string) bool {
 		return false
 	}
 	name := filepath.Base(rel)
-	if name == ".DS_Store" || name == ".env" || IsBinaryExtension(name) || slices.Contains(s.memory, name) {
+	if name == ".DS_Store" || name == ".env" || isBinaryExtension(name) || slices.Contains(s.memory, name) {
 		return true
 	}
 	for _, seg := range strings.Split(rel, "/") {

@@ -114,8 +114,8 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 	var snap *workspace.Snapshot
 	var raw []byte
 	var fi fs.FileInfo
-	if buf, open := e.Workspace.Overlay.Get(abs); open && !BufferFileType(name).IsMedia() {
-		out.Type = BufferFileType(name)
+	if buf, open := e.Workspace.Overlay.Get(abs); open && !bufferFileType(name).IsMedia() {
+		out.Type = bufferFileType(name)
 		snap = &workspace.Snapshot{Path: abs, Text: buf.Text, Source: workspace.FromBuffer,
 			Version: buf.Version, Format: workspace.TextFormat{CRLF: strings.Contains(buf.Text, "\r\n")}}
 	} else {
@@ -140,16 +140,16 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 		out.Entry = rawEntry(raw, fi, "binary")
 	case t.IsMedia():
 		return e.readMedia(ctx, out, raw, fi, spec)
-	case t == FileSVG && len(snap.Text) > maxSVGText:
+	case t == fileSVG && len(snap.Text) > maxSVGText:
 		out.Message = out.Rel + " is an SVG file over 1 MB; its content is not shown."
 		out.Display = out.Message
 		entry := snapshotEntry(snap, false, true, "")
 		out.Entry = &entry
-	case t == FileNotebook:
+	case t == fileNotebook:
 		rendered, err := renderNotebook(snap.Text)
 		if err != nil {
 			msg := fmt.Sprintf("Could not read %s: %v", abs, err)
-			out.Err, out.ErrDisplay = NewError(ErrorReadContentFailure, msg), msg
+			out.Err, out.ErrDisplay = NewError(errorReadContentFailure, msg), msg
 			return out, nil
 		}
 		if out.Err = out.window(rendered, spec); out.Err == nil {
@@ -167,7 +167,7 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 
 // window fills out.Window from text, or returns the offset error.
 func (out *FileContent) window(text string, spec ReadSpec) *ToolError {
-	w, terr := WindowText(text, spec.Offset, spec.Limit, spec.Budget)
+	w, terr := windowText(text, spec.Offset, spec.Limit, spec.Budget)
 	if terr != nil {
 		out.ErrDisplay = terr.Message
 		return terr
@@ -181,14 +181,14 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 	noun := out.Type.Noun()
 	out.Entry = rawEntry(raw, fi, noun)
 	if !e.AcceptsModality(out.Type) {
-		if out.Type == FilePDF {
+		if out.Type == filePDF {
 			text, ok, failure, err := pdfText(ctx, out.Path)
 			switch {
 			case err != nil:
 				return out, err
 			case failure != "":
 				msg := fmt.Sprintf("Could not read %s: %s", out.Path, failure)
-				out.Err, out.ErrDisplay, out.Entry = NewError(ErrorReadContentFailure, msg), msg, nil
+				out.Err, out.ErrDisplay, out.Entry = NewError(errorReadContentFailure, msg), msg, nil
 				return out, nil
 			case ok:
 				if out.Err = out.window(text, spec); out.Err != nil {
@@ -206,23 +206,23 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 	}
 	if base64.StdEncoding.EncodedLen(len(raw)) > maxInlineData {
 		msg := out.Path + " is too large to send: over 10 MB once base64-encoded."
-		out.Err, out.ErrDisplay, out.Entry = NewError(ErrorFileTooLarge, msg), msg, nil
+		out.Err, out.ErrDisplay, out.Entry = NewError(errorFileTooLarge, msg), msg, nil
 		return out, nil
 	}
-	out.Media = &InlineData{MimeType: MIMEType(out.Path), Data: base64.StdEncoding.EncodeToString(raw),
+	out.Media = &InlineData{MimeType: mimeType(out.Path), Data: base64.StdEncoding.EncodeToString(raw),
 		DisplayName: filepath.Base(out.Path)}
 	out.Display = fmt.Sprintf("Read %s file: %s", noun, out.Rel)
 	return out, nil
 }
 
-// snapshotEntry is EntryFor without copying the text to hash it: reads
+// snapshotEntry is entryFor without copying the text to hash it: reads
 // of large files hash every time, and the copy would double the cost.
 func snapshotEntry(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
 	return LedgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
 		Hash: hashString(s.Text), Full: full, Editable: editable, Kind: kind}
 }
 
-// hashString is HashText(s) through a small reused buffer instead of one
+// hashString is hashText(s) through a small reused buffer instead of one
 // copy of the whole string.
 func hashString(s string) [32]byte {
 	h := sha256.New()
@@ -263,19 +263,19 @@ func readFailure(abs string, err error) (*ToolError, string) {
 	var tl *workspace.TooLargeError
 	switch {
 	case pathMissing(err):
-		return NewError(ErrorFileNotFound, abs+" does not exist."), "File not found."
+		return NewError(errorFileNotFound, abs+" does not exist."), "File not found."
 	case errors.Is(err, workspace.ErrEscaped):
-		return NewError(ErrorPathNotInWorkspace, fmt.Sprintf("Path is outside the workspace: %s. It changed after it was checked (a symlink now leads out of the workspace).", abs)), "Path is outside the workspace."
+		return NewError(errorPathNotInWorkspace, fmt.Sprintf("Path is outside the workspace: %s. It changed after it was checked (a symlink now leads out of the workspace).", abs)), "Path is outside the workspace."
 	case errors.As(err, &nr) && nr.Dir:
-		return NewError(ErrorTargetIsDirectory, abs+" is a directory, not a file."), "Path is a directory."
+		return NewError(errorTargetIsDirectory, abs+" is a directory, not a file."), "Path is a directory."
 	case errors.As(err, &nr):
-		return NewError(ErrorReadContentFailure, abs+" is not a regular file (it is a FIFO, socket or device)."), "Not a regular file."
+		return NewError(errorReadContentFailure, abs+" is not a regular file (it is a FIFO, socket or device)."), "Not a regular file."
 	case errors.As(err, &tl):
 		msg := fmt.Sprintf("%s is too large to read: %.2f MB, over the 10 MB limit.", abs, float64(tl.Size)/(1<<20))
-		return NewError(ErrorFileTooLarge, msg), msg
+		return NewError(errorFileTooLarge, msg), msg
 	}
 	msg := fmt.Sprintf("Could not read %s: %s", abs, readErrReason(err))
-	return NewError(ErrorReadContentFailure, msg), msg
+	return NewError(errorReadContentFailure, msg), msg
 }
 
 // pathMissing reports whether err says the path does not exist, including
@@ -294,14 +294,14 @@ func readErrReason(err error) string {
 	return err.Error()
 }
 
-// WindowText cuts the window of §2.7 out of text: lines are the
+// windowText cuts the window of §2.7 out of text: lines are the
 // "\n"-separated segments, each right-trimmed of spaces, tabs and "\r";
 // from offset, at most limit lines (<= 0: no limit), while the lines
 // joined with "\n" fit in budget characters (<= 0: no budget). The first
 // line that does not fit is cut to max(budget-used-1, 10) characters
 // followed by "... [truncated]", and the window ends there. An offset at
 // or past the number of lines is an invalid_tool_params error.
-func WindowText(text string, offset, limit, budget int) (TextWindow, *ToolError) {
+func windowText(text string, offset, limit, budget int) (TextWindow, *ToolError) {
 	total := strings.Count(text, "\n") + 1
 	if offset < 0 {
 		offset = 0

@@ -37,12 +37,12 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 			return p, nil
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", Errorf(ErrorSearchPathNotFound, "%s does not exist.", p)
+			return "", Errorf(errorSearchPathNotFound, "%s does not exist.", p)
 		}
-		return "", Errorf(ErrorSearchPathNotFound, "%s cannot be read: %v", p, err)
+		return "", Errorf(errorSearchPathNotFound, "%s cannot be read: %v", p, err)
 	}
 	if wantDir && !fi.IsDir() {
-		return "", Errorf(ErrorSearchPathNotADirectory, "%s is not a directory.", p)
+		return "", Errorf(errorSearchPathNotADirectory, "%s is not a directory.", p)
 	}
 	return p, nil
 }
@@ -51,7 +51,7 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 // made absolute: a relative one is resolved against the primary root. It
 // is not checked.
 func (e *Env) searchPathArg(raw string) (string, *ToolError) {
-	p := CleanPathArg(raw)
+	p := cleanPathArg(raw)
 	if filepath.IsAbs(p) {
 		return p, nil
 	}

@@ -77,11 +77,11 @@ type Shell struct {
 }
 
 // NewShell returns the run_shell_command tool working in env. It gives
-// env a ProcessGroups registry when it has none, so that the server can
+// env a processGroups registry when it has none, so that the server can
 // kill what the commands leave running (env.Processes.KillAll) on exit.
 func NewShell(env *Env) *Shell {
 	if env.Processes == nil {
-		env.Processes = &ProcessGroups{}
+		env.Processes = &processGroups{}
 	}
 	return &Shell{env: env, Base: Base{Spec: Spec{
 		Name:          "run_shell_command",
@@ -117,7 +117,7 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if !a.HasRoot() {
 		return InvalidParams("The command runs no program (it only sets variables), so there is nothing to approve or run.")
 	}
-	if bg, _ := Bool(params, "is_background"); bg && a.TrailingBackground {
+	if bg, _ := boolParam(params, "is_background"); bg && a.TrailingBackground {
 		return InvalidParams(`With is_background true, do not end the command with "&": remove the trailing "&", and the command still runs in the background.`)
 	}
 	if _, terr := shellTimeout(params); terr != nil {
@@ -135,7 +135,7 @@ func shellTimeout(params map[string]any) (int, *ToolError) {
 	if _, given := params["timeout"]; !given {
 		return shellDefaultTimeout, nil
 	}
-	f, ok := Float(params, "timeout")
+	f, ok := floatParam(params, "timeout")
 	switch {
 	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
 		return 0, InvalidParams(`Argument "timeout" must be a number of milliseconds.`)
@@ -151,7 +151,7 @@ func shellTimeout(params map[string]any) (int, *ToolError) {
 func (s *Shell) directory(params map[string]any) (string, *ToolError) {
 	primary := s.env.Workspace.Roots.Primary()
 	raw, _ := String(params, "directory")
-	p := CleanPathArg(raw)
+	p := cleanPathArg(raw)
 	if p == "" {
 		if primary == "" {
 			return "", InvalidParams("No workspace folder is open, so there is no directory to run the command in.")
@@ -168,7 +168,7 @@ func (s *Shell) directory(params map[string]any) (string, *ToolError) {
 		p = filepath.Join(primary, p)
 	}
 	if _, _, err := s.env.Workspace.Roots.Resolve(p); err != nil {
-		return "", NewError(ErrorPathNotInWorkspace, fmt.Sprintf("Directory %s is outside the workspace.", p))
+		return "", NewError(errorPathNotInWorkspace, fmt.Sprintf("Directory %s is outside the workspace.", p))
 	}
 	fi, err := os.Stat(p)
 	switch {
@@ -259,7 +259,7 @@ func (e *Env) shellContext(dir string) shellsafe.Context {
 		_, _, err := roots.Resolve(p)
 		return err == nil
 	}
-	d := CleanPathArg(dir)
+	d := cleanPathArg(dir)
 	primary := roots.Primary()
 	switch {
 	case d == "":
@@ -298,13 +298,13 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 	command, _ := String(params, "command")
 	dir, terr := s.directory(params)
 	if terr != nil {
-		return ErrorResult(ErrorShellExecute, terr.Message), nil
+		return ErrorResult(errorShellExecute, terr.Message), nil
 	}
 	dirLabel := strings.TrimSpace(stringParam(params, "directory"))
 	if dirLabel == "" {
 		dirLabel = "(root)"
 	}
-	background, _ := Bool(params, "is_background")
+	background, _ := boolParam(params, "is_background")
 	timeout, _ := shellTimeout(params)
 	sessionID := ""
 	if call != nil {
@@ -369,7 +369,7 @@ func withSandboxNote(r Result, note string) Result {
 func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabel, note string, background bool, timeout int, sessionID string, pol sandbox.Policy, onOutput func(Output)) (policyResult, error) {
 	run, err := s.start(command, dir, background, sessionID, pol)
 	if err != nil {
-		return policyResult{Result: ErrorResult(ErrorShellExecute, err.Error())}, nil
+		return policyResult{Result: ErrorResult(errorShellExecute, err.Error())}, nil
 	}
 	run.startTicker(onOutput)
 
@@ -556,7 +556,7 @@ func (s *Shell) composeText(run *shellRun, p shellTextParts) TruncatedOutput {
 		text := p.head + out.inMemoryText() + p.mid + errs.inMemoryText() + p.tail
 		return s.env.TruncateToolOutput(s.Name(), text)
 	}
-	f, saveErr := CreateOutputFile(s.env.ProjectTempDir(), s.Name())
+	f, saveErr := createOutputFile(s.env.ProjectTempDir(), s.Name())
 	keep := saveErr == nil
 	if !keep {
 		var err error

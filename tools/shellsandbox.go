@@ -11,9 +11,9 @@ import (
 
 // The values of the tools.sandbox setting.
 const (
-	SandboxOff            = "off"
-	SandboxReadOnly       = "read-only"
-	SandboxWorkspaceWrite = "workspace-write"
+	sandboxOff            = "off"
+	sandboxReadOnly       = "read-only"
+	sandboxWorkspaceWrite = "workspace-write"
 )
 
 // SandboxSetting is tools.sandbox: off, read-only (the default: commands
@@ -23,19 +23,19 @@ const (
 // without network). An unknown value counts as the default.
 func (e *Env) SandboxSetting() string {
 	if e == nil || e.Workspace == nil || e.Settings() == nil {
-		return SandboxReadOnly
+		return sandboxReadOnly
 	}
-	switch v := e.Settings().String("tools.sandbox", SandboxReadOnly); v {
-	case SandboxOff, SandboxWorkspaceWrite:
+	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); v {
+	case sandboxOff, sandboxWorkspaceWrite:
 		return v
 	}
-	return SandboxReadOnly
+	return sandboxReadOnly
 }
 
 // ReadOnlyNeedsAsk reports whether a command judged read-only must still
 // ask, because no sandbox can confine it here.
 func (e *Env) ReadOnlyNeedsAsk() bool {
-	return e.SandboxSetting() != SandboxOff && !sandbox.Probe().ReadOnly()
+	return e.SandboxSetting() != sandboxOff && !sandbox.Probe().ReadOnly()
 }
 
 // shellPolicy chooses the sandbox of a command from why it runs and the
@@ -44,18 +44,18 @@ func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
 	protected, always := s.env.SandboxPaths()
 	p := sandbox.Policy{Mode: sandbox.None, Protected: protected, AlwaysProtected: always}
 	setting := s.env.SandboxSetting()
-	approval := ApprovalUnknown
+	approval := approvalUnknown
 	if call != nil {
 		approval = call.Approval
 	}
-	if setting == SandboxOff || approval == ApprovalUser {
+	if setting == sandboxOff || approval == ApprovalUser {
 		return p
 	}
 	sup := sandbox.Probe()
 	switch {
 	case approval == ApprovalNotNeeded && sup.ReadOnly():
 		p.Mode = sandbox.ReadOnly
-	case setting == SandboxWorkspaceWrite && sup.ReadOnly():
+	case setting == sandboxWorkspaceWrite && sup.ReadOnly():
 		p.Mode = sandbox.WorkspaceWrite
 		if s.env.Workspace.Roots != nil {
 			p.Writable = s.env.Workspace.Roots.List()

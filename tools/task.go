@@ -83,7 +83,7 @@ type Task struct {
 
 // NewTask returns the task tool.
 func NewTask(env *Env) *Task {
-	return &Task{env: env, agents: NewAgents(env), Base: Base{Spec: Spec{
+	return &Task{env: env, agents: newAgents(env), Base: Base{Spec: Spec{
 		Name:                 "task",
 		DisplayName:          "Task",
 		Description:          strings.TrimSpace(taskDescription),
@@ -126,7 +126,7 @@ func textArg(params map[string]any, name string) string {
 // subagent finds the definition the call names (case-insensitively);
 // a missing or blank subagent_type means general-purpose.
 func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
-	name := DefaultSubagent
+	name := defaultSubagent
 	switch v := params["subagent_type"].(type) {
 	case nil:
 	case string:
@@ -162,7 +162,7 @@ func (t *Task) Validate(params map[string]any) *ToolError {
 
 // Describe is `<subagent> subagent: "<description>"`.
 func (t *Task) Describe(params map[string]any) string {
-	name := DefaultSubagent
+	name := defaultSubagent
 	if d, terr := t.subagent(params); terr == nil {
 		name = d.Name
 	}
@@ -207,6 +207,6 @@ func (t *Task) Execute(ctx context.Context, call *Call, params map[string]any, o
 		}
 		text = fmt.Sprintf(taskMaxTurns, def.MaxTurns, partial)
 	}
-	return TextResult(text, &SubagentRun{SubagentName: def.Name, Description: desc, Status: SubagentCompleted,
+	return TextResult(text, &SubagentRun{SubagentName: def.Name, Description: desc, Status: subagentCompleted,
 		ToolCalls: res.ToolCalls, Result: text, Turns: res.Turns}), nil
 }

@@ -58,19 +58,19 @@ func (t TruncatedOutput) DisplayNote() string {
 // tool (an MCP tool passes mcp__<server>__<tool>), with the workspace's
 // limits, saving a long text under the project temp dir.
 func (e *Env) TruncateToolOutput(tool, text string) TruncatedOutput {
-	return TruncateOutput(text, e.ProjectTempDir(), tool, e.OutputLimits())
+	return truncateOutput(text, e.ProjectTempDir(), tool, e.OutputLimits())
 }
 
-// TruncateOutput applies tools.md §2.8 to text: a text within lim is
+// truncateOutput applies tools.md §2.8 to text: a text within lim is
 // returned as is; a longer one is saved whole to
 // <dir>/<tool>_<12 hex>.output and replaced by its start and end.
-func TruncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
+func truncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
 	chars, lines := int64(utf8.RuneCountInString(text)), int64(strings.Count(text, "\n")+1)
 	if !lim.Over(chars, lines) {
 		return TruncatedOutput{Text: text}
 	}
 	out := TruncatedOutput{Truncated: true}
-	f, err := CreateOutputFile(dir, tool)
+	f, err := createOutputFile(dir, tool)
 	if err == nil {
 		_, err = f.WriteString(text)
 		if cerr := f.Close(); err == nil {
@@ -92,16 +92,16 @@ func TruncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
 	return out
 }
 
-// TruncateOutputFile applies tools.md §2.8 to a text that is already
-// written to the file name (made with CreateOutputFile, so it sits where a
+// truncateOutputFile applies tools.md §2.8 to a text that is already
+// written to the file name (made with createOutputFile, so it sits where a
 // saved output belongs): within lim the text is read back and the file
 // removed; over it the file stays as the saved output and only its start
 // and end are read. A huge output is thus never held in memory whole.
-func TruncateOutputFile(name string, lim OutputLimits) (TruncatedOutput, error) {
+func truncateOutputFile(name string, lim OutputLimits) (TruncatedOutput, error) {
 	return truncateFile(name, true, nil, lim)
 }
 
-// truncateFile is TruncateOutputFile; with keep false the file is only a
+// truncateFile is truncateOutputFile; with keep false the file is only a
 // scratch copy (saving failed with saveErr) and is removed in every case.
 func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (TruncatedOutput, error) {
 	if !keep {
@@ -138,9 +138,9 @@ func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (Trun
 	return TruncatedOutput{Text: truncationText(name, nil, head, tail), Truncated: true, File: name}, nil
 }
 
-// CreateOutputFile creates <dir>/<tool>_<12 hex>.output for writing,
+// createOutputFile creates <dir>/<tool>_<12 hex>.output for writing,
 // making dir if needed.
-func CreateOutputFile(dir, tool string) (*os.File, error) {
+func createOutputFile(dir, tool string) (*os.File, error) {
 	return createUniqueFile(dir, tool+"_", ".output")
 }
 
