@@ -523,13 +523,13 @@ func crlfText(s string) string {
 // writeDisk writes text to abs in format f, atomically (tools.md §2.5), and
 // records the text as the file now holds it in the ledger.
 func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *ToolError {
-	if err := workspace.WriteTextIn(abs, text, f, e.openedInsideFor(abs, PathOptions{})); err != nil {
+	if err := workspace.WriteTextIn(abs, text, f, e.openedInsideFor(abs, pathOptions{})); err != nil {
 		return notWritable(abs, err)
 	}
 	// Read back through the tools' own view, so that the entry is what a
 	// later read sees: the text really written, with its mtime and size.
 	if snap, err := e.Workspace.ReadText(abs); err == nil {
-		l.Record(abs, entryFor(snap, true, true, ""))
+		l.record(abs, entryFor(snap, true, true, ""))
 	}
 	return nil
 }
@@ -539,11 +539,11 @@ func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *To
 // written text, the entry keeps the version the change was made on, which
 // the buffer no longer has, so the hash decides.
 func (e *Env) recordBufferWrite(l *Ledger, abs string, before int32, text string) {
-	entry := LedgerEntry{Source: workspace.FromBuffer, Version: before, Hash: hashText(text), Full: true, Editable: true}
+	entry := ledgerEntry{Source: workspace.FromBuffer, Version: before, Hash: hashText(text), Full: true, Editable: true}
 	if b, ok := e.Workspace.Overlay.Get(abs); ok && b.Text == text {
 		entry.Version = b.Version
 	}
-	l.Record(abs, entry)
+	l.record(abs, entry)
 }
 
 // notWritable maps a failed write (or a failed look at the target before

@@ -63,7 +63,7 @@ func (t *Edit) Validate(params map[string]any) *ToolError {
 	if terr != nil {
 		return terr
 	}
-	if terr := t.env.QwenIgnored(abs); terr != nil {
+	if terr := t.env.qwenIgnored(abs); terr != nil {
 		return terr
 	}
 	if _, present := params["expected_replacements"]; present {

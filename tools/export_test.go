@@ -1,5 +1,11 @@
 package tools
 
+import (
+	"context"
+
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
+)
+
 // The black-box tests (package tools_test) reach these unexported names
 // under their former exported ones.
 
@@ -65,3 +71,50 @@ var (
 	UnmarshalDisplay     = unmarshalDisplay
 	WindowText           = windowText
 )
+
+type (
+	AgentDefinition = agentDefinition
+	AgentProblem    = agentProblem
+	FileContent     = fileContent
+	PathOptions     = pathOptions
+	ReadSpec        = readSpec
+	TextWindow      = textWindow
+)
+
+// The methods the black-box tests call under their exported names.
+
+func (a *Agents) OnWarning(f func(agentProblem)) { a.onWarning(f) }
+
+func (a *Agents) List() []agentDefinition { return a.list() }
+
+func (a *Agents) Find(name string) (agentDefinition, bool) { return a.find(name) }
+
+func (e *Env) Threshold() int { return e.threshold() }
+
+func (e *Env) LineLimit() int { return e.lineLimit() }
+
+func (e *Env) Unchanged(l *Ledger, abs string) (entry ledgerEntry, known, unchanged bool, err error) {
+	return e.unchanged(l, abs)
+}
+
+func (e *Env) AbsPath(raw string, opts pathOptions) (string, *ToolError) { return e.absPath(raw, opts) }
+
+func (e *Env) ProtectedPaths() []string { return e.protectedPaths() }
+
+func (e *Env) AcceptsModality(t FileType) bool { return e.acceptsModality(t) }
+
+func (e *Env) ReadContent(ctx context.Context, spec readSpec) (fileContent, error) {
+	return e.readContent(ctx, spec)
+}
+
+func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
+	return e.analyzeShell(cmd, dir)
+}
+
+func (k Kind) Valid() bool { return k.valid() }
+
+func (l *Ledger) Record(path string, e ledgerEntry) { l.record(path, e) }
+
+func (l *Ledger) Lookup(path string) (ledgerEntry, bool) { return l.lookup(path) }
+
+func (a *Agents) Problems() []agentProblem { return a.lastProblems() }

@@ -21,19 +21,19 @@ const (
 	filePDF      FileType = "pdf"
 )
 
-// IsMedia reports whether the type is sent to the model as inline data
+// isMedia reports whether the type is sent to the model as inline data
 // (image, audio, video, PDF), subject to model.modalities.
-func (t FileType) IsMedia() bool {
+func (t FileType) isMedia() bool {
 	return t == fileImage || t == fileAudio || t == fileVideo || t == filePDF
 }
 
-// Editable reports whether edit and write_file may change a file of this
+// editable reports whether edit and write_file may change a file of this
 // type after reading it (tools.md §2.9): text and SVG.
-func (t FileType) Editable() bool { return t == fileText || t == fileSVG }
+func (t FileType) editable() bool { return t == fileText || t == fileSVG }
 
-// Noun is how messages name the type: "image", "audio", "video", "PDF",
+// noun is how messages name the type: "image", "audio", "video", "PDF",
 // "binary", "notebook", "SVG" or "text".
-func (t FileType) Noun() string {
+func (t FileType) noun() string {
 	switch t {
 	case filePDF:
 		return "PDF"

@@ -105,7 +105,7 @@ func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
 	if !ok {
 		respectGit = true
 	}
-	req.filter = searchFilter{RespectGit: respectGit, RespectQwen: g.env.RespectQwenIgnore()}
+	req.filter = searchFilter{RespectGit: respectGit, RespectQwen: g.env.respectQwenIgnore()}
 
 	dirArg, hasDir := String(params, "path")
 	if filepath.IsAbs(pattern) {
@@ -171,7 +171,7 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 		return TextResult(fmt.Sprintf("No files match \"%s\" %s.", pattern, loc), Markdown("No files found")), nil
 	}
 	limit := globMaxFiles
-	if l := g.env.LineLimit(); l > 0 && l < limit {
+	if l := g.env.lineLimit(); l > 0 && l < limit {
 		limit = l
 	}
 	shown := firstGlobHits(hits, start, limit)

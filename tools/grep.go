@@ -158,7 +158,7 @@ func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any
 		}
 		return ErrorResult(errorGrepExecution, "The text search failed: "+err.Error()), nil
 	}
-	lineCap := g.env.LineLimit()
+	lineCap := g.env.lineLimit()
 	if req.limit > 0 && (lineCap <= 0 || req.limit < lineCap) {
 		lineCap = req.limit
 	}
@@ -167,7 +167,7 @@ func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any
 		m:         req.m,
 		targets:   targets,
 		lineCap:   lineCap,
-		threshold: g.env.Threshold(),
+		threshold: g.env.threshold(),
 	}
 	if err := s.run(ctx); err != nil {
 		return Result{}, err
@@ -193,7 +193,7 @@ func (g *GrepSearch) targets(ctx context.Context, req *grepRequest) ([]grepTarge
 	for _, p := range ws.Overlay.Paths() {
 		open[p] = true
 	}
-	filter := searchFilter{RespectGit: g.env.RespectGitIgnore(), RespectQwen: g.env.RespectQwenIgnore()}
+	filter := searchFilter{RespectGit: g.env.respectGitIgnore(), RespectQwen: g.env.respectQwenIgnore()}
 	if req.file != "" {
 		// A file named by path is filtered like the files of a directory.
 		if filter.drops(ws.Ignore.Check(req.file, false)) {

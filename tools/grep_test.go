@@ -660,7 +660,7 @@ func TestGrepScanRefusesAFolderSwappedForAnOutsideLink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "swapped")); err != nil {
 		t.Fatal(err)
 	}
-	s := &grepScan{env: env, inside: env.openedInside(PathOptions{AllowTemp: true})}
+	s := &grepScan{env: env, inside: env.openedInside(pathOptions{AllowTemp: true})}
 	w := newGrepWorker(s)
 	defer w.close()
 	for _, c := range []struct {

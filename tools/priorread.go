@@ -18,7 +18,7 @@ const (
 // checkPriorRead is the prior-read check of tools.md §2.9 that edit and
 // write_file run when they compute a proposal: a file may be changed only
 // if this session has read it (partly counts), it has not changed since
-// (Env.Unchanged decides), and it holds text. A missing file passes: it is
+// (Env.unchanged decides), and it holds text. A missing file passes: it is
 // a creation, and exists is false.
 func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *ToolError) {
 	if _, open := e.Workspace.Overlay.Version(abs); !open {
@@ -34,7 +34,7 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 			return true, notRegularFile(abs)
 		}
 	}
-	entry, known, unchanged, err := e.Unchanged(l, abs)
+	entry, known, unchanged, err := e.unchanged(l, abs)
 	switch {
 	case !known:
 		return true, Errorf(errorEditRequiresPriorRead,

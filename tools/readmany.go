@@ -160,10 +160,10 @@ func (r *ReadManyFiles) Execute(ctx context.Context, call *Call, params map[stri
 func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, skipped []rmfSkip, s *rmfSearch) (Result, error) {
 	n := max(len(files), 1)
 	lines, chars := 0, 0
-	if l := r.env.LineLimit(); l > 0 {
+	if l := r.env.lineLimit(); l > 0 {
 		lines = max(10, l/n)
 	}
-	if t := r.env.Threshold(); t > 0 {
+	if t := r.env.threshold(); t > 0 {
 		chars = max(1000, t/n)
 	}
 	var ledger *Ledger
@@ -191,7 +191,7 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 			skipped = append(skipped, rmfSkip{f, terr.Message})
 			continue
 		}
-		c, err := r.env.ReadContent(ctx, ReadSpec{Path: f, Limit: lines, Budget: chars})
+		c, err := r.env.readContent(ctx, readSpec{Path: f, Limit: lines, Budget: chars})
 		if err != nil {
 			return Result{}, err
 		}
@@ -215,7 +215,7 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 		}
 		read = append(read, f)
 		if c.Entry != nil {
-			ledger.Record(f, *c.Entry)
+			ledger.record(f, *c.Entry)
 		}
 	}
 	named, skipped := s.namedNotRead(read, skipped)
@@ -309,12 +309,12 @@ func namedNote(named []rmfSkip) string {
 
 // rmfSkipReason says why a file the pipeline answered with a message
 // (instead of its content) counts as skipped.
-func rmfSkipReason(c FileContent) string {
+func rmfSkipReason(c fileContent) string {
 	switch {
 	case c.Type == FileBinary:
 		return "binary file"
-	case c.Type.IsMedia():
-		return fmt.Sprintf("the model does not accept %s input", c.Type.Noun())
+	case c.Type.isMedia():
+		return fmt.Sprintf("the model does not accept %s input", c.Type.noun())
 	case c.Type == fileSVG:
 		return "SVG file over 1 MB"
 	}

@@ -39,8 +39,8 @@ const (
 // truncatedMark ends a line cut by the character budget (§2.7).
 const truncatedMark = "... [truncated]"
 
-// ReadSpec asks the read pipeline for one file.
-type ReadSpec struct {
+// readSpec asks the read pipeline for one file.
+type readSpec struct {
 	// Path is absolute and already checked against the workspace.
 	Path string
 	// Offset is the 0-based first line of the window.
@@ -51,8 +51,8 @@ type ReadSpec struct {
 	Budget int
 }
 
-// TextWindow is a window of a text's lines (§2.7).
-type TextWindow struct {
+// textWindow is a window of a text's lines (§2.7).
+type textWindow struct {
 	// Text is the window's lines, right-trimmed, joined with "\n"; the
 	// last one ends in "... [truncated]" when Cut.
 	Text string
@@ -66,9 +66,9 @@ type TextWindow struct {
 	Truncated bool
 }
 
-// FileContent is what the read pipeline made of one file. Exactly one of
+// fileContent is what the read pipeline made of one file. Exactly one of
 // Err, Media, Window (when Windowed) and Message carries the content.
-type FileContent struct {
+type fileContent struct {
 	Path string
 	Rel  string
 	Type FileType
@@ -81,7 +81,7 @@ type FileContent struct {
 	// Windowed says Window holds the file's text: a text file, an SVG, a
 	// rendered notebook, or a PDF's text from pdftotext.
 	Windowed bool
-	Window   TextWindow
+	Window   textWindow
 	// Message replaces the content of a file that is not shown (binary, a
 	// modality the model does not accept, an SVG over 1 MB).
 	Message string
@@ -90,31 +90,31 @@ type FileContent struct {
 	// Entry is what the read tells the ledger; nil after a failure. Its
 	// Full field is false when the window is truncated; callers that
 	// asked for an explicit window clear it too.
-	Entry *LedgerEntry
+	Entry *ledgerEntry
 }
 
-// AcceptsModality reports whether the model accepts input of a media type
+// acceptsModality reports whether the model accepts input of a media type
 // (model.modalities.{image,audio,video,pdf}, all false by default).
-func (e *Env) AcceptsModality(t FileType) bool {
-	if !t.IsMedia() {
+func (e *Env) acceptsModality(t FileType) bool {
+	if !t.isMedia() {
 		return true
 	}
 	return e.Settings().Bool("model.modalities."+string(t), false)
 }
 
-// ReadContent runs the read pipeline of tools.md §2.3, §2.6 and §2.7 for
+// readContent runs the read pipeline of tools.md §2.3, §2.6 and §2.7 for
 // one file: the open buffer or the disk, the file type, then the content
-// by type. Failures the model should read are FileContent.Err; the Go
+// by type. Failures the model should read are fileContent.Err; the Go
 // error is only ever ctx's, when the call was cancelled.
-func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, error) {
+func (e *Env) readContent(ctx context.Context, spec readSpec) (fileContent, error) {
 	abs := spec.Path
-	out := FileContent{Path: abs, Rel: e.Rel(abs)}
+	out := fileContent{Path: abs, Rel: e.Rel(abs)}
 	name := filepath.Base(abs)
 
 	var snap *workspace.Snapshot
 	var raw []byte
 	var fi fs.FileInfo
-	if buf, open := e.Workspace.Overlay.Get(abs); open && !bufferFileType(name).IsMedia() {
+	if buf, open := e.Workspace.Overlay.Get(abs); open && !bufferFileType(name).isMedia() {
 		out.Type = bufferFileType(name)
 		snap = &workspace.Snapshot{Path: abs, Text: buf.Text, Source: workspace.FromBuffer,
 			Version: buf.Version, Format: workspace.TextFormat{CRLF: strings.Contains(buf.Text, "\r\n")}}
@@ -122,13 +122,13 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 		// Media and PDF bytes come from the disk even when the editor has
 		// the file open (§2.3).
 		var err error
-		raw, fi, err = workspace.ReadFileBoundedIn(abs, workspace.MaxReadSize, e.openedInsideFor(abs, PathOptions{AllowTemp: true}))
+		raw, fi, err = workspace.ReadFileBoundedIn(abs, workspace.MaxReadSize, e.openedInsideFor(abs, pathOptions{AllowTemp: true}))
 		if err != nil {
 			out.Err, out.ErrDisplay = readFailure(abs, err)
 			return out, nil
 		}
 		out.Type = DetectFileType(name, raw)
-		if !out.Type.IsMedia() && out.Type != FileBinary {
+		if !out.Type.isMedia() && out.Type != FileBinary {
 			snap = workspace.DiskSnapshot(abs, raw, fi)
 		}
 	}
@@ -138,7 +138,7 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 		out.Message = out.Rel + " is a binary file; its content is not shown."
 		out.Display = "Skipped binary file: " + out.Rel
 		out.Entry = rawEntry(raw, fi, "binary")
-	case t.IsMedia():
+	case t.isMedia():
 		return e.readMedia(ctx, out, raw, fi, spec)
 	case t == fileSVG && len(snap.Text) > maxSVGText:
 		out.Message = out.Rel + " is an SVG file over 1 MB; its content is not shown."
@@ -166,7 +166,7 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 }
 
 // window fills out.Window from text, or returns the offset error.
-func (out *FileContent) window(text string, spec ReadSpec) *ToolError {
+func (out *fileContent) window(text string, spec readSpec) *ToolError {
 	w, terr := windowText(text, spec.Offset, spec.Limit, spec.Budget)
 	if terr != nil {
 		out.ErrDisplay = terr.Message
@@ -177,10 +177,10 @@ func (out *FileContent) window(text string, spec ReadSpec) *ToolError {
 }
 
 // readMedia handles image, audio, video and PDF files whose bytes are raw.
-func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.FileInfo, spec ReadSpec) (FileContent, error) {
-	noun := out.Type.Noun()
+func (e *Env) readMedia(ctx context.Context, out fileContent, raw []byte, fi fs.FileInfo, spec readSpec) (fileContent, error) {
+	noun := out.Type.noun()
 	out.Entry = rawEntry(raw, fi, noun)
-	if !e.AcceptsModality(out.Type) {
+	if !e.acceptsModality(out.Type) {
 		if out.Type == filePDF {
 			text, ok, failure, err := pdfText(ctx, out.Path)
 			switch {
@@ -217,8 +217,8 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 
 // snapshotEntry is entryFor without copying the text to hash it: reads
 // of large files hash every time, and the copy would double the cost.
-func snapshotEntry(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
-	return LedgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
+func snapshotEntry(s *workspace.Snapshot, full, editable bool, kind string) ledgerEntry {
+	return ledgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
 		Hash: hashString(s.Text), Full: full, Editable: editable, Kind: kind}
 }
 
@@ -239,8 +239,8 @@ func hashString(s string) [32]byte {
 
 // rawEntry is the ledger entry of a file whose content is its bytes
 // (binary, media, PDF): not editable, hashed over the bytes.
-func rawEntry(raw []byte, fi fs.FileInfo, kind string) *LedgerEntry {
-	e := &LedgerEntry{Source: workspace.FromDisk, Hash: sha256.Sum256(raw), Full: true, Kind: kind}
+func rawEntry(raw []byte, fi fs.FileInfo, kind string) *ledgerEntry {
+	e := &ledgerEntry{Source: workspace.FromDisk, Hash: sha256.Sum256(raw), Full: true, Kind: kind}
 	if fi != nil {
 		e.ModTime, e.Size = fi.ModTime(), fi.Size()
 	}
@@ -301,13 +301,13 @@ func readErrReason(err error) string {
 // line that does not fit is cut to max(budget-used-1, 10) characters
 // followed by "... [truncated]", and the window ends there. An offset at
 // or past the number of lines is an invalid_tool_params error.
-func windowText(text string, offset, limit, budget int) (TextWindow, *ToolError) {
+func windowText(text string, offset, limit, budget int) (textWindow, *ToolError) {
 	total := strings.Count(text, "\n") + 1
 	if offset < 0 {
 		offset = 0
 	}
 	if offset >= total {
-		return TextWindow{}, InvalidParams(fmt.Sprintf("The file has %d lines, so offset %d is past its end.", total, offset))
+		return textWindow{}, InvalidParams(fmt.Sprintf("The file has %d lines, so offset %d is past its end.", total, offset))
 	}
 	rest := text
 	for range offset {
@@ -319,7 +319,7 @@ func windowText(text string, offset, limit, budget int) (TextWindow, *ToolError)
 	} else {
 		sb.Grow(len(rest))
 	}
-	w := TextWindow{Start: offset + 1, Total: total}
+	w := textWindow{Start: offset + 1, Total: total}
 	used, n := 0, 0
 	for {
 		line, next, more := strings.Cut(rest, "\n")

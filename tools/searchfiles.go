@@ -28,7 +28,7 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 	if terr != nil {
 		return "", terr
 	}
-	if terr := e.CheckInside(p, PathOptions{AllowTemp: true}); terr != nil {
+	if terr := e.checkInside(p, pathOptions{AllowTemp: true}); terr != nil {
 		return "", terr
 	}
 	fi, err := os.Stat(p)
@@ -153,7 +153,7 @@ func (e *Env) searchFiles(ctx context.Context, dir string, f searchFilter, fn fu
 // walkSearchDir is searchFiles' disk walk.
 func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
 	ig := e.Workspace.Ignore
-	allowed := e.openedInsideFor(dir, PathOptions{AllowTemp: true})
+	allowed := e.openedInsideFor(dir, pathOptions{AllowTemp: true})
 	var walk func(d string) error
 	walk = func(d string) error {
 		if err := ctx.Err(); err != nil {

@@ -206,7 +206,7 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 		return nil, InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
 	if a.ReadOnly() {
-		if s.env.ReadOnlyNeedsAsk() {
+		if s.env.readOnlyNeedsAsk() {
 			// No sandbox here to catch a mistake of the parser.
 			conf := ShellConfirmation(cmd, a.SubCommands)
 			conf.Title += " (no sandbox on this system)"
@@ -219,23 +219,23 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 }
 
 // AnalyzeShellCall judges the command of a run_shell_command call, in the
-// directory the call names (AnalyzeShell).
+// directory the call names (analyzeShell).
 func (e *Env) AnalyzeShellCall(params map[string]any) (*shellsafe.Analysis, error) {
 	cmd, _ := String(params, "command")
 	dir, _ := String(params, "directory")
-	return e.AnalyzeShell(cmd, dir)
+	return e.analyzeShell(cmd, dir)
 }
 
-// AnalyzeShell judges cmd for this workspace (shellsafe.Analyze), as run
+// analyzeShell judges cmd for this workspace (shellsafe.Analyze), as run
 // in dir: the directory argument of run_shell_command, relative to the
 // primary root ("" is the primary root). A directory outside the roots
 // leaves the analysis without one, so no git command is read-only; the
 // call is refused before it runs anyway.
-func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
+func (e *Env) analyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
 	return e.analyzeShellFor(runtime.GOOS, cmd, dir)
 }
 
-// analyzeShellFor is AnalyzeShell on the system goos: on Windows the
+// analyzeShellFor is analyzeShell on the system goos: on Windows the
 // command is not analysed (shellsafe.Verbatim), so it is never read-only
 // and only a rule naming the whole command allows it.
 func (e *Env) analyzeShellFor(goos, cmd, dir string) (*shellsafe.Analysis, error) {
@@ -572,7 +572,7 @@ func (s *Shell) composeText(run *shellRun, p shellTextParts) TruncatedOutput {
 	}
 	if err == nil {
 		var tr TruncatedOutput
-		tr, err = truncateFile(f.Name(), keep, saveErr, s.env.OutputLimits())
+		tr, err = truncateFile(f.Name(), keep, saveErr, s.env.outputLimits())
 		if err == nil {
 			return tr
 		}

@@ -103,7 +103,7 @@ func (t *Task) Agents() *Agents { return t.agents }
 func (t *Task) Description() string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(taskDescription))
-	for _, d := range t.agents.List() {
+	for _, d := range t.agents.list() {
 		fmt.Fprintf(&b, "\n- **%s**: %s", d.Name, strings.Join(strings.Fields(d.Description), " "))
 	}
 	return b.String()
@@ -125,7 +125,7 @@ func textArg(params map[string]any, name string) string {
 
 // subagent finds the definition the call names (case-insensitively);
 // a missing or blank subagent_type means general-purpose.
-func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
+func (t *Task) subagent(params map[string]any) (agentDefinition, *ToolError) {
 	name := defaultSubagent
 	switch v := params["subagent_type"].(type) {
 	case nil:
@@ -136,7 +136,7 @@ func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
 	default:
 		name = fmt.Sprint(v)
 	}
-	defs := t.agents.List()
+	defs := t.agents.list()
 	names := make([]string, len(defs))
 	for i, d := range defs {
 		if strings.EqualFold(d.Name, name) {
@@ -144,7 +144,7 @@ func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
 		}
 		names[i] = d.Name
 	}
-	return AgentDefinition{}, InvalidParams(fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", ")))
+	return agentDefinition{}, InvalidParams(fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", ")))
 }
 
 // Validate checks description, prompt and the subagent's name, with the

@@ -29,8 +29,8 @@ func (k Kind) ReadOnly() bool {
 	return k == KindRead || k == KindSearch || k == KindFetch
 }
 
-// Valid reports whether k is one of the nine kinds.
-func (k Kind) Valid() bool {
+// valid reports whether k is one of the nine kinds.
+func (k Kind) valid() bool {
 	switch k {
 	case KindRead, KindEdit, KindDelete, KindMove, KindSearch, KindExecute, KindThink, KindFetch, KindOther:
 		return true

@@ -56,7 +56,7 @@ func (t *WriteFile) Validate(params map[string]any) *ToolError {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return Errorf(errorTargetIsDirectory, "%s is a directory, not a file.", abs)
 	}
-	return t.env.QwenIgnored(abs)
+	return t.env.qwenIgnored(abs)
 }
 
 // Describe is "Writing to <rel>".
