@@ -67,3 +67,37 @@ func TestImportDirection(t *testing.T) {
 
 // isPkg reports whether p is pkg or one of its subpackages.
 func isPkg(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
+
+// The release binary carries no test support: the scripted model
+// (session/modeltest), the fake editor (rpc/rpctest) and the testing
+// package stay in tests and in cmd/qwen-scripted-model. The same check on
+// cmd/qwen-scripted-model, which must link the scripted model, shows that
+// it sees such a dependency when there is one.
+func TestReleaseBinaryLinksNoTestSupport(t *testing.T) {
+	testOnly := func(dep string) bool {
+		return dep == "testing" || (isPkg(dep, module) && strings.HasSuffix(dep, "test"))
+	}
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		var found []string
+		for _, dep := range strings.Fields(string(out)) {
+			if testOnly(dep) {
+				found = append(found, dep)
+			}
+		}
+		return found
+	}
+	if found := deps(module + "/cmd/qwen-ls"); len(found) > 0 {
+		t.Errorf("cmd/qwen-ls links test support: %v", found)
+	}
+	found := deps(module + "/cmd/qwen-scripted-model")
+	for _, dep := range found {
+		if dep == module+"/session/modeltest" {
+			return
+		}
+	}
+	t.Errorf("the check finds no session/modeltest in cmd/qwen-scripted-model, which serves it; found %v", found)
+}

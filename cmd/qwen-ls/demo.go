@@ -12,13 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qwen-ls/qwen-ls/session/modeltest"
 	"github.com/qwen-ls/qwen-ls/tools/diff"
 )
 
 var (
-	//go:embed demo/script.txtar
-	demoScript []byte
 	//go:embed demo/greet.go.txt
 	demoGreet string
 	//go:embed demo/main.go.txt
@@ -31,7 +28,8 @@ const demoTODO = "// TODO(you): main should greet the team, not the world.\n"
 
 // runDemo shows qwen-ls at work with no API key and no network: it starts
 // the real server as a child process, drives it over JSON-RPC the way an
-// editor does, and answers with a scripted model on 127.0.0.1.
+// editor does, and answers with its own scripted model on 127.0.0.1
+// (demomodel.go).
 func runDemo(stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -65,16 +63,11 @@ func demo(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	root, _ = filepath.EvalSymlinks(root)
 
-	model, err := modeltest.NewServer()
+	model, err := startDemoModel(demoScript(root))
 	if err != nil {
 		return err
 	}
 	defer model.Close()
-	script, err := modeltest.ParseScript(demoScript, map[string]string{"ROOT": root})
-	if err != nil {
-		return err
-	}
-	model.Push(script...)
 
 	self, err := os.Executable()
 	if err != nil {
@@ -208,23 +201,4 @@ func demoReview(pr *printer, root, method string, params json.RawMessage) (any, 
 		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "proceed_once"}}, nil
 	}
 	return nil, fmt.Errorf("the demo editor does not handle %s", method)
-}
-
-// toolMessageFor finds the tool message answering the first call of the
-// named tool in the recorded requests.
-func toolMessageFor(reqs []modeltest.Request, tool string) string {
-	for _, r := range reqs {
-		ids := map[string]bool{}
-		for _, m := range r.Messages {
-			for _, tc := range m.ToolCalls {
-				if tc.Function.Name == tool {
-					ids[tc.ID] = true
-				}
-			}
-			if m.Role == "tool" && ids[m.ToolCallID] {
-				return m.Text()
-			}
-		}
-	}
-	return ""
 }

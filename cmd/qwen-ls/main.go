@@ -29,9 +29,6 @@ Usage:
                         model (no API key, no network)
   qwen-ls exec -p PROMPT [--approval-mode MODE] [--cwd DIR]
                         run one prompt headless against the configured model
-  qwen-ls scripted-model --script FILE [--var NAME=VALUE]...
-                        serve a scripted OpenAI-compatible model on 127.0.0.1 (for
-                        editor tests and trying an editor without a key)
   qwen-ls trust [--parent | --untrust] [DIR]
                         trust DIR (default: the current folder), so that its own
                         .qwen/settings.json may start MCP servers and discovery
@@ -53,6 +50,13 @@ stderr line as an error; over ACP it gets info too. QWEN_LS_LOG=debug, info,
 warn or error sets the stderr level.
 `
 
+// scriptedModelMoved answers the subcommand the editors' tests once used.
+const scriptedModelMoved = `qwen-ls: the scripted model is no longer part of qwen-ls; it is its own
+test program, with the same flags:
+  go build -o qwen-scripted-model ./cmd/qwen-scripted-model
+  ./qwen-scripted-model --script FILE [--var NAME=VALUE]... [--url-file FILE]
+`
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -65,7 +69,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case "exec":
 			return runExec(args[1:], stdout, stderr)
 		case "scripted-model":
-			return runScriptedModel(args[1:], stdin, stdout, stderr)
+			fmt.Fprint(stderr, scriptedModelMoved)
+			return 2
 		case "trust":
 			return runTrust(args[1:], stdout, stderr)
 		case sandbox.Arg:

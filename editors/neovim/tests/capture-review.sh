@@ -4,6 +4,8 @@
 # with the review opened by :QwenReview, hunk 1 accepted with \a and the
 # cursor moved to hunk 2 with ]h; then `tmux capture-pane`.
 # Usage: QWEN_TEST_BIN=/path/to/qwen-ls tests/capture-review.sh [NVIM]
+# (the scripted model: QWEN_SCRIPTED_MODEL_BIN, else the
+# qwen-scripted-model next to QWEN_TEST_BIN, else one built here)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 plugin=$(cd "$here/.." && pwd)
@@ -19,13 +21,18 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+model=${QWEN_SCRIPTED_MODEL_BIN:-$(dirname "$bin")/qwen-scripted-model}
+if [ -z "${QWEN_SCRIPTED_MODEL_BIN:-}" ] && [ ! -x "$model" ]; then
+  model=$tmp/qwen-scripted-model
+  (cd "$repo" && go build -o "$model" ./cmd/qwen-scripted-model)
+fi
 cp -R "$repo/testdata/workspace" "$tmp/ws"
 mkdir -p "$tmp/home" "$tmp/xdg"
 # Its stdin stays open (the model serves until stdin ends): a FIFO this
 # shell holds open until it exits.
 mkfifo "$tmp/stdin"
 exec 3<>"$tmp/stdin"
-"$bin" scripted-model --var "ROOT=$tmp/ws" --script "$repo/testdata/scripts/edit-two-hunks.txtar" <"$tmp/stdin" >"$tmp/model.url" &
+"$model" --var "ROOT=$tmp/ws" --script "$repo/testdata/scripts/edit-two-hunks.txtar" <"$tmp/stdin" >"$tmp/model.url" &
 model_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/model.url" ] && break; sleep 0.1; done
 url=$(head -1 "$tmp/model.url")

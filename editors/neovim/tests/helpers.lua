@@ -1,9 +1,11 @@
 -- Helpers for the plugin's end-to-end tests: a fresh copy of the shared
--- workspace, a temporary HOME, the real qwen-ls and its scripted model.
+-- workspace, a temporary HOME, the real qwen-ls and the scripted model
+-- (qwen-scripted-model).
 local H = {}
 
 H.repo = os.getenv('QWEN_TEST_REPO')
 H.bin = os.getenv('QWEN_TEST_BIN')
+H.model_bin = os.getenv('QWEN_SCRIPTED_MODEL_BIN')
 H.nvim = os.getenv('QWEN_TEST_NVIM') or 'nvim'
 H.plugin = H.repo .. '/editors/neovim'
 H.scripts = H.repo .. '/testdata/scripts'
@@ -93,10 +95,10 @@ function H.trust()
   f:close()
 end
 
---- Starts `qwen-ls scripted-model` with a script of testdata/scripts.
+--- Starts `qwen-scripted-model` with a script of testdata/scripts.
 function H.model(script)
   local m = { lines = {} }
-  local args = { H.bin, 'scripted-model', '--var', 'ROOT=' .. H.ws }
+  local args = { H.model_bin, '--var', 'ROOT=' .. H.ws }
   if script then
     table.insert(args, '--script')
     -- a name of testdata/scripts, or a path

@@ -1,7 +1,9 @@
 // End-to-end test of the packaged extension in real VS Code: code-server
 // with the .vsix installed, driven by playwright-core in Debian's headless
 // Chromium, against the real qwen-ls (the binary bundled in the .vsix) and
-// the scripted model server on loopback, playing testdata/scripts/*.txtar.
+// the scripted model server on loopback (qwen-scripted-model: the binary
+// QWEN_SCRIPTED_MODEL_BIN names, else one built with go build for the run),
+// playing testdata/scripts/*.txtar.
 //
 //   node e2e/run.mjs [--only NAME]    (after `npm run package` and the e2e install)
 //   QWEN_SCREENSHOTS=light|dark node e2e/run.mjs --only screenshots
@@ -26,9 +28,8 @@ const artifacts = path.join(here, 'artifacts');
 // requires (.ci/node.sh puts it first on PATH).
 const nodeBin = path.dirname(process.execPath);
 const codeServer = path.join(here, 'node_modules/.bin/code-server');
-// The binary scripts/package.sh leaves in bin/ for this machine.
+// This machine's target: its .vsix bundles the qwen-ls under test.
 const target = `${process.platform}-${process.arch}`;
-const qwenBin = path.join(extDir, 'bin', target, 'qwen-ls');
 const scripts = path.join(repo, 'testdata/scripts');
 const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
 
@@ -81,15 +82,22 @@ const userData = path.join(tmp, 'user-data');
 const extensionsDir = path.join(tmp, 'extensions');
 const children = [];
 
+let model;
+
 function startModel() {
+  let bin = process.env.QWEN_SCRIPTED_MODEL_BIN;
+  if (!bin) {
+    bin = path.join(tmp, 'qwen-scripted-model');
+    execFileSync('go', ['build', '-o', bin, './cmd/qwen-scripted-model'], { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
+  }
   return new Promise((resolve, reject) => {
-    const p = spawn(qwenBin, ['scripted-model', '--script', path.join(scripts, 'chat.txtar'), '--var', `ROOT=${ws}`], {
+    model = spawn(bin, ['--script', path.join(scripts, 'chat.txtar'), '--var', `ROOT=${ws}`], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
-    children.push(p);
-    const rl = readline.createInterface({ input: p.stdout });
+    children.push(model);
+    const rl = readline.createInterface({ input: model.stdout });
     rl.once('line', (line) => resolve(line.trim()));
-    p.once('exit', (code) => reject(new Error(`scripted-model exited with ${code}`)));
+    model.once('exit', (code) => reject(new Error(`qwen-scripted-model exited with ${code}`)));
   });
 }
 
@@ -179,7 +187,7 @@ async function startCodeServer(port, { dataDir = userData, folder = ws, trust = 
 
 let mainCodeServer;
 
-/** The qwen-ls language servers running below the main code-server (not the scripted model). */
+/** The qwen-ls language servers running below the main code-server. */
 function serverPids() {
   const kids = new Map();
   const argv = new Map();
@@ -200,7 +208,7 @@ function serverPids() {
   const walk = (pid) => {
     for (const k of kids.get(pid) ?? []) {
       const a = argv.get(k) ?? [];
-      if (path.basename(a[0] ?? '') === 'qwen-ls' && !a.includes('scripted-model')) out.push(k);
+      if (path.basename(a[0] ?? '') === 'qwen-ls') out.push(k);
       walk(k);
     }
   };
@@ -1407,14 +1415,14 @@ try {
   await browser?.close().catch(() => undefined);
   for (const c of children.reverse()) {
     try {
-      if (c.spawnargs.includes('scripted-model')) c.stdin.end();
+      if (c === model) c.stdin.end();
       else process.kill(-c.pid, 'SIGTERM');
     } catch {}
   }
   await sleep(500);
   for (const c of children) {
     try {
-      if (c.exitCode === null) process.kill(c.spawnargs.includes('scripted-model') ? c.pid : -c.pid, 'SIGKILL');
+      if (c.exitCode === null) process.kill(c === model ? c.pid : -c.pid, 'SIGKILL');
     } catch {}
   }
   if (process.env.KEEP_TMP) log(`kept ${tmp}`);

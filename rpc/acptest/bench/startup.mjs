@@ -6,12 +6,15 @@
 //
 //   node bench/startup.mjs QWEN_LS_BIN [QWEN_CLI] [RUNS]
 //
+// The scripted model is QWEN_SCRIPTED_MODEL_BIN, else the
+// qwen-scripted-model next to QWEN_LS_BIN (.ci/bench-acp builds both).
+//
 // QWEN_CLI may be empty or missing: the peer is then reported as not
 // installed.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 
 const [qwenLS, qwenCLIArg, runsArg] = process.argv.slice(2);
@@ -21,7 +24,8 @@ if (!qwenLS) throw new Error("usage: startup.mjs QWEN_LS_BIN [QWEN_CLI] [RUNS]")
 
 // The scripted model: session/new never asks it anything, but both agents
 // must see a configured model to create a session.
-const model = spawn(qwenLS, ["scripted-model"], { stdio: ["pipe", "pipe", "inherit"] });
+const modelBin = process.env.QWEN_SCRIPTED_MODEL_BIN || join(dirname(qwenLS), "qwen-scripted-model");
+const model = spawn(modelBin, [], { stdio: ["pipe", "pipe", "inherit"] });
 const modelURL = await new Promise((done) => createInterface({ input: model.stdout }).once("line", done));
 
 // one runs an agent once and returns [ms to initialize, ms to session/new].

@@ -1,12 +1,12 @@
-// The pieces every ACP test uses: the scripted model (qwen-ls
-// scripted-model), the agent under test (qwen-ls --acp, spoken to through
+// The pieces every ACP test uses: the scripted model
+// (qwen-scripted-model), the agent under test (qwen-ls --acp, spoken to through
 // the SDK's client app: client().onRequest(…).connect(stream)) and a client
 // that keeps unsaved buffers in memory and runs terminals as real
 // processes.
 import { spawn } from "node:child_process";
 import { mkdtempSync, realpathSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -14,6 +14,9 @@ import { SchemaChecker } from "./schema.mjs";
 
 export const BIN = process.env.QWEN_LS_BIN;
 if (!BIN) throw new Error("set QWEN_LS_BIN to a built qwen-ls (.ci/acp does)");
+// The scripted model: QWEN_SCRIPTED_MODEL_BIN, else the
+// qwen-scripted-model next to qwen-ls (.ci/acp builds both).
+export const MODEL_BIN = process.env.QWEN_SCRIPTED_MODEL_BIN || join(dirname(BIN), "qwen-scripted-model");
 
 // tempDir makes a folder that is removed when the test ends.
 export function tempDir(t, prefix) {
@@ -34,12 +37,13 @@ export function withTimeout(promise, ms, what) {
 // startModel runs the scripted model and returns its base URL and
 // control helpers.
 export async function startModel(t) {
-  const proc = spawn(BIN, ["scripted-model"], { stdio: ["pipe", "pipe", "inherit"] });
+  const proc = spawn(MODEL_BIN, [], { stdio: ["pipe", "pipe", "inherit"] });
   t.after(() => proc.stdin.end());
   const rl = createInterface({ input: proc.stdout });
   const url = await withTimeout(new Promise((resolve, reject) => {
     rl.once("line", resolve);
-    proc.once("exit", (code) => reject(new Error(`scripted-model exited with ${code}`)));
+    proc.once("error", reject);
+    proc.once("exit", (code) => reject(new Error(`qwen-scripted-model exited with ${code}`)));
   }), 10000, "the scripted model's URL");
   const base = url.replace(/\/v1\/?$/, "");
   return {

@@ -1,3 +1,7 @@
+// Command qwen-scripted-model serves a scripted OpenAI-compatible model
+// on 127.0.0.1 for the editors' tests (session/modeltest behind a command
+// line). It is a test tool, kept out of the qwen-ls binary; `qwen-ls demo`
+// has its own small player.
 package main
 
 import (
@@ -15,11 +19,12 @@ import (
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-const scriptedModelUsage = `Usage: qwen-ls scripted-model [--script FILE] [--var NAME=VALUE]... [--url-file FILE]
+const usage = `Usage: qwen-scripted-model [--script FILE] [--var NAME=VALUE]... [--url-file FILE]
 
 Serves a scripted OpenAI-compatible model on 127.0.0.1 for editor tests and
-demos: each chat request gets the next scripted response (see
-session/modeltest/script.go for the format; testdata/scripts holds examples).
+trying an editor without a key: each chat request gets the next scripted
+response (see session/modeltest/script.go for the format; testdata/scripts
+holds examples). $NAME in a script is replaced by --var NAME=VALUE.
 The first line on stdout is the base URL to give qwen-ls as OPENAI_BASE_URL.
 Tests in other processes script it and read what it was sent through
 POST /_control/script and GET /_control/requests. It stops when stdin closes
@@ -38,12 +43,15 @@ func (v varFlags) Set(s string) error {
 	return nil
 }
 
-// runScriptedModel serves the scripted model until stdin closes or a
-// signal arrives.
-func runScriptedModel(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("scripted-model", flag.ContinueOnError)
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run serves the scripted model until stdin closes or a signal arrives.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("qwen-scripted-model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, scriptedModelUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	script := fs.String("script", "", "a script file to start with")
 	urlFile := fs.String("url-file", "", "also write the base URL to this file")
 	vars := varFlags{}
@@ -53,7 +61,7 @@ func runScriptedModel(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	}
 	srv, err := modeltest.NewServer()
 	if err != nil {
-		fmt.Fprintf(stderr, "qwen-ls scripted-model: %v\n", err)
+		fmt.Fprintf(stderr, "qwen-scripted-model: %v\n", err)
 		return 1
 	}
 	defer srv.Close()
@@ -61,7 +69,7 @@ func runScriptedModel(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	if *script != "" {
 		rs, err := modeltest.LoadScript(*script, vars)
 		if err != nil {
-			fmt.Fprintf(stderr, "qwen-ls scripted-model: %v\n", err)
+			fmt.Fprintf(stderr, "qwen-scripted-model: %v\n", err)
 			return 1
 		}
 		srv.Push(rs...)
@@ -69,7 +77,7 @@ func runScriptedModel(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	if *urlFile != "" {
 		// Atomically: a test waiting for the file never reads it half written.
 		if err := workspace.WriteFileAtomic(*urlFile, []byte(srv.URL+"\n"), 0o644); err != nil {
-			fmt.Fprintf(stderr, "qwen-ls scripted-model: %v\n", err)
+			fmt.Fprintf(stderr, "qwen-scripted-model: %v\n", err)
 			return 1
 		}
 	}
