@@ -27,10 +27,6 @@ func (t FileType) isMedia() bool {
 	return t == fileImage || t == fileAudio || t == fileVideo || t == filePDF
 }
 
-// editable reports whether edit and write_file may change a file of this
-// type after reading it (tools.md §2.9): text and SVG.
-func (t FileType) editable() bool { return t == fileText || t == fileSVG }
-
 // noun is how messages name the type: "image", "audio", "video", "PDF",
 // "binary", "notebook", "SVG" or "text".
 func (t FileType) noun() string {
@@ -170,10 +166,6 @@ func isBinaryExtension(name string) bool {
 	}
 	return false
 }
-
-// binaryExtensionList returns the binary extensions of §2.4 step 3 (with
-// their dots), for read_many_files' default excludes.
-func binaryExtensionList() []string { return append([]string(nil), binaryExtensions...) }
 
 // sniffLen is how much of a file step 5 looks at.
 const sniffLen = 4096
