@@ -15,20 +15,20 @@ import (
 // Where a subagent definition came from, lowest precedence first
 // (tools.md §3.13: project over user over built-in).
 const (
-	AgentBuiltin = "builtin"
-	AgentUser    = "user"
-	AgentProject = "project"
+	agentBuiltin = "builtin"
+	agentUser    = "user"
+	agentProject = "project"
 )
 
-// DefaultSubagent is the subagent a task call gets when it names none.
-const DefaultSubagent = "general-purpose"
+// defaultSubagent is the subagent a task call gets when it names none.
+const defaultSubagent = "general-purpose"
 
 // defaultMaxTurns bounds a subagent's model requests when its definition
 // says nothing.
 const defaultMaxTurns = 50
 
-// AgentDefinition is one subagent (tools.md §3.13).
-type AgentDefinition struct {
+// agentDefinition is one subagent (tools.md §3.13).
+type agentDefinition struct {
 	Name        string
 	Description string
 	// Tools are the tool names or aliases the subagent may use; nil means
@@ -40,7 +40,7 @@ type AgentDefinition struct {
 	MaxTurns int
 	// SystemPrompt is the Markdown body of the definition file.
 	SystemPrompt string
-	// Source is AgentBuiltin, AgentUser or AgentProject; Path is the file
+	// Source is agentBuiltin, agentUser or agentProject; Path is the file
 	// ("" for the built-in).
 	Source string
 	Path   string
@@ -48,11 +48,11 @@ type AgentDefinition struct {
 
 // builtinGeneralPurpose is the subagent that always exists, unless a user
 // or project file of the same name replaces it.
-var builtinGeneralPurpose = AgentDefinition{
-	Name:        DefaultSubagent,
+var builtinGeneralPurpose = agentDefinition{
+	Name:        defaultSubagent,
 	Description: "A general agent for research and multi-step work: searching the code base, reading many files and answering questions about them, or carrying out a self-contained task. Use it when a search may need several attempts, or to keep a long investigation out of the main conversation.",
 	MaxTurns:    defaultMaxTurns,
-	Source:      AgentBuiltin,
+	Source:      agentBuiltin,
 	SystemPrompt: `You are a subagent of Qwen Code. The main agent gave you one task; carry it out on your own with the tools you have, then report.
 
 How to work:
@@ -63,13 +63,13 @@ How to work:
 Your final reply, the one without tool calls, is the only thing the main agent sees of your work. Make it complete and self-contained: answer the task, name the relevant files with absolute paths (and line numbers where they help), quote the short snippets that matter, and say what you could not find or did not do.`,
 }
 
-// AgentProblem is a definition file that was skipped.
-type AgentProblem struct {
+// agentProblem is a definition file that was skipped.
+type agentProblem struct {
 	Path string
 	Err  error
 }
 
-func (p AgentProblem) Error() string {
+func (p agentProblem) Error() string {
 	return fmt.Sprintf("subagent definition %s skipped: %v", p.Path, p.Err)
 }
 
@@ -86,24 +86,24 @@ type Agents struct {
 	// sig is the state of the directories the definitions were read from.
 	sig      string
 	loaded   bool
-	defs     []AgentDefinition
-	problems []AgentProblem
-	warn     []func(AgentProblem)
+	defs     []agentDefinition
+	problems []agentProblem
+	warn     []func(agentProblem)
 }
 
-// NewAgents returns the definitions of env's user and project directories.
-func NewAgents(env *Env) *Agents { return &Agents{env: env} }
+// newAgents returns the definitions of env's user and project directories.
+func newAgents(env *Env) *Agents { return &Agents{env: env} }
 
-// UserDir is ~/.qwen/agents, or "" when the state folder is unknown.
-func (a *Agents) UserDir() string {
+// userDir is ~/.qwen/agents, or "" when the state folder is unknown.
+func (a *Agents) userDir() string {
 	if a.env.QwenHome == "" {
 		return ""
 	}
 	return filepath.Join(a.env.QwenHome, "agents")
 }
 
-// ProjectDir is <primary root>/.qwen/agents, or "" without a root.
-func (a *Agents) ProjectDir() string {
+// projectDir is <primary root>/.qwen/agents, or "" without a root.
+func (a *Agents) projectDir() string {
 	if a.env.Workspace == nil {
 		return ""
 	}
@@ -114,38 +114,38 @@ func (a *Agents) ProjectDir() string {
 	return filepath.Join(root, ".qwen", "agents")
 }
 
-// OnWarning registers f for each newly skipped file (a file that stays
+// onWarning registers f for each newly skipped file (a file that stays
 // broken is reported once).
-func (a *Agents) OnWarning(f func(AgentProblem)) {
+func (a *Agents) onWarning(f func(agentProblem)) {
 	a.mu.Lock()
 	a.warn = append(a.warn, f)
 	a.mu.Unlock()
 }
 
-// Problems lists the files skipped by the last read.
-func (a *Agents) Problems() []AgentProblem {
+// lastProblems lists the files skipped by the last read.
+func (a *Agents) lastProblems() []agentProblem {
 	a.refresh()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.problems)
 }
 
-// List returns the definitions, sorted by name (case-insensitively).
-func (a *Agents) List() []AgentDefinition {
+// list returns the definitions, sorted by name (case-insensitively).
+func (a *Agents) list() []agentDefinition {
 	a.refresh()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.defs)
 }
 
-// Find looks a definition up by name, case-insensitively.
-func (a *Agents) Find(name string) (AgentDefinition, bool) {
-	for _, d := range a.List() {
+// find looks a definition up by name, case-insensitively.
+func (a *Agents) find(name string) (agentDefinition, bool) {
+	for _, d := range a.list() {
 		if strings.EqualFold(d.Name, name) {
 			return d, true
 		}
 	}
-	return AgentDefinition{}, false
+	return agentDefinition{}, false
 }
 
 // agentFile is one *.md file of a definitions directory.
@@ -157,7 +157,7 @@ type agentFile struct {
 func (a *Agents) scan() ([]agentFile, string) {
 	var files []agentFile
 	var sig strings.Builder
-	for _, d := range []struct{ dir, source string }{{a.UserDir(), AgentUser}, {a.ProjectDir(), AgentProject}} {
+	for _, d := range []struct{ dir, source string }{{a.userDir(), agentUser}, {a.projectDir(), agentProject}} {
 		fmt.Fprintf(&sig, "%s\x00", d.dir)
 		if d.dir == "" {
 			continue
@@ -194,9 +194,9 @@ func (a *Agents) refresh() {
 	for _, p := range a.problems {
 		old[p.Path] = p.Err.Error()
 	}
-	byName := map[string]AgentDefinition{strings.ToLower(builtinGeneralPurpose.Name): builtinGeneralPurpose}
-	var problems []AgentProblem
-	for _, source := range []string{AgentUser, AgentProject} {
+	byName := map[string]agentDefinition{strings.ToLower(builtinGeneralPurpose.Name): builtinGeneralPurpose}
+	var problems []agentProblem
+	for _, source := range []string{agentUser, agentProject} {
 		seen := map[string]string{}
 		for _, f := range files {
 			if f.source != source {
@@ -209,7 +209,7 @@ func (a *Agents) refresh() {
 				}
 			}
 			if err != nil {
-				problems = append(problems, AgentProblem{Path: f.path, Err: err})
+				problems = append(problems, agentProblem{Path: f.path, Err: err})
 				continue
 			}
 			def.Source, def.Path = source, f.path
@@ -217,15 +217,15 @@ func (a *Agents) refresh() {
 			byName[strings.ToLower(def.Name)] = def
 		}
 	}
-	defs := make([]AgentDefinition, 0, len(byName))
+	defs := make([]agentDefinition, 0, len(byName))
 	for _, d := range byName {
 		defs = append(defs, d)
 	}
-	slices.SortFunc(defs, func(x, y AgentDefinition) int {
+	slices.SortFunc(defs, func(x, y agentDefinition) int {
 		return strings.Compare(strings.ToLower(x.Name), strings.ToLower(y.Name))
 	})
 	a.defs, a.problems, a.sig, a.loaded = defs, problems, sig, true
-	var fresh []AgentProblem
+	var fresh []agentProblem
 	for _, p := range problems {
 		if msg, ok := old[p.Path]; !ok || msg != p.Err.Error() {
 			fresh = append(fresh, p)
@@ -240,23 +240,23 @@ func (a *Agents) refresh() {
 	}
 }
 
-func readAgentFile(path string) (AgentDefinition, error) {
+func readAgentFile(path string) (agentDefinition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return AgentDefinition{}, err
+		return agentDefinition{}, err
 	}
-	return ParseAgentDefinition(data)
+	return parseAgentDefinition(data)
 }
 
-// ParseAgentDefinition reads a definition file: YAML front matter between
+// parseAgentDefinition reads a definition file: YAML front matter between
 // "---" lines with name and description (required), tools (a list, or a
 // comma-separated string, of names or aliases), model and max_turns, then
 // the Markdown body, which is the system prompt. Other keys are ignored.
-func ParseAgentDefinition(data []byte) (AgentDefinition, error) {
+func parseAgentDefinition(data []byte) (agentDefinition, error) {
 	text := strings.ReplaceAll(strings.TrimPrefix(string(data), "\ufeff"), "\r\n", "\n")
 	lines := strings.Split(text, "\n")
 	if len(lines) == 0 || strings.TrimRight(lines[0], " \t") != "---" {
-		return AgentDefinition{}, errors.New(`the file does not start with a "---" line opening the front matter`)
+		return agentDefinition{}, errors.New(`the file does not start with a "---" line opening the front matter`)
 	}
 	end := -1
 	for i := 1; i < len(lines); i++ {
@@ -266,13 +266,13 @@ func ParseAgentDefinition(data []byte) (AgentDefinition, error) {
 		}
 	}
 	if end < 0 {
-		return AgentDefinition{}, errors.New(`the front matter has no closing "---" line`)
+		return agentDefinition{}, errors.New(`the front matter has no closing "---" line`)
 	}
 	fm, err := parseFrontMatter(lines[1:end])
 	if err != nil {
-		return AgentDefinition{}, fmt.Errorf("front matter: %w", err)
+		return agentDefinition{}, fmt.Errorf("front matter: %w", err)
 	}
-	def := AgentDefinition{MaxTurns: defaultMaxTurns, SystemPrompt: strings.TrimSpace(strings.Join(lines[end+1:], "\n"))}
+	def := agentDefinition{MaxTurns: defaultMaxTurns, SystemPrompt: strings.TrimSpace(strings.Join(lines[end+1:], "\n"))}
 	scalar := func(key string) (string, error) {
 		v, ok := fm[key]
 		if !ok || v.null {

@@ -19,50 +19,50 @@ import (
 // the review, the write itself (into the open buffer through the editor, or
 // to disk), and the message that tells the model what really happened.
 
-// ReviewOutcome is what an answer to an edit review means (tools.md §2.11).
-type ReviewOutcome int
+// reviewOutcome is what an answer to an edit review means (tools.md §2.11).
+type reviewOutcome int
 
 const (
-	// ReviewAsProposed: no final text, or the proposed one.
-	ReviewAsProposed ReviewOutcome = iota
-	// ReviewModified: the user changed the proposal in some other way.
-	ReviewModified
-	// ReviewPartial: the final text is the old one with a non-empty
+	// reviewAsProposed: no final text, or the proposed one.
+	reviewAsProposed reviewOutcome = iota
+	// reviewModified: the user changed the proposal in some other way.
+	reviewModified
+	// reviewPartial: the final text is the old one with a non-empty
 	// proper subset of the hunks applied.
-	ReviewPartial
-	// ReviewRejected: the final text is the old text.
-	ReviewRejected
+	reviewPartial
+	// reviewRejected: the final text is the old text.
+	reviewRejected
 )
 
-// Review is an accepted answer, classified.
-type Review struct {
-	Outcome ReviewOutcome
+// review is an accepted answer, classified.
+type review struct {
+	Outcome reviewOutcome
 	// Text is the text to write: the proposed text or the user's final
 	// text (the old text when rejected).
 	Text string
 	// Hunks are the proposal's hunks and Applied says which of them the
-	// final text kept; both are set for ReviewPartial only.
+	// final text kept; both are set for reviewPartial only.
 	Hunks   []diff.Hunk
 	Applied []bool
 }
 
-// ClassifyReview tells what an accepted review answer means. finalText is
-// the client's finalText (nil when it sent none). The scheduler calls it to
-// find a "rejected" that arrives as an acceptance whose final text is the
-// old text, and answers that with RejectionMessage instead of executing.
-func ClassifyReview(oldText, newText string, finalText *string) Review {
+// classifyReview tells what an accepted review answer means. finalText is
+// the client's finalText (nil when it sent none). applyChange calls it
+// before writing, and answers a "rejected" that arrives as an acceptance
+// whose final text is the old text with rejectionMessage, writing nothing.
+func classifyReview(oldText, newText string, finalText *string) review {
 	if finalText == nil || *finalText == newText {
-		return Review{Outcome: ReviewAsProposed, Text: newText}
+		return review{Outcome: reviewAsProposed, Text: newText}
 	}
 	final := *finalText
 	if final == oldText {
-		return Review{Outcome: ReviewRejected, Text: oldText}
+		return review{Outcome: reviewRejected, Text: oldText}
 	}
 	hunks := diff.Hunks(oldText, newText)
 	if applied, ok := keptHunks(oldText, hunks, final); ok {
-		return Review{Outcome: ReviewPartial, Text: final, Hunks: hunks, Applied: applied}
+		return review{Outcome: reviewPartial, Text: final, Hunks: hunks, Applied: applied}
 	}
-	return Review{Outcome: ReviewModified, Text: final}
+	return review{Outcome: reviewModified, Text: final}
 }
 
 // maxKeptPaths bounds the search of keptHunks. Real answers keep one or
@@ -143,11 +143,11 @@ func keptHunks(old string, hunks []diff.Hunk, final string) ([]bool, bool) {
 	return applied, kept > 0 && kept < n
 }
 
-// RejectionMessage is the reason the model reads when the user rejected a
+// rejectionMessage is the reason the model reads when the user rejected a
 // proposed change to abs (tools.md §2.11), with the user's feedback when
 // there is any. The scheduler makes the call cancelled and sends
 // "[Cancelled] " + this text (§5.5).
-func RejectionMessage(abs, feedback string) string {
+func rejectionMessage(abs, feedback string) string {
 	msg := fmt.Sprintf("The user rejected the proposed change to %s; the file was not modified.", abs)
 	if fb := strings.TrimSpace(feedback); fb != "" {
 		msg += " The user's feedback: " + fb
@@ -155,9 +155,9 @@ func RejectionMessage(abs, feedback string) string {
 	return msg
 }
 
-// RejectionDisplay is the display of a rejected change: the proposal, as
+// rejectionDisplay is the display of a rejected change: the proposal, as
 // the review showed it.
-func RejectionDisplay(c *EditConfirmation) *FileDiff {
+func rejectionDisplay(c *EditConfirmation) *FileDiff {
 	d := &FileDiff{FileName: filepath.Base(c.FilePath), FilePath: c.FilePath, FileDiff: c.FileDiff, NewContent: c.NewText}
 	if !c.IsNewFile {
 		old := c.OldText
@@ -217,7 +217,7 @@ func proposalOf(ctx context.Context, tool Tool, call *Call, params map[string]an
 	}
 	c, ok := conf.Details.(*EditConfirmation)
 	if !ok {
-		return nil, Errorf(ErrorUnknown, "the %s tool made no edit proposal", tool.Name())
+		return nil, Errorf(errorUnknown, "the %s tool made no edit proposal", tool.Name())
 	}
 	return c, nil
 }
@@ -235,11 +235,11 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 	if call.Decision != nil {
 		final = call.Decision.FinalText
 	}
-	review := ClassifyReview(c.OldText, c.NewText, final)
-	if review.Outcome == ReviewRejected {
+	review := classifyReview(c.OldText, c.NewText, final)
+	if review.Outcome == reviewRejected {
 		// The scheduler answers rejections itself; should one get here,
 		// nothing is written and the result is still no success.
-		return Result{Error: NewError(ErrorExecutionDenied, RejectionMessage(abs, "")), Display: RejectionDisplay(c)}, nil
+		return Result{Error: NewError(ErrorExecutionDenied, rejectionMessage(abs, "")), Display: rejectionDisplay(c)}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -289,14 +289,14 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		msg += " " + unsavedSentence
 	}
 	switch review.Outcome {
-	case ReviewAsProposed:
+	case reviewAsProposed:
 		if snippetAsProposed {
 			msg += " " + changeSnippet(current, toWrite)
 		}
-	case ReviewModified:
+	case reviewModified:
 		msg += " The user modified your proposal before it was applied, so the file differs from what you proposed. " +
 			changeSnippet(proposed, toWrite)
-	case ReviewPartial:
+	case reviewPartial:
 		msg += " " + partialSentence(review) + " " + changeSnippet(proposed, toWrite)
 	}
 
@@ -328,7 +328,7 @@ func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *wor
 				if ctx.Err() != nil {
 					return "", false, nil, ctx.Err()
 				}
-				return "", false, Errorf(ErrorFileWriteFailure, "The editor did not write the change to %s: %s. The file was not modified.", abs, rootCause(werr)), nil
+				return "", false, Errorf(errorFileWriteFailure, "The editor did not write the change to %s: %s. The file was not modified.", abs, rootCause(werr)), nil
 			}
 			before := int32(0)
 			if snap != nil {
@@ -348,7 +348,7 @@ func (e *Env) writeChange(ctx context.Context, call *Call, abs string, snap *wor
 			if reason == "" {
 				reason = "no reason given"
 			}
-			return "", false, Errorf(ErrorFileWriteFailure, "The editor did not apply the change to %s: %s. The file was not modified.", abs, reason), nil
+			return "", false, Errorf(errorFileWriteFailure, "The editor did not apply the change to %s: %s. The file was not modified.", abs, reason), nil
 		}
 		e.recordBufferWrite(call.Ledger, abs, snap.Version, text)
 		return text, false, nil, nil
@@ -380,7 +380,7 @@ func (e *Env) unsavedInEditor(abs, text string) bool {
 }
 
 // partialSentence says which hunks the user kept and which not.
-func partialSentence(r Review) string {
+func partialSentence(r review) string {
 	var rejected []string
 	for i, h := range r.Hunks {
 		if !r.Applied[i] {
@@ -393,7 +393,7 @@ func partialSentence(r Review) string {
 
 // changedDuringReview is the conflict answer of §2.11.
 func changedDuringReview(abs string) *ToolError {
-	return Errorf(ErrorFileChangedSinceRead,
+	return Errorf(errorFileChangedSinceRead,
 		"File %s changed while your change was being reviewed, and the change no longer applies cleanly; nothing was written. Re-read the file with read_file and try again.", abs)
 }
 
@@ -509,13 +509,13 @@ func crlfText(s string) string {
 // writeDisk writes text to abs in format f, atomically (tools.md §2.5), and
 // records the text as the file now holds it in the ledger.
 func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *ToolError {
-	if err := workspace.WriteTextIn(abs, text, f, e.openedInsideFor(abs, PathOptions{})); err != nil {
+	if err := workspace.WriteTextIn(abs, text, f, e.openedInsideFor(abs, pathOptions{})); err != nil {
 		return notWritable(abs, err)
 	}
 	// Read back through the tools' own view, so that the entry is what a
 	// later read sees: the text really written, with its mtime and size.
 	if snap, err := e.Workspace.ReadText(abs); err == nil {
-		l.Record(abs, EntryFor(snap, true, true, ""))
+		l.record(abs, entryFor(snap, true, true, ""))
 	}
 	return nil
 }
@@ -525,11 +525,11 @@ func (e *Env) writeDisk(l *Ledger, abs, text string, f workspace.TextFormat) *To
 // written text, the entry keeps the version the change was made on, which
 // the buffer no longer has, so the hash decides.
 func (e *Env) recordBufferWrite(l *Ledger, abs string, before int32, text string) {
-	entry := LedgerEntry{Source: workspace.FromBuffer, Version: before, Hash: HashText(text), Full: true, Editable: true}
+	entry := ledgerEntry{Source: workspace.FromBuffer, Version: before, Hash: hashText(text), Full: true, Editable: true}
 	if b, ok := e.Workspace.Overlay.Get(abs); ok && b.Text == text {
 		entry.Version = b.Version
 	}
-	l.Record(abs, entry)
+	l.record(abs, entry)
 }
 
 // notWritable maps a failed write (or a failed look at the target before
@@ -538,15 +538,15 @@ func notWritable(abs string, err error) *ToolError {
 	var nr *workspace.NotRegularError
 	switch {
 	case errors.As(err, &nr) && nr.Dir, errors.Is(err, syscall.EISDIR):
-		return Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+		return Errorf(errorTargetIsDirectory, "%s is a directory, not a file.", abs)
 	case errors.As(err, &nr):
 		return notRegularFile(abs)
 	case errors.Is(err, fs.ErrPermission):
-		return Errorf(ErrorPermissionDenied, "Permission denied: cannot write %s (EACCES).", abs)
+		return Errorf(errorPermissionDenied, "Permission denied: cannot write %s (EACCES).", abs)
 	case errors.Is(err, syscall.ENOSPC):
-		return Errorf(ErrorNoSpaceLeft, "No space left on device while writing %s (ENOSPC)", abs)
+		return Errorf(errorNoSpaceLeft, "No space left on device while writing %s (ENOSPC)", abs)
 	}
-	return Errorf(ErrorFileWriteFailure, "Could not write %s: %s", abs, rootCause(err))
+	return Errorf(errorFileWriteFailure, "Could not write %s: %s", abs, rootCause(err))
 }
 
 // rootCause is the text of the innermost error err wraps: "not a

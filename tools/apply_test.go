@@ -14,15 +14,15 @@ import (
 )
 
 // String names an outcome in test failures.
-func (o ReviewOutcome) String() string {
+func (o reviewOutcome) String() string {
 	switch o {
-	case ReviewAsProposed:
+	case reviewAsProposed:
 		return "as proposed"
-	case ReviewModified:
+	case reviewModified:
 		return "modified"
-	case ReviewPartial:
+	case reviewPartial:
 		return "partly applied"
-	case ReviewRejected:
+	case reviewRejected:
 		return "rejected"
 	}
 	return fmt.Sprintf("ReviewOutcome(%d)", int(o))
@@ -46,27 +46,27 @@ func TestClassifyReview(t *testing.T) {
 	proposed := "a\nB\nc\nd\nE\n"
 	str := func(s string) *string { return &s }
 
-	if r := ClassifyReview(old, proposed, nil); r.Outcome != ReviewAsProposed || r.Text != proposed {
+	if r := classifyReview(old, proposed, nil); r.Outcome != reviewAsProposed || r.Text != proposed {
 		t.Errorf("no final text: %v %q", r.Outcome, r.Text)
 	}
-	if r := ClassifyReview(old, proposed, str(proposed)); r.Outcome != ReviewAsProposed {
+	if r := classifyReview(old, proposed, str(proposed)); r.Outcome != reviewAsProposed {
 		t.Errorf("final == new: %v", r.Outcome)
 	}
-	if r := ClassifyReview(old, proposed, str(old)); r.Outcome != ReviewRejected || r.Text != old {
+	if r := classifyReview(old, proposed, str(old)); r.Outcome != reviewRejected || r.Text != old {
 		t.Errorf("final == old: %v", r.Outcome)
 	}
-	r := ClassifyReview(old, proposed, str("a\nb\nc\nd\nE\n"))
-	if r.Outcome != ReviewPartial || r.Text != "a\nb\nc\nd\nE\n" || !reflect.DeepEqual(r.Applied, []bool{false, true}) || len(r.Hunks) != 2 {
+	r := classifyReview(old, proposed, str("a\nb\nc\nd\nE\n"))
+	if r.Outcome != reviewPartial || r.Text != "a\nb\nc\nd\nE\n" || !reflect.DeepEqual(r.Applied, []bool{false, true}) || len(r.Hunks) != 2 {
 		t.Errorf("one of two hunks: %+v", r)
 	}
-	if r := ClassifyReview(old, proposed, str("a\nB\nc\nd\nEE\n")); r.Outcome != ReviewModified {
+	if r := classifyReview(old, proposed, str("a\nB\nc\nd\nEE\n")); r.Outcome != reviewModified {
 		t.Errorf("typed into a hunk: %v", r.Outcome)
 	}
-	if r := ClassifyReview(old, proposed, str("a\nb\nc\nX\ne\n")); r.Outcome != ReviewModified {
+	if r := classifyReview(old, proposed, str("a\nb\nc\nX\ne\n")); r.Outcome != reviewModified {
 		t.Errorf("typed outside the hunks: %v", r.Outcome)
 	}
 	// With a single hunk there is no proper non-empty subset.
-	if r := ClassifyReview("a\nb\n", "a\nc\n", str("a\nd\n")); r.Outcome != ReviewModified {
+	if r := classifyReview("a\nb\n", "a\nc\n", str("a\nd\n")); r.Outcome != reviewModified {
 		t.Errorf("single hunk changed: %v", r.Outcome)
 	}
 }
@@ -90,8 +90,8 @@ func TestClassifyReviewWithEmptySides(t *testing.T) {
 			}
 		}
 		final := applyHunks(old, kept)
-		r := ClassifyReview(old, proposed, &final)
-		if r.Outcome != ReviewPartial || !reflect.DeepEqual(r.Applied, want) {
+		r := classifyReview(old, proposed, &final)
+		if r.Outcome != reviewPartial || !reflect.DeepEqual(r.Applied, want) {
 			t.Errorf("mask %b: final %q gave %v %v, want partial %v", mask, final, r.Outcome, r.Applied, want)
 		}
 	}
@@ -120,19 +120,19 @@ func TestClassifyReviewEverySubset(t *testing.T) {
 			}
 		}
 		final := applyHunks(old, kept)
-		r := ClassifyReview(old, proposed, &final)
-		want := ReviewPartial
+		r := classifyReview(old, proposed, &final)
+		want := reviewPartial
 		switch mask {
 		case 0:
-			want = ReviewRejected
+			want = reviewRejected
 		case 15:
-			want = ReviewAsProposed
+			want = reviewAsProposed
 		}
 		if r.Outcome != want {
 			t.Errorf("mask %04b: %v, want %v", mask, r.Outcome, want)
 			continue
 		}
-		if want == ReviewPartial {
+		if want == reviewPartial {
 			for i := range hunks {
 				if r.Applied[i] != (mask&(1<<i) != 0) {
 					t.Errorf("mask %04b: applied %v", mask, r.Applied)
@@ -240,14 +240,14 @@ func TestNotWritable(t *testing.T) {
 		typ  ErrorType
 		want string
 	}{
-		{pathErr(syscall.EACCES), ErrorPermissionDenied, "Permission denied: cannot write /w/a.txt (EACCES)."},
-		{pathErr(syscall.EPERM), ErrorPermissionDenied, "Permission denied: cannot write /w/a.txt (EACCES)."},
-		{pathErr(syscall.ENOSPC), ErrorNoSpaceLeft, "No space left on device while writing /w/a.txt (ENOSPC)"},
-		{pathErr(syscall.EISDIR), ErrorTargetIsDirectory, "/w/a.txt is a directory, not a file."},
-		{&workspace.NotRegularError{Path: abs, Dir: true}, ErrorTargetIsDirectory, "/w/a.txt is a directory, not a file."},
-		{&workspace.NotRegularError{Path: abs}, ErrorEditRequiresPriorRead, "/w/a.txt is a FIFO, socket or device; this tool cannot change it."},
-		{pathErr(syscall.EROFS), ErrorFileWriteFailure, "Could not write /w/a.txt: read-only file system"},
-		{errors.New("disk on fire"), ErrorFileWriteFailure, "Could not write /w/a.txt: disk on fire"},
+		{pathErr(syscall.EACCES), errorPermissionDenied, "Permission denied: cannot write /w/a.txt (EACCES)."},
+		{pathErr(syscall.EPERM), errorPermissionDenied, "Permission denied: cannot write /w/a.txt (EACCES)."},
+		{pathErr(syscall.ENOSPC), errorNoSpaceLeft, "No space left on device while writing /w/a.txt (ENOSPC)"},
+		{pathErr(syscall.EISDIR), errorTargetIsDirectory, "/w/a.txt is a directory, not a file."},
+		{&workspace.NotRegularError{Path: abs, Dir: true}, errorTargetIsDirectory, "/w/a.txt is a directory, not a file."},
+		{&workspace.NotRegularError{Path: abs}, errorEditRequiresPriorRead, "/w/a.txt is a FIFO, socket or device; this tool cannot change it."},
+		{pathErr(syscall.EROFS), errorFileWriteFailure, "Could not write /w/a.txt: read-only file system"},
+		{errors.New("disk on fire"), errorFileWriteFailure, "Could not write /w/a.txt: disk on fire"},
 	}
 	for _, tt := range tests {
 		got := notWritable(abs, tt.err)
@@ -258,19 +258,19 @@ func TestNotWritable(t *testing.T) {
 }
 
 func TestRejection(t *testing.T) {
-	if got := RejectionMessage("/w/a.txt", ""); got != "The user rejected the proposed change to /w/a.txt; the file was not modified." {
+	if got := rejectionMessage("/w/a.txt", ""); got != "The user rejected the proposed change to /w/a.txt; the file was not modified." {
 		t.Errorf("without feedback: %q", got)
 	}
-	if got := RejectionMessage("/w/a.txt", "  use tabs \n"); got != "The user rejected the proposed change to /w/a.txt; the file was not modified. The user's feedback: use tabs" {
+	if got := rejectionMessage("/w/a.txt", "  use tabs \n"); got != "The user rejected the proposed change to /w/a.txt; the file was not modified. The user's feedback: use tabs" {
 		t.Errorf("with feedback: %q", got)
 	}
 	c := &EditConfirmation{FilePath: "/w/d/a.txt", OldText: "a\n", NewText: "b\n", FileDiff: "diff"}
-	d := RejectionDisplay(c)
+	d := rejectionDisplay(c)
 	if d.FileName != "a.txt" || d.FilePath != c.FilePath || d.FileDiff != "diff" || d.NewContent != "b\n" ||
 		d.OriginalContent == nil || *d.OriginalContent != "a\n" {
 		t.Errorf("display = %+v", d)
 	}
-	if d := RejectionDisplay(&EditConfirmation{FilePath: "/w/n.txt", NewText: "x", IsNewFile: true}); d.OriginalContent != nil {
+	if d := rejectionDisplay(&EditConfirmation{FilePath: "/w/n.txt", NewText: "x", IsNewFile: true}); d.OriginalContent != nil {
 		t.Errorf("a new file's display has original content %q", *d.OriginalContent)
 	}
 }

@@ -28,30 +28,30 @@ var qwenKeyVar = regexp.MustCompile(`^QWEN_.*(KEY|TOKEN|SECRET|PASSWORD)`)
 // headers) whose values are secrets.
 var secretName = regexp.MustCompile(`(?i)(api[_-]?key|token|secret|password|authorization)`)
 
-// MinSecretLen is the shortest configured value treated as a secret:
+// minSecretLen is the shortest configured value treated as a secret:
 // shorter ones would match ordinary words.
-const MinSecretLen = 8
+const minSecretLen = 8
 
 // ConfiguredSecrets are the values a session file, a log line, an error
 // reply or a child's environment must never hold, longest first so that a
 // secret that contains another is replaced whole. All holds the model's key
 // (from the settings, the environment or a .env file), every model
 // provider's key and every secret of the .env files (Settings.KeyValues),
-// and every string of MinSecretLen
+// and every string of minSecretLen
 // or more in the settings under a name that says secret, or in an MCP
 // server's env or headers. Named leaves out the env and header values
 // whose own name does not say secret: those are often ordinary values
 // ("PATH": "$PATH"), fine to redact from a log but not to take from a
 // child's environment.
 func ConfiguredSecrets(st *workspace.Settings) (all, named []string) {
-	if key := st.Model().APIKey; len(key) >= MinSecretLen {
+	if key := st.Model().APIKey; len(key) >= minSecretLen {
 		all = append(all, key)
 		named = append(named, key)
 	}
 	// The keys of every model provider (their envKey variables) and the
 	// secrets of the .env files, which the settings tree does not hold.
 	for _, key := range st.KeyValues() {
-		if len(key) >= MinSecretLen {
+		if len(key) >= minSecretLen {
 			all = append(all, key)
 			named = append(named, key)
 		}
@@ -68,7 +68,7 @@ func ConfiguredSecrets(st *workspace.Settings) (all, named []string) {
 				walk(x, byName, inEnv)
 			}
 		case string:
-			if len(v) < MinSecretLen {
+			if len(v) < minSecretLen {
 				return
 			}
 			if byName || inEnv {
@@ -119,20 +119,20 @@ func ChildEnv(st *workspace.Settings) []string {
 		_, secrets = ConfiguredSecrets(st)
 		names = keySourceVars(st)
 	}
-	return FilterEnv(os.Environ(), names, secrets)
+	return filterEnv(os.Environ(), names, secrets)
 }
 
-// FilterEnv returns env (KEY=value entries) without the key variables,
+// filterEnv returns env (KEY=value entries) without the key variables,
 // the variables named in drop, and every variable whose value is one of
 // secrets or holds one (as "Bearer <key>" does).
-func FilterEnv(env, drop, secrets []string) []string {
+func filterEnv(env, drop, secrets []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		if slices.Contains(keyVars, name) || qwenKeyVar.MatchString(name) || slices.Contains(drop, name) {
 			continue
 		}
-		if len(value) >= MinSecretLen && slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(value, s) }) {
+		if len(value) >= minSecretLen && slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(value, s) }) {
 			continue
 		}
 		out = append(out, kv)

@@ -15,10 +15,10 @@ func TestFilterEnv(t *testing.T) {
 		"QWEN_API_KEY=k", "QWEN_OAUTH_TOKEN=t", "QWEN_HOME=/q", "MY_KEY_VAR=from-settings",
 		"COPY=secret-value-1", "HEADER=Bearer secret-value-1", "SHORT=secret-v", "EMPTY=",
 	}
-	got := FilterEnv(env, []string{"MY_KEY_VAR"}, []string{"secret-value-1"})
+	got := filterEnv(env, []string{"MY_KEY_VAR"}, []string{"secret-value-1"})
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/u", "QWEN_HOME=/q", "SHORT=secret-v", "EMPTY="}
 	if !slices.Equal(got, want) {
-		t.Fatalf("FilterEnv = %q\nwant %q", got, want)
+		t.Fatalf("filterEnv = %q\nwant %q", got, want)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestProviderKeysAndDotEnvSecretsAreConfigured(t *testing.T) {
 	if slices.Contains(all, "ordinary-value-123") {
 		t.Error("a .env value whose name says nothing is taken as a secret")
 	}
-	env := FilterEnv([]string{"COPY_OF_A=sk-a-from-dotenv-1234", "B=Bearer sk-b-from-process-9999", "PLAIN=ordinary-value-123"}, keySourceVars(ws.Settings), named)
+	env := filterEnv([]string{"COPY_OF_A=sk-a-from-dotenv-1234", "B=Bearer sk-b-from-process-9999", "PLAIN=ordinary-value-123"}, keySourceVars(ws.Settings), named)
 	if !slices.Equal(env, []string{"PLAIN=ordinary-value-123"}) {
 		t.Fatalf("child env = %q", env)
 	}

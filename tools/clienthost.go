@@ -113,7 +113,7 @@ func clientFiles(call *Call) ClientFiles {
 // file.
 func syncClient(ctx context.Context, call *Call, abs string) error {
 	cf := clientFiles(call)
-	if cf == nil || BufferFileType(filepath.Base(abs)).IsMedia() {
+	if cf == nil || bufferFileType(filepath.Base(abs)).isMedia() {
 		return nil
 	}
 	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {

@@ -12,10 +12,10 @@ type ConfirmationType string
 // The confirmation types of tools.md §1.3.
 const (
 	ConfirmEdit ConfirmationType = "edit"
-	ConfirmExec ConfirmationType = "exec"
-	ConfirmMCP  ConfirmationType = "mcp"
+	confirmExec ConfirmationType = "exec"
+	confirmMCP  ConfirmationType = "mcp"
 	ConfirmInfo ConfirmationType = "info"
-	ConfirmPlan ConfirmationType = "plan"
+	confirmPlan ConfirmationType = "plan"
 )
 
 // Confirmation is what ShouldConfirm returns when a call needs the user:
@@ -93,10 +93,10 @@ type PlanConfirmation struct {
 }
 
 func (*EditConfirmation) ConfirmationType() ConfirmationType { return ConfirmEdit }
-func (*ExecConfirmation) ConfirmationType() ConfirmationType { return ConfirmExec }
-func (*MCPConfirmation) ConfirmationType() ConfirmationType  { return ConfirmMCP }
+func (*ExecConfirmation) ConfirmationType() ConfirmationType { return confirmExec }
+func (*MCPConfirmation) ConfirmationType() ConfirmationType  { return confirmMCP }
 func (*InfoConfirmation) ConfirmationType() ConfirmationType { return ConfirmInfo }
-func (*PlanConfirmation) ConfirmationType() ConfirmationType { return ConfirmPlan }
+func (*PlanConfirmation) ConfirmationType() ConfirmationType { return confirmPlan }
 
 // MarshalJSON encodes {type, title, ...details}.
 func (c *Confirmation) MarshalJSON() ([]byte, error) {
@@ -138,13 +138,13 @@ func (c *Confirmation) UnmarshalJSON(data []byte) error {
 	switch head.Type {
 	case ConfirmEdit:
 		d = &EditConfirmation{}
-	case ConfirmExec:
+	case confirmExec:
 		d = &ExecConfirmation{}
-	case ConfirmMCP:
+	case confirmMCP:
 		d = &MCPConfirmation{}
 	case ConfirmInfo:
 		d = &InfoConfirmation{}
-	case ConfirmPlan:
+	case confirmPlan:
 		d = &PlanConfirmation{}
 	default:
 		return fmt.Errorf("decode confirmation: unknown type %q", head.Type)

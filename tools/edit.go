@@ -61,7 +61,7 @@ func (t *Edit) Validate(params map[string]any) *ToolError {
 	if terr != nil {
 		return terr
 	}
-	if terr := t.env.QwenIgnored(abs); terr != nil {
+	if terr := t.env.qwenIgnored(abs); terr != nil {
 		return terr
 	}
 	if _, present := params["expected_replacements"]; present {
@@ -80,7 +80,7 @@ func expectedReplacements(params map[string]any) (int, bool) {
 	if !present {
 		return 0, false
 	}
-	n, ok := Int(params, "expected_replacements")
+	n, ok := intParam(params, "expected_replacements")
 	if s, isString := v.(string); isString {
 		var err error
 		n, err = strconv.Atoi(strings.TrimSpace(s))
@@ -93,7 +93,7 @@ func expectedReplacements(params map[string]any) (int, bool) {
 // the first lines of the two strings.
 func (t *Edit) Describe(params map[string]any) string {
 	p, _ := String(params, "file_path")
-	rel := readTitlePath(t.env.Rel(CleanPathArg(p)))
+	rel := readTitlePath(t.env.Rel(cleanPathArg(p)))
 	old, _ := String(params, "old_string")
 	repl, _ := String(params, "new_string")
 	switch {
@@ -118,7 +118,7 @@ func firstLineShort(s string) string {
 // Locations is the file.
 func (t *Edit) Locations(params map[string]any) []Location {
 	p, _ := String(params, "file_path")
-	return []Location{{Path: CleanPathArg(p)}}
+	return []Location{{Path: cleanPathArg(p)}}
 }
 
 // ShouldConfirm computes the edit (tools.md §3.4 steps 1–6) and returns it
@@ -126,11 +126,11 @@ func (t *Edit) Locations(params map[string]any) []Location {
 // here, before the user sees anything.
 func (t *Edit) ShouldConfirm(ctx context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
 	p, _ := String(params, "file_path")
-	abs := CleanPathArg(p)
+	abs := cleanPathArg(p)
 	spec := editSpec{}
 	spec.Old, _ = String(params, "old_string")
 	spec.New, _ = String(params, "new_string")
-	spec.ReplaceAll, _ = Bool(params, "replace_all")
+	spec.ReplaceAll, _ = boolParam(params, "replace_all")
 	spec.Expected, _ = expectedReplacements(params)
 
 	snap, terr, err := t.env.priorText(ctx, call, abs, verbEditing)
@@ -138,19 +138,19 @@ func (t *Edit) ShouldConfirm(ctx context.Context, call *Call, params map[string]
 		return nil, terr
 	}
 	if err != nil {
-		return nil, Errorf(ErrorEditPreparationFailure, "Could not prepare the edit of %s: %s", abs, rootCause(err))
+		return nil, Errorf(errorEditPreparationFailure, "Could not prepare the edit of %s: %s", abs, rootCause(err))
 	}
 	exists := snap != nil
 
 	if spec.Old == "" {
 		if exists {
-			return nil, Errorf(ErrorAttemptToCreateExistingFile,
+			return nil, Errorf(errorAttemptToCreateExistingFile,
 				"%s already exists, so it cannot be created. To change it, read it and give a non-empty old_string.", abs)
 		}
 		return t.env.changeProposal(abs, "Confirm Edit", nil, spec.New), nil
 	}
 	if !exists {
-		return nil, Errorf(ErrorFileNotFound, "%s does not exist. To create it, give an empty old_string.", abs)
+		return nil, Errorf(errorFileNotFound, "%s does not exist. To create it, give an empty old_string.", abs)
 	}
 	if terr := checkBufferWritable(call, snap); terr != nil {
 		return nil, terr
@@ -173,22 +173,22 @@ func (t *Edit) ShouldConfirm(ctx context.Context, call *Call, params map[string]
 func matchError(abs string, spec editSpec, m editMatch) *ToolError {
 	switch m.Failure {
 	case failNoOccurrence:
-		return Errorf(ErrorEditNoOccurrenceFound,
+		return Errorf(errorEditNoOccurrenceFound,
 			"old_string was not found in %s, so nothing was changed. It must match the file exactly, including whitespace and indentation, with no added escaping; read the file again to check.", abs)
 	case failExpectedMismatch:
 		times := "times"
 		if m.Count == 1 {
 			times = "time"
 		}
-		return Errorf(ErrorEditExpectedOccurrenceMismatch,
+		return Errorf(errorEditExpectedOccurrenceMismatch,
 			"old_string occurs %d %s in %s, not the %d that expected_replacements gives; nothing was changed.", m.Count, times, abs, spec.Expected)
 	case failAmbiguous:
-		return Errorf(ErrorEditExpectedOccurrenceMismatch,
+		return Errorf(errorEditExpectedOccurrenceMismatch,
 			"old_string occurs %d times in %s, so the edit is ambiguous; nothing was changed. Include more of the surrounding text to make it unique, or set replace_all to true to change every occurrence.", m.Count, abs)
 	case failSameStrings:
-		return Errorf(ErrorEditNoChange, "old_string and new_string are the same, so %s was not changed.", abs)
+		return Errorf(errorEditNoChange, "old_string and new_string are the same, so %s was not changed.", abs)
 	case failNoEffect:
-		return Errorf(ErrorEditNoChange, "The edit would leave %s as it is, so nothing was changed.", abs)
+		return Errorf(errorEditNoChange, "The edit would leave %s as it is, so nothing was changed.", abs)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ type Env struct {
 	// Processes keeps the process groups that outlive a shell call
 	// (background commands, leftovers); the server kills them with
 	// KillAll when it exits. NewShell sets it when it is nil.
-	Processes *ProcessGroups
+	Processes *processGroups
 }
 
 // DefaultQwenHome returns $QWEN_HOME, else ~/.qwen.
@@ -37,14 +37,14 @@ func DefaultQwenHome() string {
 // Settings returns the workspace's merged settings.
 func (e *Env) Settings() *workspace.Settings { return e.Workspace.Settings }
 
-// Threshold is tools.truncateToolOutputThreshold (characters; <= 0 means
+// threshold is tools.truncateToolOutputThreshold (characters; <= 0 means
 // unlimited).
-func (e *Env) Threshold() int {
+func (e *Env) threshold() int {
 	return e.Settings().Int("tools.truncateToolOutputThreshold", 25000)
 }
 
-// LineLimit is tools.truncateToolOutputLines (<= 0 means unlimited).
-func (e *Env) LineLimit() int {
+// lineLimit is tools.truncateToolOutputLines (<= 0 means unlimited).
+func (e *Env) lineLimit() int {
 	return e.Settings().Int("tools.truncateToolOutputLines", 1000)
 }
 
@@ -58,13 +58,13 @@ func (e *Env) ProjectTempDir() string {
 // root ("." for the root), else absolute.
 func (e *Env) Rel(abs string) string { return e.Workspace.Roots.Rel(abs) }
 
-// RespectGitIgnore and RespectQwenIgnore are the
+// respectGitIgnore and respectQwenIgnore are the
 // context.fileFiltering settings (both default true).
-func (e *Env) RespectGitIgnore() bool {
+func (e *Env) respectGitIgnore() bool {
 	return e.Settings().Bool("context.fileFiltering.respectGitIgnore", true)
 }
 
-// RespectQwenIgnore: see RespectGitIgnore.
-func (e *Env) RespectQwenIgnore() bool {
+// respectQwenIgnore: see respectGitIgnore.
+func (e *Env) respectQwenIgnore() bool {
 	return e.Settings().Bool("context.fileFiltering.respectQwenIgnore", true)
 }

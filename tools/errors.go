@@ -8,7 +8,7 @@ type ErrorType string
 // General error types.
 const (
 	ErrorInvalidToolParams  ErrorType = "invalid_tool_params"
-	ErrorUnknown            ErrorType = "unknown"
+	errorUnknown            ErrorType = "unknown"
 	ErrorUnhandledException ErrorType = "unhandled_exception"
 	ErrorToolNotRegistered  ErrorType = "tool_not_registered"
 	ErrorExecutionFailed    ErrorType = "execution_failed"
@@ -18,40 +18,40 @@ const (
 
 // File error types.
 const (
-	ErrorFileNotFound                ErrorType = "file_not_found"
-	ErrorFileWriteFailure            ErrorType = "file_write_failure"
-	ErrorReadContentFailure          ErrorType = "read_content_failure"
-	ErrorAttemptToCreateExistingFile ErrorType = "attempt_to_create_existing_file"
-	ErrorFileTooLarge                ErrorType = "file_too_large"
-	ErrorPermissionDenied            ErrorType = "permission_denied"
-	ErrorNoSpaceLeft                 ErrorType = "no_space_left"
-	ErrorTargetIsDirectory           ErrorType = "target_is_directory"
-	ErrorPathNotInWorkspace          ErrorType = "path_not_in_workspace"
-	ErrorSearchPathNotFound          ErrorType = "search_path_not_found"
-	ErrorSearchPathNotADirectory     ErrorType = "search_path_not_a_directory"
+	errorFileNotFound                ErrorType = "file_not_found"
+	errorFileWriteFailure            ErrorType = "file_write_failure"
+	errorReadContentFailure          ErrorType = "read_content_failure"
+	errorAttemptToCreateExistingFile ErrorType = "attempt_to_create_existing_file"
+	errorFileTooLarge                ErrorType = "file_too_large"
+	errorPermissionDenied            ErrorType = "permission_denied"
+	errorNoSpaceLeft                 ErrorType = "no_space_left"
+	errorTargetIsDirectory           ErrorType = "target_is_directory"
+	errorPathNotInWorkspace          ErrorType = "path_not_in_workspace"
+	errorSearchPathNotFound          ErrorType = "search_path_not_found"
+	errorSearchPathNotADirectory     ErrorType = "search_path_not_a_directory"
 )
 
 // Edit error types.
 const (
-	ErrorEditPreparationFailure         ErrorType = "edit_preparation_failure"
-	ErrorEditNoOccurrenceFound          ErrorType = "edit_no_occurrence_found"
-	ErrorEditExpectedOccurrenceMismatch ErrorType = "edit_expected_occurrence_mismatch"
-	ErrorEditNoChange                   ErrorType = "edit_no_change"
-	ErrorEditRequiresPriorRead          ErrorType = "edit_requires_prior_read"
-	ErrorFileChangedSinceRead           ErrorType = "file_changed_since_read"
-	ErrorPriorReadVerificationFailed    ErrorType = "prior_read_verification_failed"
+	errorEditPreparationFailure         ErrorType = "edit_preparation_failure"
+	errorEditNoOccurrenceFound          ErrorType = "edit_no_occurrence_found"
+	errorEditExpectedOccurrenceMismatch ErrorType = "edit_expected_occurrence_mismatch"
+	errorEditNoChange                   ErrorType = "edit_no_change"
+	errorEditRequiresPriorRead          ErrorType = "edit_requires_prior_read"
+	errorFileChangedSinceRead           ErrorType = "file_changed_since_read"
+	errorPriorReadVerificationFailed    ErrorType = "prior_read_verification_failed"
 )
 
 // Error types of individual tools.
 const (
-	ErrorGlobExecution           ErrorType = "glob_execution_error"
-	ErrorGrepExecution           ErrorType = "grep_execution_error"
-	ErrorLsExecution             ErrorType = "ls_execution_error"
-	ErrorPathIsNotADirectory     ErrorType = "path_is_not_a_directory"
-	ErrorReadManyFilesSearch     ErrorType = "read_many_files_search_error"
+	errorGlobExecution           ErrorType = "glob_execution_error"
+	errorGrepExecution           ErrorType = "grep_execution_error"
+	errorLsExecution             ErrorType = "ls_execution_error"
+	errorPathIsNotADirectory     ErrorType = "path_is_not_a_directory"
+	errorReadManyFilesSearch     ErrorType = "read_many_files_search_error"
 	ErrorMCPTool                 ErrorType = "mcp_tool_error"
-	ErrorMemoryToolExecution     ErrorType = "memory_tool_execution_error"
-	ErrorShellExecute            ErrorType = "shell_execute_error"
+	errorMemoryToolExecution     ErrorType = "memory_tool_execution_error"
+	errorShellExecute            ErrorType = "shell_execute_error"
 	ErrorDiscoveredToolExecution ErrorType = "discovered_tool_execution_error"
 	ErrorWebFetchFallbackFailed  ErrorType = "web_fetch_fallback_failed"
 	ErrorWebFetchProcessing      ErrorType = "web_fetch_processing_error"

@@ -24,15 +24,15 @@ var exitPlanModeSchema = json.RawMessage(`{
 
 // The texts of tools.md §3.14 that the scheduler needs.
 const (
-	// PlanConfirmTitle is the title of the plan confirmation.
-	PlanConfirmTitle = "Would you like to proceed?"
+	// planConfirmTitle is the title of the plan confirmation.
+	planConfirmTitle = "Would you like to proceed?"
 	// PlanRejectedReason is the cancellation reason the model reads when
 	// the user keeps planning (the scheduler prefixes "[Cancelled] ").
 	PlanRejectedReason = "The user rejected the plan; plan mode stays on."
-	// PlanApprovedMessage is the PlanSummary message of an approved plan.
-	PlanApprovedMessage = "User approved the plan."
-	// PlanRejectedMessage is the PlanSummary message of a rejected plan.
-	PlanRejectedMessage = "User rejected the plan."
+	// planApprovedMessage is the PlanSummary message of an approved plan.
+	planApprovedMessage = "User approved the plan."
+	// planRejectedMessage is the PlanSummary message of a rejected plan.
+	planRejectedMessage = "User rejected the plan."
 )
 
 // modeAfterUnknown is the mode exit_plan_mode reports when the scheduler
@@ -82,7 +82,7 @@ func (t *ExitPlanMode) Describe(map[string]any) string { return "Present plan fo
 
 // ShouldConfirm asks the user to approve the plan.
 func (t *ExitPlanMode) ShouldConfirm(_ context.Context, _ *Call, params map[string]any) (*Confirmation, *ToolError) {
-	return &Confirmation{Title: PlanConfirmTitle, Details: &PlanConfirmation{Plan: planOf(params)}}, nil
+	return &Confirmation{Title: planConfirmTitle, Details: &PlanConfirmation{Plan: planOf(params)}}, nil
 }
 
 // Execute reports the approved plan and the mode the session is now in.
@@ -92,11 +92,11 @@ func (t *ExitPlanMode) Execute(_ context.Context, call *Call, params map[string]
 		mode = modeAfterUnknown
 	}
 	msg := fmt.Sprintf("The user approved your plan, and the approval mode is now %s. Carry out the plan; if you keep a todo list, update it first.", mode)
-	return TextResult(msg, &PlanSummary{Message: PlanApprovedMessage, Plan: planOf(params)}), nil
+	return TextResult(msg, &PlanSummary{Message: planApprovedMessage, Plan: planOf(params)}), nil
 }
 
 // PlanRejectedDisplay is the display of a plan the user turned down; the
 // scheduler shows it with the cancelled state and PlanRejectedReason.
 func PlanRejectedDisplay(plan string) *PlanSummary {
-	return &PlanSummary{Message: PlanRejectedMessage, Plan: plan, Rejected: true}
+	return &PlanSummary{Message: planRejectedMessage, Plan: plan, Rejected: true}
 }

@@ -11,33 +11,29 @@ type FileType string
 
 // The file types of tools.md §2.4.
 const (
-	FileText     FileType = "text"
+	fileText     FileType = "text"
 	FileBinary   FileType = "binary"
-	FileSVG      FileType = "svg"
-	FileNotebook FileType = "notebook"
-	FileImage    FileType = "image"
-	FileAudio    FileType = "audio"
-	FileVideo    FileType = "video"
-	FilePDF      FileType = "pdf"
+	fileSVG      FileType = "svg"
+	fileNotebook FileType = "notebook"
+	fileImage    FileType = "image"
+	fileAudio    FileType = "audio"
+	fileVideo    FileType = "video"
+	filePDF      FileType = "pdf"
 )
 
-// IsMedia reports whether the type is sent to the model as inline data
+// isMedia reports whether the type is sent to the model as inline data
 // (image, audio, video, PDF), subject to model.modalities.
-func (t FileType) IsMedia() bool {
-	return t == FileImage || t == FileAudio || t == FileVideo || t == FilePDF
+func (t FileType) isMedia() bool {
+	return t == fileImage || t == fileAudio || t == fileVideo || t == filePDF
 }
 
-// Editable reports whether edit and write_file may change a file of this
-// type after reading it (tools.md §2.9): text and SVG.
-func (t FileType) Editable() bool { return t == FileText || t == FileSVG }
-
-// Noun is how messages name the type: "image", "audio", "video", "PDF",
+// noun is how messages name the type: "image", "audio", "video", "PDF",
 // "binary", "notebook", "SVG" or "text".
-func (t FileType) Noun() string {
+func (t FileType) noun() string {
 	switch t {
-	case FilePDF:
+	case filePDF:
 		return "PDF"
-	case FileSVG:
+	case fileSVG:
 		return "SVG"
 	}
 	return string(t)
@@ -50,30 +46,30 @@ var mediaTypes = map[string]struct {
 	t    FileType
 	mime string
 }{
-	".png":  {FileImage, "image/png"},
-	".jpg":  {FileImage, "image/jpeg"},
-	".jpeg": {FileImage, "image/jpeg"},
-	".gif":  {FileImage, "image/gif"},
-	".webp": {FileImage, "image/webp"},
-	".bmp":  {FileImage, "image/bmp"},
-	".ico":  {FileImage, "image/x-icon"},
-	".tif":  {FileImage, "image/tiff"},
-	".tiff": {FileImage, "image/tiff"},
-	".avif": {FileImage, "image/avif"},
-	".heic": {FileImage, "image/heic"},
-	".mp3":  {FileAudio, "audio/mpeg"},
-	".wav":  {FileAudio, "audio/wav"},
-	".ogg":  {FileAudio, "audio/ogg"},
-	".flac": {FileAudio, "audio/flac"},
-	".m4a":  {FileAudio, "audio/mp4"},
-	".aac":  {FileAudio, "audio/aac"},
-	".opus": {FileAudio, "audio/opus"},
-	".mp4":  {FileVideo, "video/mp4"},
-	".webm": {FileVideo, "video/webm"},
-	".mov":  {FileVideo, "video/quicktime"},
-	".avi":  {FileVideo, "video/x-msvideo"},
-	".mkv":  {FileVideo, "video/x-matroska"},
-	".pdf":  {FilePDF, "application/pdf"},
+	".png":  {fileImage, "image/png"},
+	".jpg":  {fileImage, "image/jpeg"},
+	".jpeg": {fileImage, "image/jpeg"},
+	".gif":  {fileImage, "image/gif"},
+	".webp": {fileImage, "image/webp"},
+	".bmp":  {fileImage, "image/bmp"},
+	".ico":  {fileImage, "image/x-icon"},
+	".tif":  {fileImage, "image/tiff"},
+	".tiff": {fileImage, "image/tiff"},
+	".avif": {fileImage, "image/avif"},
+	".heic": {fileImage, "image/heic"},
+	".mp3":  {fileAudio, "audio/mpeg"},
+	".wav":  {fileAudio, "audio/wav"},
+	".ogg":  {fileAudio, "audio/ogg"},
+	".flac": {fileAudio, "audio/flac"},
+	".m4a":  {fileAudio, "audio/mp4"},
+	".aac":  {fileAudio, "audio/aac"},
+	".opus": {fileAudio, "audio/opus"},
+	".mp4":  {fileVideo, "video/mp4"},
+	".webm": {fileVideo, "video/webm"},
+	".mov":  {fileVideo, "video/quicktime"},
+	".avi":  {fileVideo, "video/x-msvideo"},
+	".mkv":  {fileVideo, "video/x-matroska"},
+	".pdf":  {filePDF, "application/pdf"},
 }
 
 // binaryExtensions is §2.4 step 3. read_many_files' default excludes use
@@ -127,41 +123,41 @@ func extSet(xs ...string) map[string]bool {
 	return m
 }
 
-// FileTypeByName applies §2.4 steps 1–4 to a file name; known is false
+// fileTypeByName applies §2.4 steps 1–4 to a file name; known is false
 // when the name says nothing and the bytes must be sniffed (step 5).
-func FileTypeByName(name string) (t FileType, known bool) {
+func fileTypeByName(name string) (t FileType, known bool) {
 	base := strings.ToLower(filepath.Base(name))
 	ext := strings.ToLower(filepath.Ext(base))
 	switch ext {
 	case ".ts", ".mts", ".cts", ".tsx":
 		// Before the media table: .ts is also an MPEG transport stream.
-		return FileText, true
+		return fileText, true
 	case ".svg":
-		return FileSVG, true
+		return fileSVG, true
 	case ".ipynb":
-		return FileNotebook, true
+		return fileNotebook, true
 	}
 	if m, ok := mediaTypes[ext]; ok {
 		return m.t, true
 	}
-	if IsBinaryExtension(base) {
+	if isBinaryExtension(base) {
 		return FileBinary, true
 	}
 	if textExtensions[ext] || textNames[base] {
-		return FileText, true
+		return fileText, true
 	}
 	// README.md is caught above; README.ja, LICENSE-MIT and the like here.
 	for _, prefix := range []string{"readme", "license", "licence", "changelog", "dockerfile", "makefile"} {
 		if strings.HasPrefix(base, prefix) && (len(base) == len(prefix) || strings.ContainsRune(".-_", rune(base[len(prefix)]))) {
-			return FileText, true
+			return fileText, true
 		}
 	}
 	return "", false
 }
 
-// IsBinaryExtension reports whether name ends in one of the binary
+// isBinaryExtension reports whether name ends in one of the binary
 // extensions of §2.4 step 3.
-func IsBinaryExtension(name string) bool {
+func isBinaryExtension(name string) bool {
 	ext := strings.ToLower(filepath.Ext(name))
 	for _, b := range binaryExtensions {
 		if ext == b {
@@ -174,20 +170,20 @@ func IsBinaryExtension(name string) bool {
 // sniffLen is how much of a file step 5 looks at.
 const sniffLen = 4096
 
-// SniffFileType is §2.4 step 5, on a file's first bytes (it looks at no
+// sniffFileType is §2.4 step 5, on a file's first bytes (it looks at no
 // more than 4,096): empty or starting with a BOM → text; a NUL byte →
 // binary; over 30 % of the bytes in 0x00–0x08 or 0x0E–0x1F → binary; else
 // text.
-func SniffFileType(head []byte) FileType {
+func sniffFileType(head []byte) FileType {
 	if len(head) > sniffLen {
 		head = head[:sniffLen]
 	}
 	if len(head) == 0 {
-		return FileText
+		return fileText
 	}
 	for _, bom := range [][]byte{{0xEF, 0xBB, 0xBF}, {0xFF, 0xFE}, {0xFE, 0xFF}, {0x00, 0x00, 0xFE, 0xFF}} {
 		if bytes.HasPrefix(head, bom) {
-			return FileText
+			return fileText
 		}
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
@@ -202,33 +198,33 @@ func SniffFileType(head []byte) FileType {
 	if control*10 > len(head)*3 {
 		return FileBinary
 	}
-	return FileText
+	return fileText
 }
 
 // DetectFileType is §2.4 for a file on disk: the name decides when it can
 // (steps 1–4), else the first bytes do (step 5). head may be the whole
 // file; a nil head (the bytes could not be read) counts as text.
 func DetectFileType(name string, head []byte) FileType {
-	if t, ok := FileTypeByName(name); ok {
+	if t, ok := fileTypeByName(name); ok {
 		return t
 	}
-	return SniffFileType(head)
+	return sniffFileType(head)
 }
 
-// BufferFileType is the type of an open editor buffer (tools.md §2.3): it
+// bufferFileType is the type of an open editor buffer (tools.md §2.3): it
 // comes from the name only, and a name that says binary, or nothing,
 // counts as text, since the editor holds the buffer as text.
-func BufferFileType(name string) FileType {
-	t, ok := FileTypeByName(name)
+func bufferFileType(name string) FileType {
+	t, ok := fileTypeByName(name)
 	if !ok || t == FileBinary {
-		return FileText
+		return fileText
 	}
 	return t
 }
 
-// MIMEType returns the MIME type of a media or PDF file by its extension
+// mimeType returns the MIME type of a media or PDF file by its extension
 // (§2.4 step 2), or "" for any other name.
-func MIMEType(name string) string {
+func mimeType(name string) string {
 	if m, ok := mediaTypes[strings.ToLower(filepath.Ext(name))]; ok {
 		return m.mime
 	}

@@ -100,12 +100,12 @@ func (g *Glob) request(params map[string]any) (*globRequest, *ToolError) {
 		// Paths are matched relative to the directory, without "./".
 		req.pattern = req.pattern[2:]
 	}
-	req.caseSens, _ = Bool(params, "case_sensitive")
-	respectGit, ok := Bool(params, "respect_git_ignore")
+	req.caseSens, _ = boolParam(params, "case_sensitive")
+	respectGit, ok := boolParam(params, "respect_git_ignore")
 	if !ok {
 		respectGit = true
 	}
-	req.filter = searchFilter{RespectGit: respectGit, RespectQwen: g.env.RespectQwenIgnore()}
+	req.filter = searchFilter{RespectGit: respectGit, RespectQwen: g.env.respectQwenIgnore()}
 
 	dirArg, hasDir := String(params, "path")
 	if filepath.IsAbs(pattern) {
@@ -155,7 +155,7 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorGlobExecution, "The file search failed: "+err.Error()), nil
+		return ErrorResult(errorGlobExecution, "The file search failed: "+err.Error()), nil
 	}
 
 	loc := searchLocation(req.dirs, req.explicit)
@@ -163,7 +163,7 @@ func (g *Glob) Execute(ctx context.Context, _ *Call, params map[string]any, _ fu
 		return TextResult(fmt.Sprintf("No files match \"%s\" %s.", pattern, loc), Markdown("No files found")), nil
 	}
 	limit := globMaxFiles
-	if l := g.env.LineLimit(); l > 0 && l < limit {
+	if l := g.env.lineLimit(); l > 0 && l < limit {
 		limit = l
 	}
 	shown := firstGlobHits(hits, start, limit)

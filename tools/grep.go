@@ -121,7 +121,7 @@ func (g *GrepSearch) request(params map[string]any) (*grepRequest, *ToolError) {
 		req.glob, req.globLower = glob, strings.ToLower(glob)
 		req.globBase = !strings.Contains(glob, "/")
 	}
-	if n, ok := Int(params, "limit"); ok {
+	if n, ok := intParam(params, "limit"); ok {
 		req.limit = n
 	}
 	return req, nil
@@ -149,9 +149,9 @@ func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorGrepExecution, "The text search failed: "+err.Error()), nil
+		return ErrorResult(errorGrepExecution, "The text search failed: "+err.Error()), nil
 	}
-	lineCap := g.env.LineLimit()
+	lineCap := g.env.lineLimit()
 	if req.limit > 0 && (lineCap <= 0 || req.limit < lineCap) {
 		lineCap = req.limit
 	}
@@ -160,7 +160,7 @@ func (g *GrepSearch) Execute(ctx context.Context, _ *Call, params map[string]any
 		m:         req.m,
 		targets:   targets,
 		lineCap:   lineCap,
-		threshold: g.env.Threshold(),
+		threshold: g.env.threshold(),
 	}
 	if err := s.run(ctx); err != nil {
 		return Result{}, err
@@ -186,7 +186,7 @@ func (g *GrepSearch) targets(ctx context.Context, req *grepRequest) ([]grepTarge
 	for _, p := range ws.Overlay.Paths() {
 		open[p] = true
 	}
-	filter := searchFilter{RespectGit: g.env.RespectGitIgnore(), RespectQwen: g.env.RespectQwenIgnore()}
+	filter := searchFilter{RespectGit: g.env.respectGitIgnore(), RespectQwen: g.env.respectQwenIgnore()}
 	if req.file != "" {
 		// A file named by path is filtered like the files of a directory.
 		if filter.drops(ws.Ignore.Check(req.file, false)) {

@@ -338,11 +338,11 @@ func TestGrepValidation(t *testing.T) {
 		{`{"pattern":"(a)\\1"}`, ErrorInvalidToolParams,
 			"\"(a)\\1\" is not a valid regular expression (error parsing regexp: invalid escape sequence: `\\1`)." + grepLookaroundHint},
 		{`{"pattern":"x","glob":"*.{go"}`, ErrorInvalidToolParams, `"*.{go" is not a valid glob pattern.`},
-		{grepArgs(map[string]any{"pattern": "x", "path": root + "/nope"}), ErrorSearchPathNotFound, root + "/nope does not exist."},
-		{`{"pattern":"x","path":"sub"}`, ErrorSearchPathNotFound, root + "/sub does not exist."},
-		{`{"pattern":"x","path":"../"}`, ErrorPathNotInWorkspace,
+		{grepArgs(map[string]any{"pattern": "x", "path": root + "/nope"}), errorSearchPathNotFound, root + "/nope does not exist."},
+		{`{"pattern":"x","path":"sub"}`, errorSearchPathNotFound, root + "/sub does not exist."},
+		{`{"pattern":"x","path":"../"}`, errorPathNotInWorkspace,
 			"Path is outside the workspace: " + filepath.Dir(root) + ". Tools may only access files inside the workspace roots: " + root + "."},
-		{`{"pattern":"x","path":"/"}`, ErrorPathNotInWorkspace,
+		{`{"pattern":"x","path":"/"}`, errorPathNotInWorkspace,
 			"Path is outside the workspace: /. Tools may only access files inside the workspace roots: " + root + "."},
 		{`{"pattern":"x","limit":0}`, ErrorInvalidToolParams, "params/limit must be >= 1"},
 	}
@@ -660,7 +660,7 @@ func TestGrepScanRefusesAFolderSwappedForAnOutsideLink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "swapped")); err != nil {
 		t.Fatal(err)
 	}
-	s := &grepScan{env: env, inside: env.openedInside(PathOptions{AllowTemp: true})}
+	s := &grepScan{env: env, inside: env.openedInside(pathOptions{AllowTemp: true})}
 	w := newGrepWorker(s)
 	defer w.close()
 	for _, c := range []struct {

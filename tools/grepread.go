@@ -65,7 +65,7 @@ type grepScan struct {
 
 func (s *grepScan) run(ctx context.Context) error {
 	n := len(s.targets)
-	s.inside = s.env.openedInside(PathOptions{AllowTemp: true})
+	s.inside = s.env.openedInside(pathOptions{AllowTemp: true})
 	s.hits = make([]*grepHits, n)
 	s.countOnly.Store(int64(n))
 	workers := min(runtime.GOMAXPROCS(0), n)
@@ -277,7 +277,7 @@ func (w *grepWorker) load(t grepTarget) ([]byte, bool) {
 	fd, err := w.open(t.path)
 	if err == errGrepSymlink {
 		real, rerr := filepath.EvalSymlinks(t.path)
-		if rerr != nil || w.s.env.CheckInside(real, PathOptions{AllowTemp: true}) != nil {
+		if rerr != nil || w.s.env.checkInside(real, pathOptions{AllowTemp: true}) != nil {
 			return nil, false
 		}
 		// The check above came before the open: judge the file opened.

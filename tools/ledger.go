@@ -12,8 +12,8 @@ import (
 // ledgerCap is how many files a ledger remembers (tools.md §2.9).
 const ledgerCap = 4096
 
-// LedgerEntry is what a session knows about its last look at one file.
-type LedgerEntry struct {
+// ledgerEntry is what a session knows about its last look at one file.
+type ledgerEntry struct {
 	// Source is where the text came from; Version, ModTime and Size
 	// identify that state cheaply.
 	Source  workspace.Source
@@ -50,7 +50,7 @@ type Ledger struct {
 
 type ledgerItem struct {
 	key   string
-	entry LedgerEntry
+	entry ledgerEntry
 }
 
 // NewLedger returns an empty ledger.
@@ -58,8 +58,8 @@ func NewLedger() *Ledger {
 	return &Ledger{entries: map[string]*list.Element{}, order: list.New()}
 }
 
-// HashText is the ledger's hash of a text.
-func HashText(s string) [32]byte { return HashStrings(s) }
+// hashText is the ledger's hash of a text.
+func hashText(s string) [32]byte { return HashStrings(s) }
 
 // HashStrings is the SHA-256 of the concatenation of parts, computed
 // through a small buffer: a conversion to []byte would copy each part
@@ -79,8 +79,8 @@ func HashStrings(parts ...string) [32]byte {
 	return sum
 }
 
-// Record stores e for path (any path; it is keyed by its real path).
-func (l *Ledger) Record(path string, e LedgerEntry) {
+// record stores e for path (any path; it is keyed by its real path).
+func (l *Ledger) record(path string, e ledgerEntry) {
 	if l == nil {
 		return
 	}
@@ -101,24 +101,24 @@ func (l *Ledger) Record(path string, e LedgerEntry) {
 	}
 }
 
-// Lookup returns the entry for path.
-func (l *Ledger) Lookup(path string) (LedgerEntry, bool) {
+// lookup returns the entry for path.
+func (l *Ledger) lookup(path string) (ledgerEntry, bool) {
 	if l == nil {
-		return LedgerEntry{}, false
+		return ledgerEntry{}, false
 	}
 	key := workspace.RealPath(path)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	el, ok := l.entries[key]
 	if !ok {
-		return LedgerEntry{}, false
+		return ledgerEntry{}, false
 	}
 	l.order.MoveToFront(el)
 	return el.Value.(*ledgerItem).entry, true
 }
 
-// Epoch is the current history epoch.
-func (l *Ledger) Epoch() int {
+// currentEpoch is the current history epoch.
+func (l *Ledger) currentEpoch() int {
 	if l == nil {
 		return 0
 	}
@@ -139,8 +139,8 @@ func (l *Ledger) HistoryCompacted() {
 	l.mu.Unlock()
 }
 
-// EntryFor builds the ledger entry for a snapshot.
-func EntryFor(s *workspace.Snapshot, full, editable bool, kind string) LedgerEntry {
-	return LedgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
-		Hash: HashText(s.Text), Full: full, Editable: editable, Kind: kind}
+// entryFor builds the ledger entry for a snapshot.
+func entryFor(s *workspace.Snapshot, full, editable bool, kind string) ledgerEntry {
+	return ledgerEntry{Source: s.Source, Version: s.Version, ModTime: s.ModTime, Size: s.Size,
+		Hash: hashText(s.Text), Full: full, Editable: editable, Kind: kind}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// Unchanged answers tools.md §2.9's question "is abs as this session last
+// unchanged answers tools.md §2.9's question "is abs as this session last
 // saw it?". known is false when the ledger has no entry for abs (then
 // nothing else is meaningful). Otherwise the file is unchanged when
 //
@@ -22,8 +22,8 @@ import (
 // checks (a missing file included: workspace.IsNotExist tells it apart);
 // unchanged is false then. Callers that need the §2.9 table check for a
 // missing file, a directory and a special file first.
-func (e *Env) Unchanged(l *Ledger, abs string) (entry LedgerEntry, known, unchanged bool, err error) {
-	entry, known = l.Lookup(abs)
+func (e *Env) unchanged(l *Ledger, abs string) (entry ledgerEntry, known, unchanged bool, err error) {
+	entry, known = l.lookup(abs)
 	if !known {
 		return entry, false, false, nil
 	}
@@ -49,7 +49,7 @@ func (e *Env) Unchanged(l *Ledger, abs string) (entry LedgerEntry, known, unchan
 
 // currentHash hashes what a read of abs would see now, the way the
 // entry's hash was made.
-func (e *Env) currentHash(abs string, entry LedgerEntry) ([32]byte, error) {
+func (e *Env) currentHash(abs string, entry ledgerEntry) ([32]byte, error) {
 	if rawKind(entry.Kind) {
 		raw, _, err := workspace.ReadFileBounded(abs, workspace.MaxReadSize)
 		if err != nil {
@@ -61,5 +61,5 @@ func (e *Env) currentHash(abs string, entry LedgerEntry) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, err
 	}
-	return HashText(snap.Text), nil
+	return hashText(snap.Text), nil
 }

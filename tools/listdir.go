@@ -71,12 +71,12 @@ type fileFiltering struct {
 }
 
 func (e *Env) fileFilteringOf(params map[string]any) fileFiltering {
-	f := fileFiltering{git: e.RespectGitIgnore(), qwen: e.RespectQwenIgnore()}
+	f := fileFiltering{git: e.respectGitIgnore(), qwen: e.respectQwenIgnore()}
 	if opts, ok := params["file_filtering_options"].(map[string]any); ok {
-		if b, ok := Bool(opts, "respect_git_ignore"); ok {
+		if b, ok := boolParam(opts, "respect_git_ignore"); ok {
 			f.git = b
 		}
-		if b, ok := Bool(opts, "respect_qwen_ignore"); ok {
+		if b, ok := boolParam(opts, "respect_qwen_ignore"); ok {
 			f.qwen = b
 		}
 	}
@@ -88,7 +88,7 @@ func (l *ListDirectory) dir(params map[string]any) (string, *ToolError) {
 	if strings.TrimSpace(raw) == "" {
 		return "", InvalidParams(`Argument "path" must not be empty.`)
 	}
-	return l.env.AbsPath(raw, PathOptions{AllowTemp: true})
+	return l.env.absPath(raw, pathOptions{AllowTemp: true})
 }
 
 // Validate checks the path (§2.2).
@@ -130,16 +130,16 @@ func (l *ListDirectory) Execute(ctx context.Context, _ *Call, params map[string]
 	fi, err := os.Stat(abs)
 	switch {
 	case err != nil && pathMissing(err):
-		return ErrorResult(ErrorLsExecution, abs+" does not exist."), nil
+		return ErrorResult(errorLsExecution, abs+" does not exist."), nil
 	case err != nil:
-		return ErrorResult(ErrorLsExecution, fmt.Sprintf("Could not list %s: %s", abs, readErrReason(err))), nil
+		return ErrorResult(errorLsExecution, fmt.Sprintf("Could not list %s: %s", abs, readErrReason(err))), nil
 	case !fi.IsDir():
-		return Result{Error: NewError(ErrorPathIsNotADirectory, abs+" is not a directory."),
+		return Result{Error: NewError(errorPathIsNotADirectory, abs+" is not a directory."),
 			Display: Markdown("Error: Path is not a directory.")}, nil
 	}
-	dirents, err := l.env.readDirInside(abs, PathOptions{AllowTemp: true})
+	dirents, err := l.env.readDirInside(abs, pathOptions{AllowTemp: true})
 	if err != nil {
-		return ErrorResult(ErrorLsExecution, fmt.Sprintf("Could not list %s: %s", abs, readErrReason(err))), nil
+		return ErrorResult(errorLsExecution, fmt.Sprintf("Could not list %s: %s", abs, readErrReason(err))), nil
 	}
 	if len(dirents) == 0 {
 		return TextResult(abs+" is an empty directory.", Markdown("Directory is empty.")), nil
@@ -149,7 +149,7 @@ func (l *ListDirectory) Execute(ctx context.Context, _ *Call, params map[string]
 	}
 
 	filter := l.env.fileFilteringOf(params)
-	patterns, _ := Strings(params, "ignore")
+	patterns, _ := stringsParam(params, "ignore")
 	var entries []listEntry
 	gitIgnored, qwenIgnored := 0, 0
 	for _, d := range dirents {
@@ -183,7 +183,7 @@ func (l *ListDirectory) Execute(ctx context.Context, _ *Call, params map[string]
 	})
 
 	limit := listDirMax
-	if n := l.env.LineLimit(); n > 0 {
+	if n := l.env.lineLimit(); n > 0 {
 		limit = min(limit, n)
 	}
 	total := len(entries)

@@ -36,13 +36,13 @@ var saveMemorySchema = json.RawMessage(`{
 
 // Memory scopes (tools.md §3.11).
 const (
-	MemoryGlobal  = "global"
-	MemoryProject = "project"
+	memoryGlobal  = "global"
+	memoryProject = "project"
 )
 
-// MemorySectionHeader is the heading under which save_memory keeps its
+// memorySectionHeader is the heading under which save_memory keeps its
 // bullets.
-const MemorySectionHeader = "## Qwen Added Memories"
+const memorySectionHeader = "## Qwen Added Memories"
 
 // defaultMemoryFileName is the first of context.fileName's defaults.
 const defaultMemoryFileName = "QWEN.md"
@@ -80,9 +80,9 @@ func parseMemoryArgs(params map[string]any) memoryArgs {
 	fact, _ := String(params, "fact")
 	scope, _ := String(params, "scope")
 	if scope == "" {
-		scope = MemoryGlobal
+		scope = memoryGlobal
 	}
-	return memoryArgs{fact: NormalizeFact(fact), scope: scope}
+	return memoryArgs{fact: normalizeFact(fact), scope: scope}
 }
 
 // Validate refuses a fact that is empty once normalised, and a scope other
@@ -92,7 +92,7 @@ func (t *SaveMemory) Validate(params map[string]any) *ToolError {
 	if a.fact == "" {
 		return InvalidParams(`Argument "fact" must not be empty.`)
 	}
-	if a.scope != MemoryGlobal && a.scope != MemoryProject {
+	if a.scope != memoryGlobal && a.scope != memoryProject {
 		return InvalidParams(`params/scope must be equal to one of the allowed values`)
 	}
 	return nil
@@ -103,7 +103,7 @@ func (t *SaveMemory) Describe(params map[string]any) string {
 	a := parseMemoryArgs(params)
 	where := t.env.MemoryFileName()
 	if abs, err := t.env.memoryPath(a.scope); err == nil {
-		where = TildePath(abs)
+		where = tildePath(abs)
 	}
 	return fmt.Sprintf("Save to %s memory (%s): %s", a.scope, where, firstRunes(a.fact, describeFactMax))
 }
@@ -142,12 +142,12 @@ func (t *SaveMemory) ShouldConfirm(ctx context.Context, call *Call, params map[s
 	if snap != nil {
 		current = snap.Text
 	}
-	newText := AddMemory(strings.ReplaceAll(current, "\r\n", "\n"), a.fact)
+	newText := addMemory(strings.ReplaceAll(current, "\r\n", "\n"), a.fact)
 	if strings.Contains(current, "\r\n") {
 		newText = crlfText(newText)
 	}
 	conf := t.env.changeProposal(abs, "Confirm Memory Save", snap, newText)
-	conf.Title = fmt.Sprintf("Confirm Memory Save: %s (%s)", TildePath(abs), a.scope)
+	conf.Title = fmt.Sprintf("Confirm Memory Save: %s (%s)", tildePath(abs), a.scope)
 	return conf, nil
 }
 
@@ -166,7 +166,7 @@ func (t *SaveMemory) Execute(ctx context.Context, call *Call, params map[string]
 
 // memoryFailure is the error of tools.md §3.11 for failures outside §2.11.
 func memoryFailure(reason string) *ToolError {
-	return Errorf(ErrorMemoryToolExecution, "Could not save the memory: %s", reason)
+	return Errorf(errorMemoryToolExecution, "Could not save the memory: %s", reason)
 }
 
 // memoryReadFailure says why the memory file could not be read. The workspace's
@@ -203,7 +203,7 @@ func (e *Env) memoryPath(scope string) (string, error) {
 		return "", fmt.Errorf("the memory file name %q from context.fileName names one of qwen-ls's own files", name)
 	}
 	dir := e.QwenHome
-	if scope == MemoryProject {
+	if scope == memoryProject {
 		dir = e.Workspace.Roots.Primary()
 		if dir == "" {
 			return "", fmt.Errorf("there is no workspace folder to keep project memory in")
@@ -212,11 +212,11 @@ func (e *Env) memoryPath(scope string) (string, error) {
 	return filepath.Join(dir, name), nil
 }
 
-// NormalizeFact is the fact as save_memory stores it (tools.md §3.11):
+// normalizeFact is the fact as save_memory stores it (tools.md §3.11):
 // trimmed, leading "-" bullets removed, and its lines joined by single
 // spaces. A bullet is a run of "-" followed by white space, so "-5 °C"
 // keeps its sign.
-func NormalizeFact(fact string) string {
+func normalizeFact(fact string) string {
 	var parts []string
 	for _, l := range strings.Split(strings.ReplaceAll(fact, "\r", "\n"), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -233,24 +233,24 @@ func NormalizeFact(fact string) string {
 	}
 }
 
-// AddMemory returns text (LF line endings) with "- <fact>" added to its
-// MemorySectionHeader section (tools.md §3.11): when there is no such
+// addMemory returns text (LF line endings) with "- <fact>" added to its
+// memorySectionHeader section (tools.md §3.11): when there is no such
 // header, the header and the bullet are appended after the existing text,
 // separated from it by a blank line; otherwise the bullet follows the
 // section's last non-blank line, before the next "## " heading. Blank lines
 // at the end are dropped, so the result ends with exactly one newline.
-func AddMemory(text, fact string) string {
+func addMemory(text, fact string) string {
 	bullet := "- " + fact
 	lines := strings.Split(text, "\n")
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]
 	}
-	header := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == MemorySectionHeader })
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == memorySectionHeader })
 	if header < 0 {
 		if len(lines) > 0 {
 			lines = append(lines, "")
 		}
-		lines = append(lines, MemorySectionHeader, bullet)
+		lines = append(lines, memorySectionHeader, bullet)
 		return strings.Join(lines, "\n") + "\n"
 	}
 	end := len(lines)
@@ -271,9 +271,9 @@ func AddMemory(text, fact string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// TildePath is abs with the user's home folder written as "~" (the "<~
+// tildePath is abs with the user's home folder written as "~" (the "<~
 // path>" of tools.md §3.11), or abs itself when it lies elsewhere.
-func TildePath(abs string) string {
+func tildePath(abs string) string {
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {
 		return abs

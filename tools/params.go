@@ -28,7 +28,7 @@ import (
 //  5. run the tool's own Validate.
 //
 // Numbers are json.Number, so they reach discovered and MCP tools exactly as
-// the model wrote them; use the typed getters (Int, Float, ...) to read
+// the model wrote them; use the typed getters (intParam, floatParam, ...) to read
 // params. PrepareArgs never panics on any input, and a panic in the tool's
 // Validate becomes an unhandled_exception error.
 func PrepareArgs(tool Tool, raw string) (map[string]any, *ToolError) {
@@ -128,7 +128,7 @@ func schemaCheck(tool Tool, params map[string]any) string {
 	if p, ok := tool.(argsSchemaProvider); ok {
 		s = p.ArgsSchema()
 	} else {
-		s, _ = CompileArgsSchema(tool.Schema())
+		s, _ = compileArgsSchema(tool.Schema())
 	}
 	if s == nil {
 		return ""
@@ -162,14 +162,14 @@ func String(params map[string]any, name string) (string, bool) {
 	return s, ok
 }
 
-// Bool returns params[name] when it is a boolean.
-func Bool(params map[string]any, name string) (bool, bool) {
+// boolParam returns params[name] when it is a boolean.
+func boolParam(params map[string]any, name string) (bool, bool) {
 	b, ok := params[name].(bool)
 	return b, ok
 }
 
-// Float returns params[name] when it is a number.
-func Float(params map[string]any, name string) (float64, bool) {
+// floatParam returns params[name] when it is a number.
+func floatParam(params map[string]any, name string) (float64, bool) {
 	switch v := params[name].(type) {
 	case json.Number:
 		f, err := v.Float64()
@@ -184,9 +184,9 @@ func Float(params map[string]any, name string) (float64, bool) {
 	return 0, false
 }
 
-// Int returns params[name] when it is a number without a fractional part
+// intParam returns params[name] when it is a number without a fractional part
 // that fits in an int (5 and 5.0 both count).
-func Int(params map[string]any, name string) (int, bool) {
+func intParam(params map[string]any, name string) (int, bool) {
 	switch v := params[name].(type) {
 	case int:
 		return v, true
@@ -197,7 +197,7 @@ func Int(params map[string]any, name string) (int, bool) {
 			return intOf(i)
 		}
 	}
-	f, ok := Float(params, name)
+	f, ok := floatParam(params, name)
 	if !ok || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
 		return 0, false
 	}
@@ -211,8 +211,8 @@ func intOf(i int64) (int, bool) {
 	return int(i), true
 }
 
-// Strings returns params[name] when it is an array of strings.
-func Strings(params map[string]any, name string) ([]string, bool) {
+// stringsParam returns params[name] when it is an array of strings.
+func stringsParam(params map[string]any, name string) ([]string, bool) {
 	arr, ok := params[name].([]any)
 	if !ok {
 		if ss, ok := params[name].([]string); ok {

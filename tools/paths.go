@@ -14,13 +14,13 @@ import (
 // argument is dropped (tools.md §2.2): models often shell-escape paths.
 const shellEscapable = " \t()[]{};|*?$`'\"#&<>!~"
 
-// CleanPathArg trims p, drops a backslash that escapes one of
+// cleanPathArg trims p, drops a backslash that escapes one of
 // shellEscapable, and cleans the result. An empty (or blank) p stays "".
 // On Windows a backslash separates names, so none is dropped there, and
 // "/" and "\\" both separate (C:/Users/me and C:\\Users\\me are one path).
-func CleanPathArg(p string) string { return cleanPathArgFor(workspace.NativePaths(), p) }
+func cleanPathArg(p string) string { return cleanPathArgFor(workspace.NativePaths(), p) }
 
-// cleanPathArgFor is CleanPathArg by the rules of flavor, so that every
+// cleanPathArgFor is cleanPathArg by the rules of flavor, so that every
 // system's rules are tested everywhere.
 func cleanPathArgFor(flavor workspace.PathFlavor, p string) string {
 	p = strings.TrimSpace(p)
@@ -47,26 +47,26 @@ func driveless(flavor workspace.PathFlavor, p string) bool {
 	return flavor.Drives && p != "" && (p[0] == '\\' || p[0] == '/') && flavor.Volume(p) == ""
 }
 
-// PathOptions say which exceptions of §2.2 a path may use.
-type PathOptions struct {
+// pathOptions say which exceptions of §2.2 a path may use.
+type pathOptions struct {
 	// AllowTemp lets read-only tools read the project temp dir, where
 	// long tool outputs are saved.
 	AllowTemp bool
 }
 
-// AbsPath resolves a path argument that must be absolute (§2.2): cleaned,
+// absPath resolves a path argument that must be absolute (§2.2): cleaned,
 // absolute, and inside a root (real path, symlinks resolved). The errors
 // are the model-facing messages of §2.2.
-func (e *Env) AbsPath(raw string, opts PathOptions) (string, *ToolError) {
-	p := CleanPathArg(raw)
+func (e *Env) absPath(raw string, opts pathOptions) (string, *ToolError) {
+	p := cleanPathArg(raw)
 	if !filepath.IsAbs(p) {
 		return "", InvalidParams(e.notAbsoluteMessage(p))
 	}
-	return p, e.CheckInside(p, opts)
+	return p, e.checkInside(p, opts)
 }
 
-// CheckInside refuses an absolute path outside the workspace roots.
-func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
+// checkInside refuses an absolute path outside the workspace roots.
+func (e *Env) checkInside(abs string, opts pathOptions) *ToolError {
 	if _, _, err := e.Workspace.Roots.Resolve(abs); err == nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (e *Env) CheckInside(abs string, opts PathOptions) *ToolError {
 			return nil
 		}
 	}
-	return NewError(ErrorPathNotInWorkspace, fmt.Sprintf(
+	return NewError(errorPathNotInWorkspace, fmt.Sprintf(
 		"Path is outside the workspace: %s. Tools may only access files inside the workspace roots: %s.",
 		abs, strings.Join(e.Workspace.Roots.List(), ", ")))
 }
@@ -97,10 +97,10 @@ func (e *Env) notAbsoluteMessage(p string) string {
 	return msg + fmt.Sprintf(" The workspace roots are %s.", strings.Join(roots, ", "))
 }
 
-// QwenIgnored returns the §2.10 error when abs is excluded by
+// qwenIgnored returns the §2.10 error when abs is excluded by
 // .qwenignore and the setting respects it.
-func (e *Env) QwenIgnored(abs string) *ToolError {
-	if !e.RespectQwenIgnore() {
+func (e *Env) qwenIgnored(abs string) *ToolError {
+	if !e.respectQwenIgnore() {
 		return nil
 	}
 	isDir := false
@@ -120,7 +120,7 @@ func (e *Env) filePathArg(params map[string]any) (string, *ToolError) {
 	if strings.TrimSpace(p) == "" {
 		return "", InvalidParams(`Argument "file_path" must not be empty.`)
 	}
-	return e.AbsPath(p, PathOptions{})
+	return e.absPath(p, pathOptions{})
 }
 
 // openedInside is the check applied to a file once it is open (see
@@ -130,7 +130,7 @@ func (e *Env) filePathArg(params map[string]any) (string, *ToolError) {
 // The check is made once and applied to many files (grep, a directory
 // walk), so the temp dir's real path is resolved at the first file that
 // needs it and kept; the check may be called from several goroutines.
-func (e *Env) openedInside(opts PathOptions) func(real string) bool {
+func (e *Env) openedInside(opts pathOptions) func(real string) bool {
 	var tmp func() string
 	if opts.AllowTemp {
 		tmp = sync.OnceValue(func() string { return workspace.RealPath(e.ProjectTempDir()) })
@@ -153,7 +153,7 @@ func inFolder(dir, p string) bool {
 // check (nil) for qwen-ls's own files elsewhere (memory, todos, the
 // project temp dir), which path arguments cannot name anyway. The test is
 // by name only, so a symlink swapped in cannot turn the check off.
-func (e *Env) openedInsideFor(abs string, opts PathOptions) func(real string) bool {
+func (e *Env) openedInsideFor(abs string, opts pathOptions) func(real string) bool {
 	if !e.Workspace.Roots.LexicallyInside(abs) {
 		return nil
 	}

@@ -40,7 +40,7 @@ func (e *Env) priorText(ctx context.Context, call *Call, abs, verb string) (snap
 // checkPriorRead is the prior-read check of tools.md §2.9 that edit and
 // write_file run when they compute a proposal: a file may be changed only
 // if this session has read it (partly counts), it has not changed since
-// (Env.Unchanged decides), and it holds text. A missing file passes: it is
+// (Env.unchanged decides), and it holds text. A missing file passes: it is
 // a creation, and exists is false.
 func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *ToolError) {
 	if _, open := e.Workspace.Overlay.Version(abs); !open {
@@ -51,15 +51,15 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 		case err != nil:
 			return true, cannotVerify(abs, err)
 		case fi.IsDir():
-			return true, Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+			return true, Errorf(errorTargetIsDirectory, "%s is a directory, not a file.", abs)
 		case !fi.Mode().IsRegular():
 			return true, notRegularFile(abs)
 		}
 	}
-	entry, known, unchanged, err := e.Unchanged(l, abs)
+	entry, known, unchanged, err := e.unchanged(l, abs)
 	switch {
 	case !known:
-		return true, Errorf(ErrorEditRequiresPriorRead,
+		return true, Errorf(errorEditRequiresPriorRead,
 			"You have not read %s in this session. Read it with read_file before %s it.", abs, verb)
 	case missing(err):
 		// Deleted since the stat: it is a creation now.
@@ -67,14 +67,14 @@ func (e *Env) checkPriorRead(l *Ledger, abs, verb string) (exists bool, terr *To
 	case err != nil:
 		return true, cannotVerify(abs, err)
 	case !unchanged:
-		return true, Errorf(ErrorFileChangedSinceRead,
+		return true, Errorf(errorFileChangedSinceRead,
 			"%s changed after you last read it. Read it again with read_file before %s it.", abs, verb)
 	case !entry.Editable:
 		kind := entry.Kind
 		if kind == "" {
 			kind = "binary"
 		}
-		return true, Errorf(ErrorEditRequiresPriorRead,
+		return true, Errorf(errorEditRequiresPriorRead,
 			"%s holds %s content, which this tool cannot change; use run_shell_command or another tool instead.", abs, kind)
 	}
 	return true, nil
@@ -88,11 +88,11 @@ func missing(err error) bool {
 
 // cannotVerify is the answer when the file could not be looked at.
 func cannotVerify(abs string, err error) *ToolError {
-	return NewError(ErrorPriorReadVerificationFailed, fmt.Sprintf(
+	return NewError(errorPriorReadVerificationFailed, fmt.Sprintf(
 		"Could not tell whether %s changed since you read it (%s). Read it again with read_file, then retry.", abs, rootCause(err)))
 }
 
 // notRegularFile is the answer for a FIFO, socket or device.
 func notRegularFile(abs string) *ToolError {
-	return Errorf(ErrorEditRequiresPriorRead, "%s is a FIFO, socket or device; this tool cannot change it.", abs)
+	return Errorf(errorEditRequiresPriorRead, "%s is a FIFO, socket or device; this tool cannot change it.", abs)
 }

@@ -2,8 +2,8 @@ package tools
 
 import "github.com/qwen-ls/qwen-ls/tools/procgroup"
 
-// ProcessGroups keeps the process groups that may outlive a tool call:
+// processGroups keeps the process groups that may outlive a tool call:
 // background commands and whatever a foreground command left running
 // (tools.md §3.8). The server calls KillAll when it exits and KillSession
 // when a session ends. The zero value is ready to use.
-type ProcessGroups = procgroup.Registry
+type processGroups = procgroup.Registry

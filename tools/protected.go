@@ -179,7 +179,7 @@ func (e *Env) memoryFileNames() []string {
 	return names
 }
 
-// ShellCommandProtection is the weightiest ShellProtection of the
+// ShellCommandProtection is the weightiest shellProtection of the
 // sub-commands of a that are not read-only.
 func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 	var best Protection
@@ -187,14 +187,14 @@ func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 		if sub.ReadOnly {
 			continue
 		}
-		if best = stronger(best, e.ShellProtection(sub)); best.Forbidden {
+		if best = stronger(best, e.shellProtection(sub)); best.Forbidden {
 			break
 		}
 	}
 	return best
 }
 
-// ShellProtection says whether a shell sub-command that is not read-only
+// shellProtection says whether a shell sub-command that is not read-only
 // may write a protected file (tools.md §6.3). It judges the paths the
 // analysis resolved (shellsafe.SubCommand.Targets: redirection targets
 // and path arguments, with cd, globs, quotes and ~ worked out; links are
@@ -205,7 +205,7 @@ func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 // known before the command runs it may be any file, the trusted folders
 // list included, and it asks even in yolo mode. The OS sandbox, where
 // there is one, is the guard for what the analysis cannot see.
-func (e *Env) ShellProtection(sub shellsafe.SubCommand) Protection {
+func (e *Env) shellProtection(sub shellsafe.SubCommand) Protection {
 	best := e.shellTextProtection(sub.Text)
 	if gitConfigWrite(sub) {
 		best = stronger(best, Protection{Reason: gitConfigReason})
@@ -280,7 +280,7 @@ func (e *Env) holdsProtected(dir string) Protection {
 	dir = filepath.Clean(dir)
 	real := workspace.RealPath(dir)
 	var best, generic Protection
-	for _, p := range e.ProtectedPaths() {
+	for _, p := range e.protectedPaths() {
 		for _, d := range []string{dir, real} {
 			if p != d && !strings.HasPrefix(p, d+string(filepath.Separator)) && d != string(filepath.Separator) {
 				continue
@@ -336,7 +336,7 @@ func (e *Env) shellTextProtection(text string) Protection {
 	return Protection{}
 }
 
-// ProtectedPaths lists, as absolute paths, what ProtectedWrite protects
+// protectedPaths lists, as absolute paths, what ProtectedWrite protects
 // for the current roots and the user's qwen folders, so that an OS
 // sandbox can make exactly these read-only for the commands it runs. Per
 // root: .qwen, .git/hooks, .git/config, .git/info, .vscode, .idea, .envrc
@@ -346,7 +346,7 @@ func (e *Env) shellTextProtection(text string) Protection {
 // the trusted folders list and the memory files; and the system settings
 // file. A path in the list need not exist. The list is built afresh on
 // each call, from the roots and settings of that moment.
-func (e *Env) ProtectedPaths() []string {
+func (e *Env) protectedPaths() []string {
 	var out []string
 	add := func(p string) {
 		if p != "" && !slices.Contains(out, p) {

@@ -62,13 +62,13 @@ func (r *ReadFile) request(params map[string]any) (*readFileRequest, *ToolError)
 	if strings.TrimSpace(raw) == "" {
 		return nil, InvalidParams(`Argument "absolute_path" must not be empty.`)
 	}
-	abs, terr := r.env.AbsPath(raw, PathOptions{AllowTemp: true})
+	abs, terr := r.env.absPath(raw, pathOptions{AllowTemp: true})
 	if terr != nil {
 		return nil, terr
 	}
 	req := &readFileRequest{abs: abs}
 	if _, present := params["offset"]; present {
-		o, ok := Int(params, "offset")
+		o, ok := intParam(params, "offset")
 		if !ok {
 			return nil, InvalidParams("params/offset must be integer")
 		}
@@ -78,7 +78,7 @@ func (r *ReadFile) request(params map[string]any) (*readFileRequest, *ToolError)
 		req.offset, req.hasOffset = o, true
 	}
 	if _, present := params["limit"]; present {
-		l, ok := Int(params, "limit")
+		l, ok := intParam(params, "limit")
 		if !ok {
 			return nil, InvalidParams("params/limit must be integer")
 		}
@@ -87,7 +87,7 @@ func (r *ReadFile) request(params map[string]any) (*readFileRequest, *ToolError)
 		}
 		req.limit, req.hasLimit = l, true
 	}
-	if terr := r.env.QwenIgnored(abs); terr != nil {
+	if terr := r.env.qwenIgnored(abs); terr != nil {
 		return nil, terr
 	}
 	return req, nil
@@ -153,11 +153,11 @@ func (r *ReadFile) Execute(ctx context.Context, call *Call, params map[string]an
 			Markdown("Unchanged: "+rel)), nil
 	}
 
-	limit := r.env.LineLimit()
+	limit := r.env.lineLimit()
 	if req.hasLimit {
 		limit = req.limit
 	}
-	c, err := r.env.ReadContent(ctx, ReadSpec{Path: req.abs, Offset: req.offset, Limit: limit, Budget: r.env.Threshold()})
+	c, err := r.env.readContent(ctx, readSpec{Path: req.abs, Offset: req.offset, Limit: limit, Budget: r.env.threshold()})
 	if err != nil {
 		return Result{}, err
 	}
@@ -170,7 +170,7 @@ func (r *ReadFile) Execute(ctx context.Context, call *Call, params map[string]an
 			entry.Full = false
 		}
 		entry.ByReadFile = entry.Full
-		ledger.Record(req.abs, entry)
+		ledger.record(req.abs, entry)
 	}
 	switch {
 	case c.Media != nil:
@@ -196,9 +196,9 @@ func (r *ReadFile) unchangedSinceFullRead(l *Ledger, abs string) bool {
 	if l == nil {
 		return false
 	}
-	entry, known, unchanged, err := r.env.Unchanged(l, abs)
+	entry, known, unchanged, err := r.env.unchanged(l, abs)
 	return known && err == nil && unchanged && entry.ByReadFile && entry.Full && entry.Editable &&
-		entry.HistoryEpoch == l.Epoch()
+		entry.HistoryEpoch == l.currentEpoch()
 }
 
 // readTitleMax is the longest path a title shows (§2.2).

@@ -80,7 +80,7 @@ func NewReadManyFiles(env *Env) *ReadManyFiles {
 
 // Validate refuses blank entries of paths.
 func (r *ReadManyFiles) Validate(params map[string]any) *ToolError {
-	paths, _ := Strings(params, "paths")
+	paths, _ := stringsParam(params, "paths")
 	for _, p := range paths {
 		if strings.TrimSpace(p) == "" {
 			return InvalidParams("Each entry of 'paths' must be a non-empty string.")
@@ -91,8 +91,8 @@ func (r *ReadManyFiles) Validate(params map[string]any) *ToolError {
 
 // readManyPatterns is paths ∪ include, trimmed, blanks and repeats left out.
 func readManyPatterns(params map[string]any) []string {
-	paths, _ := Strings(params, "paths")
-	include, _ := Strings(params, "include")
+	paths, _ := stringsParam(params, "paths")
+	include, _ := stringsParam(params, "include")
 	var out []string
 	for _, p := range append(slices.Clone(paths), include...) {
 		if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
@@ -116,10 +116,10 @@ type rmfSkip struct {
 // per-file shares of the limits.
 func (r *ReadManyFiles) Execute(ctx context.Context, call *Call, params map[string]any, _ func(Output)) (Result, error) {
 	useDefaults := true
-	if b, ok := Bool(params, "useDefaultExcludes"); ok {
+	if b, ok := boolParam(params, "useDefaultExcludes"); ok {
 		useDefaults = b
 	}
-	exclude, _ := Strings(params, "exclude")
+	exclude, _ := stringsParam(params, "exclude")
 	s := &rmfSearch{
 		env: r.env, ctx: ctx, filter: r.env.fileFilteringOf(params), defaults: useDefaults,
 		memory: r.env.Settings().Strings("context.fileName"), patterns: readManyPatterns(params),
@@ -135,14 +135,14 @@ func (r *ReadManyFiles) Execute(ctx context.Context, call *Call, params map[stri
 	}
 	for _, p := range append(slices.Clone(s.patterns), s.exclude...) {
 		if !doublestar.ValidatePattern(filepath.ToSlash(p)) {
-			return ErrorResult(ErrorReadManyFilesSearch, fmt.Sprintf("The file search failed: %q is not a valid glob pattern.", p)), nil
+			return ErrorResult(errorReadManyFilesSearch, fmt.Sprintf("The file search failed: %q is not a valid glob pattern.", p)), nil
 		}
 	}
 	if err := s.run(); err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return ErrorResult(ErrorReadManyFilesSearch, "The file search failed: "+err.Error()), nil
+		return ErrorResult(errorReadManyFilesSearch, "The file search failed: "+err.Error()), nil
 	}
 
 	files := s.files
@@ -160,10 +160,10 @@ func (r *ReadManyFiles) Execute(ctx context.Context, call *Call, params map[stri
 func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, skipped []rmfSkip, s *rmfSearch) (Result, error) {
 	n := max(len(files), 1)
 	lines, chars := 0, 0
-	if l := r.env.LineLimit(); l > 0 {
+	if l := r.env.lineLimit(); l > 0 {
 		lines = max(10, l/n)
 	}
-	if t := r.env.Threshold(); t > 0 {
+	if t := r.env.threshold(); t > 0 {
 		chars = max(1000, t/n)
 	}
 	var ledger *Ledger
@@ -191,7 +191,7 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 			skipped = append(skipped, rmfSkip{f, terr.Message})
 			continue
 		}
-		c, err := r.env.ReadContent(ctx, ReadSpec{Path: f, Limit: lines, Budget: chars})
+		c, err := r.env.readContent(ctx, readSpec{Path: f, Limit: lines, Budget: chars})
 		if err != nil {
 			return Result{}, err
 		}
@@ -215,7 +215,7 @@ func (r *ReadManyFiles) read(ctx context.Context, call *Call, files []string, sk
 		}
 		read = append(read, f)
 		if c.Entry != nil {
-			ledger.Record(f, *c.Entry)
+			ledger.record(f, *c.Entry)
 		}
 	}
 	named, skipped := s.namedNotRead(read, skipped)
@@ -309,13 +309,13 @@ func namedNote(named []rmfSkip) string {
 
 // rmfSkipReason says why a file the pipeline answered with a message
 // (instead of its content) counts as skipped.
-func rmfSkipReason(c FileContent) string {
+func rmfSkipReason(c fileContent) string {
 	switch {
 	case c.Type == FileBinary:
 		return "binary file"
-	case c.Type.IsMedia():
-		return fmt.Sprintf("the model does not accept %s input", c.Type.Noun())
-	case c.Type == FileSVG:
+	case c.Type.isMedia():
+		return fmt.Sprintf("the model does not accept %s input", c.Type.noun())
+	case c.Type == fileSVG:
 		return "SVG file over 1 MB"
 	}
 	return c.Message

@@ -163,7 +163,7 @@ func (s *rmfSearch) searchBase(b rmfBase, pats, excl []string) error {
 	m := rmfMatch{pats: lowerAll(pats), excl: lowerAll(excl),
 		inExcluded: b.filtered && underDefaultExcludedDir(b.dir, start)}
 
-	err := s.env.walkDirInside(start, PathOptions{AllowTemp: true}, func(p string, d fs.DirEntry, err error) error {
+	err := s.env.walkDirInside(start, pathOptions{AllowTemp: true}, func(p string, d fs.DirEntry, err error) error {
 		if cerr := s.ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -248,7 +248,7 @@ func (s *rmfSearch) consider(b rmfBase, p string, d fs.DirEntry, m rmfMatch) {
 		if err != nil || st.IsDir() {
 			return
 		}
-		if s.env.CheckInside(p, PathOptions{AllowTemp: true}) != nil {
+		if s.env.checkInside(p, pathOptions{AllowTemp: true}) != nil {
 			s.found[p] = true
 			s.skipped = append(s.skipped, rmfSkip{p, "outside the workspace"})
 			return
@@ -271,7 +271,7 @@ func (s *rmfSearch) consider(b rmfBase, p string, d fs.DirEntry, m rmfMatch) {
 		}
 	}
 	s.found[p] = true
-	if t, ok := FileTypeByName(p); ok && t.IsMedia() && !s.namedByPattern(p) {
+	if t, ok := fileTypeByName(p); ok && t.isMedia() && !s.namedByPattern(p) {
 		s.skipped = append(s.skipped, rmfSkip{p, "media or PDF file not named by a pattern"})
 		return
 	}
@@ -285,7 +285,7 @@ func (s *rmfSearch) defaultExcluded(rel string) bool {
 		return false
 	}
 	name := filepath.Base(rel)
-	if name == ".DS_Store" || name == ".env" || IsBinaryExtension(name) || slices.Contains(s.memory, name) {
+	if name == ".DS_Store" || name == ".env" || isBinaryExtension(name) || slices.Contains(s.memory, name) {
 		return true
 	}
 	for _, seg := range strings.Split(rel, "/") {
@@ -421,7 +421,7 @@ func (s *rmfSearch) named() []rmfNamed {
 // whyLeftOut says why the search did not pick p, a path the model named
 // that exists: the rule of §3.7 that left it out, or "" when none did.
 func (s *rmfSearch) whyLeftOut(p string, isDir bool) string {
-	if s.env.CheckInside(p, PathOptions{AllowTemp: true}) != nil {
+	if s.env.checkInside(p, pathOptions{AllowTemp: true}) != nil {
 		return "outside the workspace"
 	}
 	root := ""

@@ -39,8 +39,8 @@ const (
 // truncatedMark ends a line cut by the character budget (§2.7).
 const truncatedMark = "... [truncated]"
 
-// ReadSpec asks the read pipeline for one file.
-type ReadSpec struct {
+// readSpec asks the read pipeline for one file.
+type readSpec struct {
 	// Path is absolute and already checked against the workspace.
 	Path string
 	// Offset is the 0-based first line of the window.
@@ -51,8 +51,8 @@ type ReadSpec struct {
 	Budget int
 }
 
-// TextWindow is a window of a text's lines (§2.7).
-type TextWindow struct {
+// textWindow is a window of a text's lines (§2.7).
+type textWindow struct {
 	// Text is the window's lines, right-trimmed, joined with "\n"; the
 	// last one ends in "... [truncated]" when Cut.
 	Text string
@@ -66,9 +66,9 @@ type TextWindow struct {
 	Truncated bool
 }
 
-// FileContent is what the read pipeline made of one file. Exactly one of
+// fileContent is what the read pipeline made of one file. Exactly one of
 // Err, Media, Window (when Windowed) and Message carries the content.
-type FileContent struct {
+type fileContent struct {
 	Path string
 	Rel  string
 	Type FileType
@@ -81,7 +81,7 @@ type FileContent struct {
 	// Windowed says Window holds the file's text: a text file, an SVG, a
 	// rendered notebook, or a PDF's text from pdftotext.
 	Windowed bool
-	Window   TextWindow
+	Window   textWindow
 	// Message replaces the content of a file that is not shown (binary, a
 	// modality the model does not accept, an SVG over 1 MB).
 	Message string
@@ -90,45 +90,45 @@ type FileContent struct {
 	// Entry is what the read tells the ledger; nil after a failure. Its
 	// Full field is false when the window is truncated; callers that
 	// asked for an explicit window clear it too.
-	Entry *LedgerEntry
+	Entry *ledgerEntry
 }
 
-// AcceptsModality reports whether the model accepts input of a media type
+// acceptsModality reports whether the model accepts input of a media type
 // (model.modalities.{image,audio,video,pdf}, all false by default).
-func (e *Env) AcceptsModality(t FileType) bool {
-	if !t.IsMedia() {
+func (e *Env) acceptsModality(t FileType) bool {
+	if !t.isMedia() {
 		return true
 	}
 	return e.Settings().Bool("model.modalities."+string(t), false)
 }
 
-// ReadContent runs the read pipeline of tools.md §2.3, §2.6 and §2.7 for
+// readContent runs the read pipeline of tools.md §2.3, §2.6 and §2.7 for
 // one file: the open buffer or the disk, the file type, then the content
-// by type. Failures the model should read are FileContent.Err; the Go
+// by type. Failures the model should read are fileContent.Err; the Go
 // error is only ever ctx's, when the call was cancelled.
-func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, error) {
+func (e *Env) readContent(ctx context.Context, spec readSpec) (fileContent, error) {
 	abs := spec.Path
-	out := FileContent{Path: abs, Rel: e.Rel(abs)}
+	out := fileContent{Path: abs, Rel: e.Rel(abs)}
 	name := filepath.Base(abs)
 
 	var snap *workspace.Snapshot
 	var raw []byte
 	var fi fs.FileInfo
-	if buf, open := e.Workspace.Overlay.Get(abs); open && !BufferFileType(name).IsMedia() {
-		out.Type = BufferFileType(name)
+	if buf, open := e.Workspace.Overlay.Get(abs); open && !bufferFileType(name).isMedia() {
+		out.Type = bufferFileType(name)
 		snap = &workspace.Snapshot{Path: abs, Text: buf.Text, Source: workspace.FromBuffer,
 			Version: buf.Version, Format: workspace.TextFormat{CRLF: strings.Contains(buf.Text, "\r\n")}}
 	} else {
 		// Media and PDF bytes come from the disk even when the editor has
 		// the file open (§2.3).
 		var err error
-		raw, fi, err = workspace.ReadFileBoundedIn(abs, workspace.MaxReadSize, e.openedInsideFor(abs, PathOptions{AllowTemp: true}))
+		raw, fi, err = workspace.ReadFileBoundedIn(abs, workspace.MaxReadSize, e.openedInsideFor(abs, pathOptions{AllowTemp: true}))
 		if err != nil {
 			out.Err, out.ErrDisplay = readFailure(abs, err)
 			return out, nil
 		}
 		out.Type = DetectFileType(name, raw)
-		if !out.Type.IsMedia() && out.Type != FileBinary {
+		if !out.Type.isMedia() && out.Type != FileBinary {
 			snap = workspace.DiskSnapshot(abs, raw, fi)
 		}
 	}
@@ -138,27 +138,27 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 		out.Message = out.Rel + " is a binary file; its content is not shown."
 		out.Display = "Skipped binary file: " + out.Rel
 		out.Entry = rawEntry(raw, fi, "binary")
-	case t.IsMedia():
+	case t.isMedia():
 		return e.readMedia(ctx, out, raw, fi, spec)
-	case t == FileSVG && len(snap.Text) > maxSVGText:
+	case t == fileSVG && len(snap.Text) > maxSVGText:
 		out.Message = out.Rel + " is an SVG file over 1 MB; its content is not shown."
 		out.Display = out.Message
-		entry := EntryFor(snap, false, true, "")
+		entry := entryFor(snap, false, true, "")
 		out.Entry = &entry
-	case t == FileNotebook:
+	case t == fileNotebook:
 		rendered, err := renderNotebook(snap.Text)
 		if err != nil {
 			msg := fmt.Sprintf("Could not read %s: %v", abs, err)
-			out.Err, out.ErrDisplay = NewError(ErrorReadContentFailure, msg), msg
+			out.Err, out.ErrDisplay = NewError(errorReadContentFailure, msg), msg
 			return out, nil
 		}
 		if out.Err = out.window(rendered, spec); out.Err == nil {
-			entry := EntryFor(snap, !out.Window.Truncated, false, "notebook")
+			entry := entryFor(snap, !out.Window.Truncated, false, "notebook")
 			out.Entry = &entry
 		}
 	default:
 		if out.Err = out.window(snap.Text, spec); out.Err == nil {
-			entry := EntryFor(snap, !out.Window.Truncated, true, "")
+			entry := entryFor(snap, !out.Window.Truncated, true, "")
 			out.Entry = &entry
 		}
 	}
@@ -166,8 +166,8 @@ func (e *Env) ReadContent(ctx context.Context, spec ReadSpec) (FileContent, erro
 }
 
 // window fills out.Window from text, or returns the offset error.
-func (out *FileContent) window(text string, spec ReadSpec) *ToolError {
-	w, terr := WindowText(text, spec.Offset, spec.Limit, spec.Budget)
+func (out *fileContent) window(text string, spec readSpec) *ToolError {
+	w, terr := windowText(text, spec.Offset, spec.Limit, spec.Budget)
 	if terr != nil {
 		out.ErrDisplay = terr.Message
 		return terr
@@ -177,18 +177,18 @@ func (out *FileContent) window(text string, spec ReadSpec) *ToolError {
 }
 
 // readMedia handles image, audio, video and PDF files whose bytes are raw.
-func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.FileInfo, spec ReadSpec) (FileContent, error) {
-	noun := out.Type.Noun()
+func (e *Env) readMedia(ctx context.Context, out fileContent, raw []byte, fi fs.FileInfo, spec readSpec) (fileContent, error) {
+	noun := out.Type.noun()
 	out.Entry = rawEntry(raw, fi, noun)
-	if !e.AcceptsModality(out.Type) {
-		if out.Type == FilePDF {
+	if !e.acceptsModality(out.Type) {
+		if out.Type == filePDF {
 			text, ok, failure, err := pdfText(ctx, out.Path)
 			switch {
 			case err != nil:
 				return out, err
 			case failure != "":
 				msg := fmt.Sprintf("Could not read %s: %s", out.Path, failure)
-				out.Err, out.ErrDisplay, out.Entry = NewError(ErrorReadContentFailure, msg), msg, nil
+				out.Err, out.ErrDisplay, out.Entry = NewError(errorReadContentFailure, msg), msg, nil
 				return out, nil
 			case ok:
 				if out.Err = out.window(text, spec); out.Err != nil {
@@ -206,10 +206,10 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 	}
 	if base64.StdEncoding.EncodedLen(len(raw)) > maxInlineData {
 		msg := out.Path + " is too large to send: over 10 MB once base64-encoded."
-		out.Err, out.ErrDisplay, out.Entry = NewError(ErrorFileTooLarge, msg), msg, nil
+		out.Err, out.ErrDisplay, out.Entry = NewError(errorFileTooLarge, msg), msg, nil
 		return out, nil
 	}
-	out.Media = &InlineData{MimeType: MIMEType(out.Path), Data: base64.StdEncoding.EncodeToString(raw),
+	out.Media = &InlineData{MimeType: mimeType(out.Path), Data: base64.StdEncoding.EncodeToString(raw),
 		DisplayName: filepath.Base(out.Path)}
 	out.Display = fmt.Sprintf("Read %s file: %s", noun, out.Rel)
 	return out, nil
@@ -217,8 +217,8 @@ func (e *Env) readMedia(ctx context.Context, out FileContent, raw []byte, fi fs.
 
 // rawEntry is the ledger entry of a file whose content is its bytes
 // (binary, media, PDF): not editable, hashed over the bytes.
-func rawEntry(raw []byte, fi fs.FileInfo, kind string) *LedgerEntry {
-	e := &LedgerEntry{Source: workspace.FromDisk, Hash: sha256.Sum256(raw), Full: true, Kind: kind}
+func rawEntry(raw []byte, fi fs.FileInfo, kind string) *ledgerEntry {
+	e := &ledgerEntry{Source: workspace.FromDisk, Hash: sha256.Sum256(raw), Full: true, Kind: kind}
 	if fi != nil {
 		e.ModTime, e.Size = fi.ModTime(), fi.Size()
 	}
@@ -241,19 +241,19 @@ func readFailure(abs string, err error) (*ToolError, string) {
 	var tl *workspace.TooLargeError
 	switch {
 	case pathMissing(err):
-		return NewError(ErrorFileNotFound, abs+" does not exist."), "File not found."
+		return NewError(errorFileNotFound, abs+" does not exist."), "File not found."
 	case errors.Is(err, workspace.ErrEscaped):
-		return NewError(ErrorPathNotInWorkspace, fmt.Sprintf("Path is outside the workspace: %s. It changed after it was checked (a symlink now leads out of the workspace).", abs)), "Path is outside the workspace."
+		return NewError(errorPathNotInWorkspace, fmt.Sprintf("Path is outside the workspace: %s. It changed after it was checked (a symlink now leads out of the workspace).", abs)), "Path is outside the workspace."
 	case errors.As(err, &nr) && nr.Dir:
-		return NewError(ErrorTargetIsDirectory, abs+" is a directory, not a file."), "Path is a directory."
+		return NewError(errorTargetIsDirectory, abs+" is a directory, not a file."), "Path is a directory."
 	case errors.As(err, &nr):
-		return NewError(ErrorReadContentFailure, abs+" is not a regular file (it is a FIFO, socket or device)."), "Not a regular file."
+		return NewError(errorReadContentFailure, abs+" is not a regular file (it is a FIFO, socket or device)."), "Not a regular file."
 	case errors.As(err, &tl):
 		msg := fmt.Sprintf("%s is too large to read: %.2f MB, over the 10 MB limit.", abs, float64(tl.Size)/(1<<20))
-		return NewError(ErrorFileTooLarge, msg), msg
+		return NewError(errorFileTooLarge, msg), msg
 	}
 	msg := fmt.Sprintf("Could not read %s: %s", abs, readErrReason(err))
-	return NewError(ErrorReadContentFailure, msg), msg
+	return NewError(errorReadContentFailure, msg), msg
 }
 
 // pathMissing reports whether err says the path does not exist, including
@@ -272,20 +272,20 @@ func readErrReason(err error) string {
 	return err.Error()
 }
 
-// WindowText cuts the window of §2.7 out of text: lines are the
+// windowText cuts the window of §2.7 out of text: lines are the
 // "\n"-separated segments, each right-trimmed of spaces, tabs and "\r";
 // from offset, at most limit lines (<= 0: no limit), while the lines
 // joined with "\n" fit in budget characters (<= 0: no budget). The first
 // line that does not fit is cut to max(budget-used-1, 10) characters
 // followed by "... [truncated]", and the window ends there. An offset at
 // or past the number of lines is an invalid_tool_params error.
-func WindowText(text string, offset, limit, budget int) (TextWindow, *ToolError) {
+func windowText(text string, offset, limit, budget int) (textWindow, *ToolError) {
 	total := strings.Count(text, "\n") + 1
 	if offset < 0 {
 		offset = 0
 	}
 	if offset >= total {
-		return TextWindow{}, InvalidParams(fmt.Sprintf("The file has %d lines, so offset %d is past its end.", total, offset))
+		return textWindow{}, InvalidParams(fmt.Sprintf("The file has %d lines, so offset %d is past its end.", total, offset))
 	}
 	rest := text
 	for range offset {
@@ -297,7 +297,7 @@ func WindowText(text string, offset, limit, budget int) (TextWindow, *ToolError)
 	} else {
 		sb.Grow(len(rest))
 	}
-	w := TextWindow{Start: offset + 1, Total: total}
+	w := textWindow{Start: offset + 1, Total: total}
 	used, n := 0, 0
 	for {
 		line, next, more := strings.Cut(rest, "\n")

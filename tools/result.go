@@ -114,7 +114,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return fmt.Errorf("decode tool result: %w", err)
 	}
-	d, err := UnmarshalDisplay(w.ReturnDisplay)
+	d, err := unmarshalDisplay(w.ReturnDisplay)
 	if err != nil {
 		return err
 	}
@@ -148,9 +148,9 @@ type TodoStatus string
 
 // The todo states of tools.md §3.12.
 const (
-	TodoPending    TodoStatus = "pending"
-	TodoInProgress TodoStatus = "in_progress"
-	TodoCompleted  TodoStatus = "completed"
+	todoPending    TodoStatus = "pending"
+	todoInProgress TodoStatus = "in_progress"
+	todoCompleted  TodoStatus = "completed"
 )
 
 // Todo is one entry of a TodoList.
@@ -189,9 +189,9 @@ type SubagentStatus string
 // The states of tools.md §1.2.
 const (
 	SubagentRunning   SubagentStatus = "running"
-	SubagentCompleted SubagentStatus = "completed"
-	SubagentFailed    SubagentStatus = "failed"
-	SubagentCancelled SubagentStatus = "cancelled"
+	subagentCompleted SubagentStatus = "completed"
+	subagentFailed    SubagentStatus = "failed"
+	subagentCancelled SubagentStatus = "cancelled"
 )
 
 // SubagentToolCall is one call a subagent made, as its run shows it.
@@ -227,10 +227,10 @@ func (*TodoList) isDisplay()    {}
 func (*PlanSummary) isDisplay() {}
 func (*SubagentRun) isDisplay() {}
 
-// UnmarshalDisplay decodes a returnDisplay: a JSON string is Markdown; an
+// unmarshalDisplay decodes a returnDisplay: a JSON string is Markdown; an
 // object is told apart by its distinctive key (fileDiff, todos, subagentName,
 // plan). Empty input and null give a nil Display.
-func UnmarshalDisplay(data []byte) (Display, error) {
+func unmarshalDisplay(data []byte) (Display, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 		return nil, nil

@@ -7,11 +7,11 @@ import (
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
-// SandboxPaths lists the paths the OS sandbox keeps read-only: protected
+// sandboxPaths lists the paths the OS sandbox keeps read-only: protected
 // are those of the workspace roots (for commands that run unasked),
 // always the user's trust list and settings files (for every command the
 // agent runs, whatever the mode).
-func (e *Env) SandboxPaths() (protected, always []string) {
+func (e *Env) sandboxPaths() (protected, always []string) {
 	if e == nil || e.Workspace == nil {
 		return nil, nil
 	}
@@ -38,11 +38,11 @@ func (e *Env) SandboxPaths() (protected, always []string) {
 		add(&always, filepath.Join(dir, workspace.TrustFileName))
 		add(&always, filepath.Join(dir, "settings.json"))
 	}
-	// Everything else the shell analysis protects (ProtectedPaths): the
+	// Everything else the shell analysis protects (protectedPaths): the
 	// roots' .qwen, .git hooks, config and info, .vscode, .idea, .envrc
 	// and memory files, the user folders' memory files, the system
 	// settings file.
-	for _, p := range e.ProtectedPaths() {
+	for _, p := range e.protectedPaths() {
 		if !has(always, p) {
 			add(&protected, p)
 		}

@@ -35,9 +35,9 @@ func (refuseLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("load %s: external schema references are not supported", url)
 }
 
-// CompileArgsSchema compiles a tool's JSON Schema. An empty schema compiles
+// compileArgsSchema compiles a tool's JSON Schema. An empty schema compiles
 // to nil (nothing to check).
-func CompileArgsSchema(raw json.RawMessage) (*ArgsSchema, error) {
+func compileArgsSchema(raw json.RawMessage) (*ArgsSchema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}

@@ -28,7 +28,7 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 	if terr != nil {
 		return "", terr
 	}
-	if terr := e.CheckInside(p, PathOptions{AllowTemp: true}); terr != nil {
+	if terr := e.checkInside(p, pathOptions{AllowTemp: true}); terr != nil {
 		return "", terr
 	}
 	fi, err := os.Stat(p)
@@ -37,12 +37,12 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 			return p, nil
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", Errorf(ErrorSearchPathNotFound, "%s does not exist.", p)
+			return "", Errorf(errorSearchPathNotFound, "%s does not exist.", p)
 		}
-		return "", Errorf(ErrorSearchPathNotFound, "%s cannot be read: %v", p, err)
+		return "", Errorf(errorSearchPathNotFound, "%s cannot be read: %v", p, err)
 	}
 	if wantDir && !fi.IsDir() {
-		return "", Errorf(ErrorSearchPathNotADirectory, "%s is not a directory.", p)
+		return "", Errorf(errorSearchPathNotADirectory, "%s is not a directory.", p)
 	}
 	return p, nil
 }
@@ -51,7 +51,7 @@ func (e *Env) searchDir(raw string, wantDir bool) (string, *ToolError) {
 // made absolute: a relative one is resolved against the primary root. It
 // is not checked.
 func (e *Env) searchPathArg(raw string) (string, *ToolError) {
-	p := CleanPathArg(raw)
+	p := cleanPathArg(raw)
 	if filepath.IsAbs(p) {
 		return p, nil
 	}
@@ -72,7 +72,7 @@ func (e *Env) describeSearch(params map[string]any) string {
 		if abs, terr := e.searchPathArg(p); terr == nil {
 			p = abs
 		}
-		out += " in path '" + e.Rel(CleanPathArg(p)) + "'"
+		out += " in path '" + e.Rel(cleanPathArg(p)) + "'"
 	}
 	return out
 }
@@ -168,7 +168,7 @@ func (e *Env) searchFiles(ctx context.Context, dir string, f searchFilter, fn fu
 // walkSearchDir is searchFiles' disk walk.
 func (e *Env) walkSearchDir(ctx context.Context, dir string, f searchFilter, fn func(searchFile)) error {
 	ig := e.Workspace.Ignore
-	allowed := e.openedInsideFor(dir, PathOptions{AllowTemp: true})
+	allowed := e.openedInsideFor(dir, pathOptions{AllowTemp: true})
 	var walk func(d string) error
 	walk = func(d string) error {
 		if err := ctx.Err(); err != nil {

@@ -77,11 +77,11 @@ type Shell struct {
 }
 
 // NewShell returns the run_shell_command tool working in env. It gives
-// env a ProcessGroups registry when it has none, so that the server can
+// env a processGroups registry when it has none, so that the server can
 // kill what the commands leave running (env.Processes.KillAll) on exit.
 func NewShell(env *Env) *Shell {
 	if env.Processes == nil {
-		env.Processes = &ProcessGroups{}
+		env.Processes = &processGroups{}
 	}
 	return &Shell{env: env, Base: Base{Spec: Spec{
 		Name:          "run_shell_command",
@@ -117,7 +117,7 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	if !a.HasRoot() {
 		return InvalidParams("The command runs no program (it only sets variables), so there is nothing to approve or run.")
 	}
-	if bg, _ := Bool(params, "is_background"); bg && a.TrailingBackground {
+	if bg, _ := boolParam(params, "is_background"); bg && a.TrailingBackground {
 		return InvalidParams(`With is_background true, do not end the command with "&": remove the trailing "&", and the command still runs in the background.`)
 	}
 	if _, terr := shellTimeout(params); terr != nil {
@@ -135,7 +135,7 @@ func shellTimeout(params map[string]any) (int, *ToolError) {
 	if _, given := params["timeout"]; !given {
 		return shellDefaultTimeout, nil
 	}
-	f, ok := Float(params, "timeout")
+	f, ok := floatParam(params, "timeout")
 	switch {
 	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
 		return 0, InvalidParams(`Argument "timeout" must be a number of milliseconds.`)
@@ -151,7 +151,7 @@ func shellTimeout(params map[string]any) (int, *ToolError) {
 func (s *Shell) directory(params map[string]any) (string, *ToolError) {
 	primary := s.env.Workspace.Roots.Primary()
 	raw, _ := String(params, "directory")
-	p := CleanPathArg(raw)
+	p := cleanPathArg(raw)
 	if p == "" {
 		if primary == "" {
 			return "", InvalidParams("No workspace folder is open, so there is no directory to run the command in.")
@@ -168,7 +168,7 @@ func (s *Shell) directory(params map[string]any) (string, *ToolError) {
 		p = filepath.Join(primary, p)
 	}
 	if _, _, err := s.env.Workspace.Roots.Resolve(p); err != nil {
-		return "", NewError(ErrorPathNotInWorkspace, fmt.Sprintf("Directory %s is outside the workspace.", p))
+		return "", NewError(errorPathNotInWorkspace, fmt.Sprintf("Directory %s is outside the workspace.", p))
 	}
 	fi, err := os.Stat(p)
 	switch {
@@ -206,7 +206,7 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 		return nil, InvalidParams(fmt.Sprintf("Could not parse the command: %s. Check the quoting and try again.", err))
 	}
 	if a.ReadOnly() {
-		if s.env.ReadOnlyNeedsAsk() {
+		if s.env.readOnlyNeedsAsk() {
 			// No sandbox here to catch a mistake of the parser.
 			conf := ShellConfirmation(cmd, a.SubCommands)
 			conf.Title += " (no sandbox on this system)"
@@ -219,23 +219,23 @@ func (s *Shell) ShouldConfirm(_ context.Context, _ *Call, params map[string]any)
 }
 
 // AnalyzeShellCall judges the command of a run_shell_command call, in the
-// directory the call names (AnalyzeShell).
+// directory the call names (analyzeShell).
 func (e *Env) AnalyzeShellCall(params map[string]any) (*shellsafe.Analysis, error) {
 	cmd, _ := String(params, "command")
 	dir, _ := String(params, "directory")
-	return e.AnalyzeShell(cmd, dir)
+	return e.analyzeShell(cmd, dir)
 }
 
-// AnalyzeShell judges cmd for this workspace (shellsafe.Analyze), as run
+// analyzeShell judges cmd for this workspace (shellsafe.Analyze), as run
 // in dir: the directory argument of run_shell_command, relative to the
 // primary root ("" is the primary root). A directory outside the roots
 // leaves the analysis without one, so no git command is read-only; the
 // call is refused before it runs anyway.
-func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
+func (e *Env) analyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
 	return e.analyzeShellFor(runtime.GOOS, cmd, dir)
 }
 
-// analyzeShellFor is AnalyzeShell on the system goos: on Windows the
+// analyzeShellFor is analyzeShell on the system goos: on Windows the
 // command is not analysed (shellsafe.Verbatim), so it is never read-only
 // and only a rule naming the whole command allows it.
 func (e *Env) analyzeShellFor(goos, cmd, dir string) (*shellsafe.Analysis, error) {
@@ -259,7 +259,7 @@ func (e *Env) shellContext(dir string) shellsafe.Context {
 		_, _, err := roots.Resolve(p)
 		return err == nil
 	}
-	d := CleanPathArg(dir)
+	d := cleanPathArg(dir)
 	primary := roots.Primary()
 	switch {
 	case d == "":
@@ -298,13 +298,13 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 	command, _ := String(params, "command")
 	dir, terr := s.directory(params)
 	if terr != nil {
-		return ErrorResult(ErrorShellExecute, terr.Message), nil
+		return ErrorResult(errorShellExecute, terr.Message), nil
 	}
 	dirLabel := strings.TrimSpace(stringParam(params, "directory"))
 	if dirLabel == "" {
 		dirLabel = "(root)"
 	}
-	background, _ := Bool(params, "is_background")
+	background, _ := boolParam(params, "is_background")
 	timeout, _ := shellTimeout(params)
 	sessionID := ""
 	if call != nil {
@@ -369,7 +369,7 @@ func withSandboxNote(r Result, note string) Result {
 func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabel, note string, background bool, timeout int, sessionID string, pol sandbox.Policy, onOutput func(Output)) (policyResult, error) {
 	run, err := s.start(command, dir, background, sessionID, pol)
 	if err != nil {
-		return policyResult{Result: ErrorResult(ErrorShellExecute, err.Error())}, nil
+		return policyResult{Result: ErrorResult(errorShellExecute, err.Error())}, nil
 	}
 	run.startTicker(onOutput)
 
@@ -556,7 +556,7 @@ func (s *Shell) composeText(run *shellRun, p shellTextParts) TruncatedOutput {
 		text := p.head + out.inMemoryText() + p.mid + errs.inMemoryText() + p.tail
 		return s.env.TruncateToolOutput(s.Name(), text)
 	}
-	f, saveErr := CreateOutputFile(s.env.ProjectTempDir(), s.Name())
+	f, saveErr := createOutputFile(s.env.ProjectTempDir(), s.Name())
 	keep := saveErr == nil
 	if !keep {
 		var err error
@@ -572,7 +572,7 @@ func (s *Shell) composeText(run *shellRun, p shellTextParts) TruncatedOutput {
 	}
 	if err == nil {
 		var tr TruncatedOutput
-		tr, err = truncateFile(f.Name(), keep, saveErr, s.env.OutputLimits())
+		tr, err = truncateFile(f.Name(), keep, saveErr, s.env.outputLimits())
 		if err == nil {
 			return tr
 		}

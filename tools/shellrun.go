@@ -24,7 +24,7 @@ func (s *Shell) start(command, dir string, background bool, sessionID string, po
 	if err != nil {
 		return nil, err
 	}
-	spill := s.env.Threshold()
+	spill := s.env.threshold()
 	if spill <= 0 || spill > shellSpoolMax {
 		spill = shellSpoolMax
 	}

@@ -11,51 +11,51 @@ import (
 
 // The values of the tools.sandbox setting.
 const (
-	SandboxOff            = "off"
-	SandboxReadOnly       = "read-only"
-	SandboxWorkspaceWrite = "workspace-write"
+	sandboxOff            = "off"
+	sandboxReadOnly       = "read-only"
+	sandboxWorkspaceWrite = "workspace-write"
 )
 
-// SandboxSetting is tools.sandbox: off, read-only (the default: commands
+// sandboxSetting is tools.sandbox: off, read-only (the default: commands
 // judged read-only run in the read-only sandbox, other unasked commands
 // with the protected paths read-only) or workspace-write (every unasked
 // command writes only inside the roots and a private temporary folder,
 // without network). An unknown value counts as the default.
-func (e *Env) SandboxSetting() string {
+func (e *Env) sandboxSetting() string {
 	if e == nil || e.Workspace == nil || e.Settings() == nil {
-		return SandboxReadOnly
+		return sandboxReadOnly
 	}
-	switch v := e.Settings().String("tools.sandbox", SandboxReadOnly); v {
-	case SandboxOff, SandboxWorkspaceWrite:
+	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); v {
+	case sandboxOff, sandboxWorkspaceWrite:
 		return v
 	}
-	return SandboxReadOnly
+	return sandboxReadOnly
 }
 
-// ReadOnlyNeedsAsk reports whether a command judged read-only must still
+// readOnlyNeedsAsk reports whether a command judged read-only must still
 // ask, because no sandbox can confine it here.
-func (e *Env) ReadOnlyNeedsAsk() bool {
-	return e.SandboxSetting() != SandboxOff && !sandbox.Probe().ReadOnly()
+func (e *Env) readOnlyNeedsAsk() bool {
+	return e.sandboxSetting() != sandboxOff && !sandbox.Probe().ReadOnly()
 }
 
 // shellPolicy chooses the sandbox of a command from why it runs and the
 // tools.sandbox setting.
 func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
-	protected, always := s.env.SandboxPaths()
+	protected, always := s.env.sandboxPaths()
 	p := sandbox.Policy{Mode: sandbox.None, Protected: protected, AlwaysProtected: always}
-	setting := s.env.SandboxSetting()
-	approval := ApprovalUnknown
+	setting := s.env.sandboxSetting()
+	approval := approvalUnknown
 	if call != nil {
 		approval = call.Approval
 	}
-	if setting == SandboxOff || approval == ApprovalUser {
+	if setting == sandboxOff || approval == ApprovalUser {
 		return p
 	}
 	sup := sandbox.Probe()
 	switch {
 	case approval == ApprovalNotNeeded && sup.ReadOnly():
 		p.Mode = sandbox.ReadOnly
-	case setting == SandboxWorkspaceWrite && sup.ReadOnly():
+	case setting == sandboxWorkspaceWrite && sup.ReadOnly():
 		p.Mode = sandbox.WorkspaceWrite
 		if s.env.Workspace.Roots != nil {
 			p.Writable = s.env.Workspace.Roots.List()

@@ -31,7 +31,7 @@ func (s *Shell) runInTerminal(ctx context.Context, call *Call, ct ClientTerminal
 		if ctx.Err() != nil {
 			return Result{}, true, ctx.Err()
 		}
-		return ErrorResult(ErrorShellExecute, "The editor could not run the command in its terminal: "+err.Error()), true, nil
+		return ErrorResult(errorShellExecute, "The editor could not run the command in its terminal: "+err.Error()), true, nil
 	}
 	// The requests after the command are bounded by terminalCleanup,
 	// not by ctx, which may be over by then.

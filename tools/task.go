@@ -83,7 +83,7 @@ type Task struct {
 
 // NewTask returns the task tool.
 func NewTask(env *Env) *Task {
-	return &Task{env: env, agents: NewAgents(env), Base: Base{Spec: Spec{
+	return &Task{env: env, agents: newAgents(env), Base: Base{Spec: Spec{
 		Name:                 "task",
 		DisplayName:          "Task",
 		Description:          strings.TrimSpace(taskDescription),
@@ -103,7 +103,7 @@ func (t *Task) Agents() *Agents { return t.agents }
 func (t *Task) Description() string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(taskDescription))
-	for _, d := range t.agents.List() {
+	for _, d := range t.agents.list() {
 		fmt.Fprintf(&b, "\n- **%s**: %s", d.Name, strings.Join(strings.Fields(d.Description), " "))
 	}
 	return b.String()
@@ -125,8 +125,8 @@ func textArg(params map[string]any, name string) string {
 
 // subagent finds the definition the call names (case-insensitively);
 // a missing or blank subagent_type means general-purpose.
-func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
-	name := DefaultSubagent
+func (t *Task) subagent(params map[string]any) (agentDefinition, *ToolError) {
+	name := defaultSubagent
 	switch v := params["subagent_type"].(type) {
 	case nil:
 	case string:
@@ -136,7 +136,7 @@ func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
 	default:
 		name = fmt.Sprint(v)
 	}
-	defs := t.agents.List()
+	defs := t.agents.list()
 	names := make([]string, len(defs))
 	for i, d := range defs {
 		if strings.EqualFold(d.Name, name) {
@@ -144,7 +144,7 @@ func (t *Task) subagent(params map[string]any) (AgentDefinition, *ToolError) {
 		}
 		names[i] = d.Name
 	}
-	return AgentDefinition{}, InvalidParams(fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", ")))
+	return agentDefinition{}, InvalidParams(fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", ")))
 }
 
 // Validate checks description, prompt and the subagent's name, with the
@@ -162,7 +162,7 @@ func (t *Task) Validate(params map[string]any) *ToolError {
 
 // Describe is `<subagent> subagent: "<description>"`.
 func (t *Task) Describe(params map[string]any) string {
-	name := DefaultSubagent
+	name := defaultSubagent
 	if d, terr := t.subagent(params); terr == nil {
 		name = d.Name
 	}
@@ -207,6 +207,6 @@ func (t *Task) Execute(ctx context.Context, call *Call, params map[string]any, o
 		}
 		text = fmt.Sprintf(taskMaxTurns, def.MaxTurns, partial)
 	}
-	return TextResult(text, &SubagentRun{SubagentName: def.Name, Description: desc, Status: SubagentCompleted,
+	return TextResult(text, &SubagentRun{SubagentName: def.Name, Description: desc, Status: subagentCompleted,
 		ToolCalls: res.ToolCalls, Result: text, Turns: res.Turns}), nil
 }

@@ -123,7 +123,7 @@ func parseTodos(params map[string]any) ([]Todo, *ToolError) {
 		}
 		status, _ := m["status"].(string)
 		switch TodoStatus(status) {
-		case TodoPending, TodoInProgress, TodoCompleted:
+		case todoPending, todoInProgress, todoCompleted:
 		default:
 			return nil, InvalidParams(todoBadStatus)
 		}
@@ -206,11 +206,11 @@ func todoMessage(todos []Todo) (string, error) {
 	var pending, inProgress, completed int
 	for _, td := range todos {
 		switch td.Status {
-		case TodoPending:
+		case todoPending:
 			pending++
-		case TodoInProgress:
+		case todoInProgress:
 			inProgress++
-		case TodoCompleted:
+		case todoCompleted:
 			completed++
 		}
 	}

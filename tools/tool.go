@@ -29,8 +29,8 @@ func (k Kind) ReadOnly() bool {
 	return k == KindRead || k == KindSearch || k == KindFetch
 }
 
-// Valid reports whether k is one of the nine kinds.
-func (k Kind) Valid() bool {
+// valid reports whether k is one of the nine kinds.
+func (k Kind) valid() bool {
 	switch k {
 	case KindRead, KindEdit, KindDelete, KindMove, KindSearch, KindExecute, KindThink, KindFetch, KindOther:
 		return true
@@ -140,9 +140,9 @@ type Call struct {
 type Approval string
 
 const (
-	// ApprovalUnknown: the caller did not say (direct calls in tests and
+	// approvalUnknown: the caller did not say (direct calls in tests and
 	// embedders); the shell treats it as ApprovalRule.
-	ApprovalUnknown Approval = ""
+	approvalUnknown Approval = ""
 	// ApprovalNotNeeded: the tool asked for no confirmation (for the
 	// shell: every sub-command was judged read-only).
 	ApprovalNotNeeded Approval = "not-needed"
@@ -272,7 +272,7 @@ func (b *Base) ShouldConfirm(context.Context, *Call, map[string]any) (*Confirmat
 // step is skipped). PrepareArgs uses it instead of compiling on every call.
 func (b *Base) ArgsSchema() *ArgsSchema {
 	b.schemaOnce.Do(func() {
-		b.schema, _ = CompileArgsSchema(b.Spec.Schema)
+		b.schema, _ = compileArgsSchema(b.Spec.Schema)
 	})
 	return b.schema
 }

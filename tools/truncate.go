@@ -13,22 +13,22 @@ import (
 	"unicode/utf8"
 )
 
-// OutputLimits are the limits of tools.md §2.8: tools.truncateToolOutputThreshold
+// outputLimits are the limits of tools.md §2.8: tools.truncateToolOutputThreshold
 // characters and tools.truncateToolOutputLines lines; a value <= 0 turns
 // its check off.
-type OutputLimits struct {
+type outputLimits struct {
 	Threshold int
 	Lines     int
 }
 
-// OutputLimits returns the workspace's current limits.
-func (e *Env) OutputLimits() OutputLimits {
-	return OutputLimits{Threshold: e.Threshold(), Lines: e.LineLimit()}
+// outputLimits returns the workspace's current limits.
+func (e *Env) outputLimits() outputLimits {
+	return outputLimits{Threshold: e.threshold(), Lines: e.lineLimit()}
 }
 
-// Over reports whether a text of chars characters and lines lines is over
+// over reports whether a text of chars characters and lines lines is over
 // the limits.
-func (l OutputLimits) Over(chars, lines int64) bool {
+func (l outputLimits) over(chars, lines int64) bool {
 	return (l.Threshold > 0 && chars > int64(l.Threshold)) || (l.Lines > 0 && lines > int64(l.Lines))
 }
 
@@ -58,19 +58,19 @@ func (t TruncatedOutput) DisplayNote() string {
 // tool (an MCP tool passes mcp__<server>__<tool>), with the workspace's
 // limits, saving a long text under the project temp dir.
 func (e *Env) TruncateToolOutput(tool, text string) TruncatedOutput {
-	return TruncateOutput(text, e.ProjectTempDir(), tool, e.OutputLimits())
+	return truncateOutput(text, e.ProjectTempDir(), tool, e.outputLimits())
 }
 
-// TruncateOutput applies tools.md §2.8 to text: a text within lim is
+// truncateOutput applies tools.md §2.8 to text: a text within lim is
 // returned as is; a longer one is saved whole to
 // <dir>/<tool>_<12 hex>.output and replaced by its start and end.
-func TruncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
+func truncateOutput(text, dir, tool string, lim outputLimits) TruncatedOutput {
 	chars, lines := int64(utf8.RuneCountInString(text)), int64(strings.Count(text, "\n")+1)
-	if !lim.Over(chars, lines) {
+	if !lim.over(chars, lines) {
 		return TruncatedOutput{Text: text}
 	}
 	out := TruncatedOutput{Truncated: true}
-	f, err := CreateOutputFile(dir, tool)
+	f, err := createOutputFile(dir, tool)
 	if err == nil {
 		_, err = f.WriteString(text)
 		if cerr := f.Close(); err == nil {
@@ -93,13 +93,13 @@ func TruncateOutput(text, dir, tool string, lim OutputLimits) TruncatedOutput {
 }
 
 // truncateFile applies tools.md §2.8 to a text that is already written
-// to the file name (made with CreateOutputFile, so it sits where a saved
+// to the file name (made with createOutputFile, so it sits where a saved
 // output belongs): within lim the text is read back and the file removed;
 // over it the file stays as the saved output and only its start and end
 // are read. A huge output is thus never held in memory whole. With keep
 // false the file is only a scratch copy (saving failed with saveErr) and
 // is removed in every case.
-func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (TruncatedOutput, error) {
+func truncateFile(name string, keep bool, saveErr error, lim outputLimits) (TruncatedOutput, error) {
 	if !keep {
 		defer os.Remove(name)
 	}
@@ -116,7 +116,7 @@ func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (Trun
 	if err != nil {
 		return TruncatedOutput{}, fmt.Errorf("read tool output: %w", err)
 	}
-	if !lim.Over(chars, lines) {
+	if !lim.over(chars, lines) {
 		b, err := io.ReadAll(io.NewSectionReader(f, 0, fi.Size()))
 		if err != nil {
 			return TruncatedOutput{}, fmt.Errorf("read tool output: %w", err)
@@ -134,9 +134,9 @@ func truncateFile(name string, keep bool, saveErr error, lim OutputLimits) (Trun
 	return TruncatedOutput{Text: truncationText(name, nil, head, tail), Truncated: true, File: name}, nil
 }
 
-// CreateOutputFile creates <dir>/<tool>_<12 hex>.output for writing,
+// createOutputFile creates <dir>/<tool>_<12 hex>.output for writing,
 // making dir if needed.
-func CreateOutputFile(dir, tool string) (*os.File, error) {
+func createOutputFile(dir, tool string) (*os.File, error) {
 	return createUniqueFile(dir, tool+"_", ".output")
 }
 
@@ -207,7 +207,7 @@ type lineSpan struct {
 // lines within Threshold/5 characters, the tail the last L-h lines within
 // the rest; a line longer than what is left of its budget is cut and ends
 // "...", and no line after it is taken. Memory stays within the budgets.
-func headAndTail(r io.ReaderAt, size, lines int64, lim OutputLimits) (head, tail string, err error) {
+func headAndTail(r io.ReaderAt, size, lines int64, lim outputLimits) (head, tail string, err error) {
 	L := lines
 	if lim.Lines > 0 && int64(lim.Lines) < L {
 		L = int64(lim.Lines)

@@ -24,12 +24,12 @@ func numberedLines(from, to int) string {
 
 func TestTruncateOutputKeepsShortText(t *testing.T) {
 	dir := t.TempDir()
-	for _, lim := range []OutputLimits{{100, 10}, {0, 0}, {-1, -1}, {7, 0}} {
+	for _, lim := range []outputLimits{{100, 10}, {0, 0}, {-1, -1}, {7, 0}} {
 		text := "line 1\nline 2"
 		if lim.Threshold > 0 && lim.Threshold < 13 {
 			text = "1234567"
 		}
-		got := TruncateOutput(text, dir, "t", lim)
+		got := truncateOutput(text, dir, "t", lim)
 		if got.Text != text || got.Truncated || got.File != "" || got.DisplayNote() != "" {
 			t.Errorf("limits %+v changed %q: %+v", lim, text, got)
 		}
@@ -43,7 +43,7 @@ func TestTruncateOutputKeepsShortText(t *testing.T) {
 func TestTruncateOutputText(t *testing.T) {
 	dir := t.TempDir()
 	text := numberedLines(1, 30)
-	got := TruncateOutput(text, dir, "run_shell_command", OutputLimits{Threshold: 100, Lines: 10})
+	got := truncateOutput(text, dir, "run_shell_command", outputLimits{Threshold: 100, Lines: 10})
 	if !got.Truncated || got.File == "" {
 		t.Fatalf("not truncated and saved: %+v", got)
 	}
@@ -78,7 +78,7 @@ line 02
 func TestTruncateOutputCutsLongLines(t *testing.T) {
 	long := strings.Repeat("TAIL", 11) // 44 characters
 	text := "0123456789ABCDEF\nx\ny\nz\n" + long + "\nend"
-	got := TruncateOutput(text, t.TempDir(), "t", OutputLimits{Threshold: 50, Lines: 1000})
+	got := truncateOutput(text, t.TempDir(), "t", outputLimits{Threshold: 50, Lines: 1000})
 	// 6 lines: h = 1. The head budget is 10 and the first line is cut; the
 	// tail budget is 40: "end", then the long line cut to what is left.
 	_, body, _ := strings.Cut(got.Text, "limit.\n\n")
@@ -89,7 +89,7 @@ func TestTruncateOutputCutsLongLines(t *testing.T) {
 }
 
 func TestTruncateOutputLineLimitOnly(t *testing.T) {
-	got := TruncateOutput(numberedLines(1, 30), t.TempDir(), "t", OutputLimits{Threshold: 0, Lines: 10})
+	got := truncateOutput(numberedLines(1, 30), t.TempDir(), "t", outputLimits{Threshold: 0, Lines: 10})
 	_, body, _ := strings.Cut(got.Text, "limit.\n\n")
 	want := "line 01\nline 02\n\n---\n... [CONTENT TRUNCATED] ...\n---\n\n" + numberedLines(23, 30)
 	if body != want {
@@ -102,7 +102,7 @@ func TestTruncateOutputSaveFailure(t *testing.T) {
 	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := TruncateOutput(numberedLines(1, 30), notDir, "t", OutputLimits{Threshold: 100, Lines: 10})
+	got := truncateOutput(numberedLines(1, 30), notDir, "t", outputLimits{Threshold: 100, Lines: 10})
 	lines := strings.Split(got.Text, "\n")
 	if !got.Truncated || got.File != "" || got.SaveError == nil || got.DisplayNote() != "" ||
 		lines[1] != "The whole output could not be saved ("+got.SaveError.Error()+")." {
@@ -125,10 +125,10 @@ func TestTruncateOutputFileMatchesString(t *testing.T) {
 		}
 		b.WriteString("last")
 		text := b.String()
-		lim := OutputLimits{Threshold: rng.IntN(300) - 20, Lines: rng.IntN(30) - 3}
-		fromString := TruncateOutput(text, dir, "s", lim)
+		lim := outputLimits{Threshold: rng.IntN(300) - 20, Lines: rng.IntN(30) - 3}
+		fromString := truncateOutput(text, dir, "s", lim)
 
-		f, err := CreateOutputFile(dir, "f")
+		f, err := createOutputFile(dir, "f")
 		if err != nil {
 			t.Fatal(err)
 		}

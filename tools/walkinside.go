@@ -14,7 +14,7 @@ import (
 // opens the directory, checks the real path the kernel opened (a parent
 // swapped for a symlink after the path was checked is seen there), and
 // only then reads the names. The entries come sorted by name.
-func (e *Env) readDirInside(dir string, opts PathOptions) ([]fs.DirEntry, error) {
+func (e *Env) readDirInside(dir string, opts pathOptions) ([]fs.DirEntry, error) {
 	return readDirChecked(dir, e.openedInsideFor(dir, opts))
 }
 
@@ -38,7 +38,7 @@ func readDirChecked(dir string, allowed func(real string) bool) ([]fs.DirEntry, 
 // readDirInside. Like WalkDir it does not follow symlinks, calls fn for
 // root first, honours fs.SkipDir and fs.SkipAll, and reports a directory
 // it cannot read by a second call with the error.
-func (e *Env) walkDirInside(root string, opts PathOptions, fn fs.WalkDirFunc) error {
+func (e *Env) walkDirInside(root string, opts pathOptions, fn fs.WalkDirFunc) error {
 	info, err := os.Lstat(root)
 	if err != nil {
 		err = fn(root, nil, err)

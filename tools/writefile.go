@@ -52,28 +52,28 @@ func (t *WriteFile) Validate(params map[string]any) *ToolError {
 		return terr
 	}
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-		return Errorf(ErrorTargetIsDirectory, "%s is a directory, not a file.", abs)
+		return Errorf(errorTargetIsDirectory, "%s is a directory, not a file.", abs)
 	}
-	return t.env.QwenIgnored(abs)
+	return t.env.qwenIgnored(abs)
 }
 
 // Describe is "Writing to <rel>".
 func (t *WriteFile) Describe(params map[string]any) string {
 	p, _ := String(params, "file_path")
-	return "Writing to " + readTitlePath(t.env.Rel(CleanPathArg(p)))
+	return "Writing to " + readTitlePath(t.env.Rel(cleanPathArg(p)))
 }
 
 // Locations is the file.
 func (t *WriteFile) Locations(params map[string]any) []Location {
 	p, _ := String(params, "file_path")
-	return []Location{{Path: CleanPathArg(p)}}
+	return []Location{{Path: cleanPathArg(p)}}
 }
 
 // ShouldConfirm checks the prior read and proposes the new content, in the
 // file's line-ending style.
 func (t *WriteFile) ShouldConfirm(ctx context.Context, call *Call, params map[string]any) (*Confirmation, *ToolError) {
 	p, _ := String(params, "file_path")
-	abs := CleanPathArg(p)
+	abs := cleanPathArg(p)
 	content, _ := String(params, "content")
 
 	snap, terr, err := t.env.priorText(ctx, call, abs, verbOverwriting)

@@ -4,10 +4,10 @@
 // fetched pages.
 //
 // The entry points are NewFetch and NewSearch, which return the two tools,
-// and SearchAvailable, which tells whether web_search has a provider.
-// NetGuard is the guard on its own: a resolver and dialer that refuse
-// private, loopback and link-local addresses (BlockedAddress), also after
-// redirects, and it is what the tools' HTTP clients use.
+// and SearchAvailable, which tells whether web_search has a provider. Both
+// tools' HTTP clients dial through netGuard (netguard.go), a resolver and
+// dialer that refuse private, loopback and link-local addresses, also
+// after redirects.
 //
 // The package imports tools for the tool contract (Tool, Base, Result, Env)
 // and nothing else of qwen-ls; tools/builtin puts the two tools in the list

@@ -26,7 +26,7 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 // maxRedirects is how many redirects one fetch follows (tools.md §3.9).
 const maxRedirects = 10
 
-// NetGuard keeps HTTP requests away from the machine itself and from the
+// netGuard keeps HTTP requests away from the machine itself and from the
 // networks around it (tools.md §3.9): every address a host name resolves to
 // and every address actually dialled, on the first hop and after each
 // redirect, must be public. The zero value uses the system's resolver and
@@ -36,7 +36,7 @@ const maxRedirects = 10
 // name that resolves to a public address when checked and to a private one
 // when connecting (DNS rebinding) is still refused: the dialer connects to
 // the very addresses it checked, never to the name.
-type NetGuard struct {
+type netGuard struct {
 	// Resolver looks up host names; nil means net.DefaultResolver.
 	Resolver Resolver
 	// Dial connects to a checked "ip:port"; nil means a net.Dialer that
@@ -47,16 +47,16 @@ type NetGuard struct {
 	AllowPrivate bool
 }
 
-// RefusedAddressError says that a host resolves to an address the guard
+// refusedAddressError says that a host resolves to an address the guard
 // does not connect to. URL is the request (first hop or redirect target)
 // that was refused, when known.
-type RefusedAddressError struct {
+type refusedAddressError struct {
 	URL  string
 	Host string
 	IP   netip.Addr
 }
 
-func (e *RefusedAddressError) Error() string {
+func (e *refusedAddressError) Error() string {
 	return fmt.Sprintf("%s resolves to a private or loopback address (%s)", e.Host, e.IP)
 }
 
@@ -67,17 +67,17 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 // so the whole block counts as unspecified.
 var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 
-// BlockedAddress reports whether ip is one the guard refuses: loopback,
+// blockedAddress reports whether ip is one the guard refuses: loopback,
 // private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16,
 // fe80::/10), CGNAT (100.64/10) or unspecified (0.0.0.0/8, ::). An
 // IPv4-mapped IPv6 address is judged by the IPv4 address inside it, and an
 // invalid address is refused.
-func BlockedAddress(ip netip.Addr) bool {
+func blockedAddress(ip netip.Addr) bool {
 	ip = ip.Unmap().WithZone("")
 	if !ip.IsValid() {
 		return true
 	}
-	if v4, ok := embeddedIPv4(ip); ok && BlockedAddress(v4) {
+	if v4, ok := embeddedIPv4(ip); ok && blockedAddress(v4) {
 		return true
 	}
 	return ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
@@ -163,11 +163,11 @@ func hostIP(host string) (ip netip.Addr, isIP bool, err error) {
 }
 
 // Resolve returns the addresses of host (an IP literal is its own only
-// address), and a *RefusedAddressError naming the first blocked one unless
+// address), and a *refusedAddressError naming the first blocked one unless
 // AllowPrivate is set. Every address must pass, not just one: a name with
 // one public and one private address could otherwise be steered to the
 // private one.
-func (g *NetGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+func (g *netGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	var ips []netip.Addr
 	name := strings.ToLower(strings.TrimSuffix(host, "."))
 	if ip, isIP, err := hostIP(host); err != nil {
@@ -199,8 +199,8 @@ func (g *NetGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, erro
 	}
 	if !g.AllowPrivate {
 		for _, ip := range ips {
-			if BlockedAddress(ip) {
-				return nil, &RefusedAddressError{Host: host, IP: ip.Unmap().WithZone("")}
+			if blockedAddress(ip) {
+				return nil, &refusedAddressError{Host: host, IP: ip.Unmap().WithZone("")}
 			}
 		}
 	}
@@ -210,7 +210,7 @@ func (g *NetGuard) Resolve(ctx context.Context, host string) ([]netip.Addr, erro
 // DialContext resolves and checks the host of addr, then connects to its
 // addresses in order until one answers. Nothing is dialled when a check
 // fails.
-func (g *NetGuard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (g *netGuard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
@@ -239,7 +239,7 @@ func (g *NetGuard) DialContext(ctx context.Context, network, addr string) (net.C
 
 // systemDialer is the default dialer. Its Control hook sees the address of
 // the socket about to connect, the last word on where the request goes.
-func (g *NetGuard) systemDialer() *net.Dialer {
+func (g *netGuard) systemDialer() *net.Dialer {
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	if !g.AllowPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
@@ -247,8 +247,8 @@ func (g *NetGuard) systemDialer() *net.Dialer {
 			if err != nil {
 				return fmt.Errorf("check address %s: %w", address, err)
 			}
-			if BlockedAddress(ap.Addr()) {
-				return &RefusedAddressError{Host: ap.Addr().String(), IP: ap.Addr().Unmap().WithZone("")}
+			if blockedAddress(ap.Addr()) {
+				return &refusedAddressError{Host: ap.Addr().String(), IP: ap.Addr().Unmap().WithZone("")}
 			}
 			return nil
 		}
@@ -261,7 +261,7 @@ func (g *NetGuard) systemDialer() *net.Dialer {
 // settings (a proxy would hide where a request really goes), and gives up
 // after timeout (0: no limit besides the request's context). Call
 // CloseIdleConnections on it when done: each client has its own transport.
-func (g *NetGuard) Client(timeout time.Duration) *http.Client {
+func (g *netGuard) Client(timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           g.DialContext,
@@ -301,7 +301,7 @@ type guardTransport struct {
 
 func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	var refused *RefusedAddressError
+	var refused *refusedAddressError
 	if err != nil && errors.As(err, &refused) && refused.URL == "" {
 		refused.URL = req.URL.String()
 	}

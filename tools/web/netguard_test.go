@@ -79,16 +79,16 @@ func TestBlockedAddress(t *testing.T) {
 		"2001:4860:4860::8888", "2606:4700::1111", "fbff::1", "fec0::1", "::ffff:8.8.8.8",
 	}
 	for _, s := range blocked {
-		if !BlockedAddress(netip.MustParseAddr(s)) {
+		if !blockedAddress(netip.MustParseAddr(s)) {
 			t.Errorf("%s is not blocked", s)
 		}
 	}
 	for _, s := range allowed {
-		if BlockedAddress(netip.MustParseAddr(s)) {
+		if blockedAddress(netip.MustParseAddr(s)) {
 			t.Errorf("%s is blocked", s)
 		}
 	}
-	if !BlockedAddress(netip.Addr{}) {
+	if !blockedAddress(netip.Addr{}) {
 		t.Errorf("the invalid address is not blocked")
 	}
 }
@@ -100,7 +100,7 @@ func TestNetGuardResolveChecksEveryAddress(t *testing.T) {
 		"mapped.test": {"::ffff:127.0.0.1"},
 		"zoned.test":  {"fe80::1%eth0"},
 	}}
-	g := &NetGuard{Resolver: r}
+	g := &netGuard{Resolver: r}
 	ctx := context.Background()
 
 	ips, err := g.Resolve(ctx, "public.test")
@@ -112,7 +112,7 @@ func TestNetGuardResolveChecksEveryAddress(t *testing.T) {
 		"127.0.0.1": "127.0.0.1", "::1": "::1", "169.254.169.254": "169.254.169.254",
 	} {
 		_, err := g.Resolve(ctx, host)
-		var refused *RefusedAddressError
+		var refused *refusedAddressError
 		if !errors.As(err, &refused) || refused.Host != host || refused.IP.String() != ip {
 			t.Errorf("%s: %v (%+v)", host, err, refused)
 		}
@@ -125,7 +125,7 @@ func TestNetGuardResolveChecksEveryAddress(t *testing.T) {
 		t.Errorf("literal addresses were looked up: %s", got)
 	}
 
-	open := &NetGuard{Resolver: r, AllowPrivate: true}
+	open := &netGuard{Resolver: r, AllowPrivate: true}
 	if ips, err := open.Resolve(ctx, "mixed.test"); err != nil || len(ips) != 2 {
 		t.Errorf("allowed: %v, %v", ips, err)
 	}
@@ -144,7 +144,7 @@ func TestNetGuardDialsTheCheckedAddressesNotTheName(t *testing.T) {
 	}}
 	// The first address does not answer, the second leads to the server.
 	d := &guardDialer{route: map[string]string{"203.0.113.8:" + port: srv.Listener.Addr().String()}}
-	g := &NetGuard{Resolver: r, Dial: d.Dial}
+	g := &netGuard{Resolver: r, Dial: d.Dial}
 
 	conn, err := g.DialContext(context.Background(), "tcp", "public.test:"+port)
 	if err != nil {
@@ -156,7 +156,7 @@ func TestNetGuardDialsTheCheckedAddressesNotTheName(t *testing.T) {
 	}
 
 	_, err = g.DialContext(context.Background(), "tcp", "private.test:"+port)
-	var refused *RefusedAddressError
+	var refused *refusedAddressError
 	if !errors.As(err, &refused) || refused.IP.String() != "192.168.1.1" {
 		t.Fatalf("private.test: %v", err)
 	}
@@ -186,8 +186,8 @@ func TestNetGuardSystemDialerChecksTheSocket(t *testing.T) {
 		}
 	}()
 
-	_, err = (&NetGuard{}).systemDialer().DialContext(context.Background(), "tcp", ln.Addr().String())
-	var refused *RefusedAddressError
+	_, err = (&netGuard{}).systemDialer().DialContext(context.Background(), "tcp", ln.Addr().String())
+	var refused *refusedAddressError
 	if !errors.As(err, &refused) || refused.IP.String() != "127.0.0.1" {
 		t.Fatalf("system dialer: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestNetGuardSystemDialerChecksTheSocket(t *testing.T) {
 	// A connection the guard allows, read until the server closes it: then
 	// it has been accepted, and any earlier connection would have been
 	// accepted before it.
-	conn, err := (&NetGuard{AllowPrivate: true}).systemDialer().DialContext(context.Background(), "tcp", ln.Addr().String())
+	conn, err := (&netGuard{AllowPrivate: true}).systemDialer().DialContext(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatalf("allowed dial: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestNetGuardClientFollowsAtMostTenRedirects(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	c := (&NetGuard{AllowPrivate: true}).Client(0)
+	c := (&netGuard{AllowPrivate: true}).Client(0)
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(srv.URL + "/")
 	if resp != nil {
@@ -269,11 +269,11 @@ func TestNetGuardClientNamesTheRefusedRedirect(t *testing.T) {
 		"inside.test": {"10.0.0.5"},
 	}}
 	d := &guardDialer{route: map[string]string{"203.0.113.7:" + port: srv.Listener.Addr().String()}}
-	c := (&NetGuard{Resolver: r, Dial: d.Dial}).Client(0)
+	c := (&netGuard{Resolver: r, Dial: d.Dial}).Client(0)
 	defer c.CloseIdleConnections()
 
 	_, err := c.Get("http://public.test:" + port + "/start")
-	var refused *RefusedAddressError
+	var refused *refusedAddressError
 	if !errors.As(err, &refused) || refused.URL != "http://inside.test/secret" || refused.Host != "inside.test" ||
 		refused.IP.String() != "10.0.0.5" {
 		t.Fatalf("redirect to a private host: %v (%+v)", err, refused)

@@ -214,7 +214,7 @@ func (w *Fetch) fetch(ctx context.Context, raw string, target *url.URL) (string,
 	}
 	cancelled := func() (string, *fetchFailure) { return "", &fetchFailure{err: ctx.Err()} }
 
-	guard := &NetGuard{
+	guard := &netGuard{
 		Resolver:     w.Resolver,
 		Dial:         w.Dial,
 		AllowPrivate: w.env.Settings().Bool("tools.webFetch.allowPrivateAddresses", false),
@@ -252,7 +252,7 @@ func (w *Fetch) fetch(ctx context.Context, raw string, target *url.URL) (string,
 
 	resp, err := client.Do(req)
 	if err != nil {
-		var refused *RefusedAddressError
+		var refused *refusedAddressError
 		if errors.As(err, &refused) {
 			where := raw
 			if refused.URL != "" && refused.URL != target.String() {
