@@ -849,9 +849,16 @@ func TestSettingsWatchInjectedEvent(t *testing.T) {
 	f.s.Watch(w)
 	f.s.Load()
 	rtWriteFile(t, f.system, `{"tools": {"core": ["read_file"]}}`)
-	// An event for an unrelated file does nothing; one for the system
-	// file reloads.
+	// An event for an unrelated file does nothing: Inject runs the
+	// handler before it returns, and the handler scheduled no reload.
+	// One for the system file reloads.
 	w.Inject(Event{Path: filepath.Join(f.root, "main.go"), Op: Changed})
+	f.s.mu.RLock()
+	timer := f.s.timer
+	f.s.mu.RUnlock()
+	if timer != nil {
+		t.Fatal("an event for an unrelated file scheduled a reload")
+	}
 	w.Inject(Event{Path: f.system, Op: Created})
 	stWait(t, changed, "the injected change", func() bool {
 		return reflect.DeepEqual(f.s.Strings("tools.core"), []string{"read_file"})
