@@ -738,7 +738,7 @@ func stChangeSignal(s *Settings) <-chan struct{} {
 
 func stNewWatcher(t *testing.T) *Watcher {
 	t.Helper()
-	w, err := NewWatcher()
+	w, err := newWatcher()
 	if err != nil {
 		t.Skipf("no fsnotify watcher available: %v", err)
 	}
