@@ -70,7 +70,7 @@ func (s *Server) acpReopen(req *Request, replay bool) (any, error) {
 // acpSessionError is sessionError with ACP's code for an unknown session.
 func acpSessionError(err error) error {
 	if errors.Is(err, session.ErrUnknownSession) {
-		return Error(acpNotFound, "%s", err.Error())
+		return rpcError(acpNotFound, "%s", err.Error())
 	}
 	return sessionError(err)
 }
@@ -140,7 +140,7 @@ func (s *Server) acpSessionInfo(sess *session.Session) {
 // update when the client advertises session.notices, else the start of the
 // agent's message (markdown is the fallback's text).
 func (s *Server) acpNotice(sessionID, severity, title, detail, markdown string) {
-	if !s.Caps().Notices {
+	if !s.clientCaps().Notices {
 		s.host.Update(sessionID, session.Update{Kind: session.UpdateAgentMessage, Content: &session.ContentBlock{Type: "text", Text: markdown}})
 		return
 	}
@@ -175,7 +175,7 @@ func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error)
 		return s.listSessions(ctx, req)
 	}
 	if !filepath.IsAbs(p.Cwd) {
-		return nil, Error(CodeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
+		return nil, rpcError(codeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
 	}
 	return sessionList(s.sessions.ListIn(p.Cwd)), nil
 }

@@ -104,7 +104,7 @@ func filterFromSettings(env *tools.Env) registry.Filter {
 // defaultMode is initializationOptions.approvalMode, else the setting
 // tools.approvalMode, else default.
 func (s *Server) defaultMode() string {
-	caps := s.Caps()
+	caps := s.clientCaps()
 	if len(caps.InitOptions) > 0 {
 		var io initOptions
 		if json.Unmarshal(caps.InitOptions, &io) == nil && io.ApprovalMode != "" {
@@ -171,25 +171,25 @@ func sessionError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &nm):
-		return ErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
+		return rpcErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
 	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert),
 		errors.Is(err, session.ErrUnknownModel):
-		return Error(CodeInvalidParams, "%s", err.Error())
+		return rpcError(codeInvalidParams, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionInUse):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
 	case errors.Is(err, session.ErrMaxSessionTurns):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
 	case errors.As(err, &me):
-		code := int64(CodeInternalError)
+		code := int64(codeInternalError)
 		if me.Kind == session.ErrAuth {
 			code = CodeNoModel
 		}
 		setup, _ := me.Setup()
-		return ErrorWithData(code, setup, "%s", me.Error())
+		return rpcErrorWithData(code, setup, "%s", me.Error())
 	}
-	return Error(CodeInternalError, "%s", err.Error())
+	return rpcError(codeInternalError, "%s", err.Error())
 }
 
 func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {

@@ -193,7 +193,7 @@ func (s *Server) commandsUpdate(list []commandInfo) map[string]any {
 
 // sendSessionUpdate sends an update the session package has no kind for.
 func (s *Server) sendSessionUpdate(sessionID string, update map[string]any) {
-	if !s.Caps().SessionUpdates {
+	if !s.clientCaps().SessionUpdates {
 		return
 	}
 	method := "qwen/sessionUpdate"

@@ -16,8 +16,8 @@ import (
 // the editors offer these and no others.
 var approvalModes = session.Modes
 
-// ProtocolVersion is the qwen protocol version of protocol.md.
-const ProtocolVersion = 1
+// protocolVersion is the qwen protocol version of protocol.md.
+const protocolVersion = 1
 
 func (s *Server) builtinMethods() map[string]Method {
 	return map[string]Method{
@@ -71,7 +71,7 @@ func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	caps := ClientCaps{Encoding: workspace.UTF16}
+	caps := clientCaps{Encoding: workspace.UTF16}
 	if g := p.Capabilities.General; g != nil && slices.Contains(g.PositionEncodings, protocol.PositionEncodingKindUTF8) {
 		caps.Encoding = workspace.UTF8
 	}
@@ -165,7 +165,7 @@ func (s *Server) initRoots(p *protocol.InitializeParams) ([]string, error) {
 	return nil, nil
 }
 
-func (s *Server) initializeResult(caps ClientCaps) (any, error) {
+func (s *Server) initializeResult(caps clientCaps) (any, error) {
 	enc := protocol.PositionEncodingKindUTF16
 	if caps.Encoding == workspace.UTF8 {
 		enc = protocol.PositionEncodingKindUTF8
@@ -184,7 +184,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	}
 	exp, err := json.Marshal(map[string]any{
 		"qwen": map[string]any{
-			"protocolVersion": ProtocolVersion,
+			"protocolVersion": protocolVersion,
 			"model":           model,
 			"approvalModes":   approvalModes,
 			"tools":           tools,

@@ -80,7 +80,7 @@ func (s *Server) setModelParams(req *Request) (string, error) {
 		return "", err
 	}
 	if p.ModelID == "" {
-		return "", Error(CodeInvalidParams, "%s needs modelId", req.Method)
+		return "", rpcError(codeInvalidParams, "%s needs modelId", req.Method)
 	}
 	return p.ModelID, s.chooseModel(p.SessionID, p.ModelID)
 }
@@ -157,7 +157,7 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 	}
 	var value string
 	if err := json.Unmarshal(p.Value, &value); err != nil {
-		return nil, Error(CodeInvalidParams, "session/set_config_option: value must be a string")
+		return nil, rpcError(codeInvalidParams, "session/set_config_option: value must be a string")
 	}
 	sess, err := s.sessions.Session(p.SessionID)
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 			return nil, err
 		}
 	default:
-		return nil, Error(CodeInvalidParams, "unknown config option %q: this agent has mode and model", p.ConfigID)
+		return nil, rpcError(codeInvalidParams, "unknown config option %q: this agent has mode and model", p.ConfigID)
 	}
 	return map[string]any{"configOptions": s.acpConfigOptions(sess)}, nil
 }

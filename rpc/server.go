@@ -149,7 +149,7 @@ type Server struct {
 	// in-flight requests.
 	mu       sync.Mutex
 	state    lifecycle
-	caps     ClientCaps
+	caps     clientCaps
 	inflight map[jsonrpc2.ID]context.CancelFunc
 	// implicitSession is the session of qwen-ls.prompt without an id.
 	implicitSession string
@@ -164,8 +164,8 @@ type Server struct {
 	cmds commandSet
 }
 
-// ClientCaps is what the server learned from initialize.
-type ClientCaps struct {
+// clientCaps is what the server learned from initialize.
+type clientCaps struct {
 	Encoding          workspace.Encoding
 	ApplyEdit         bool
 	DocumentChanges   bool
@@ -232,8 +232,8 @@ func NewServer(opts Options) *Server {
 // Workspace returns the workspace the server keeps current.
 func (s *Server) Workspace() *workspace.Workspace { return s.ws }
 
-// Caps returns the client capabilities negotiated at initialize.
-func (s *Server) Caps() ClientCaps {
+// clientCaps returns the client capabilities negotiated at initialize.
+func (s *Server) clientCaps() clientCaps {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.caps
@@ -361,18 +361,18 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 	s.mu.Unlock()
 	switch {
 	case req.Method == "initialize" && state != stateNew:
-		s.reply(id, nil, Error(CodeInvalidRequest, "initialize was already received"))
+		s.reply(id, nil, rpcError(codeInvalidRequest, "initialize was already received"))
 		return
 	case req.Method != "initialize" && state == stateNew:
-		s.reply(id, nil, Error(CodeServerNotInitialized, "the server is not initialized: send initialize first"))
+		s.reply(id, nil, rpcError(codeServerNotInitialized, "the server is not initialized: send initialize first"))
 		return
 	case req.Method != "shutdown" && state == stateShutdown:
-		s.reply(id, nil, Error(CodeInvalidRequest, "the server is shutting down: only exit is accepted"))
+		s.reply(id, nil, rpcError(codeInvalidRequest, "the server is shutting down: only exit is accepted"))
 		return
 	}
 	m, ok := s.methods[req.Method]
 	if !ok {
-		s.reply(id, nil, Error(CodeMethodNotFound, "method not found: %s", req.Method))
+		s.reply(id, nil, rpcError(codeMethodNotFound, "method not found: %s", req.Method))
 		return
 	}
 	if !m.Async {
@@ -398,7 +398,7 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 		}()
 		res, err := s.call(rctx, m, req)
 		if rctx.Err() != nil && s.baseCtx.Err() == nil {
-			err = Error(CodeRequestCancelled, "request cancelled")
+			err = rpcError(codeRequestCancelled, "request cancelled")
 			res = nil
 		}
 		s.reply(id, res, err)
@@ -414,7 +414,7 @@ func (s *Server) call(ctx context.Context, m Method, req *Request) (res any, err
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Errorf("panic in %s: %v\n%s", req.Method, r, debug.Stack())
-			res, err = nil, Error(CodeInternalError, "internal error in %s: %v", req.Method, r)
+			res, err = nil, rpcError(codeInternalError, "internal error in %s: %v", req.Method, r)
 		}
 	}()
 	return m.Handle(ctx, req)
@@ -425,7 +425,7 @@ func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
 	if err != nil {
 		var je *jsonrpc2.Error
 		if !errors.As(err, &je) {
-			je = Error(CodeInternalError, "%v", err)
+			je = rpcError(codeInternalError, "%v", err)
 		}
 		// Editors show and log error messages; a provider that echoes
 		// the API key back in its error must not put it there.

@@ -52,7 +52,7 @@ func (s *Server) didChange(ctx context.Context, req *Request) (any, error) {
 			return nil, invalidParams(req.Method, fmt.Errorf("unknown content change %T", c))
 		}
 	}
-	if err := s.ws.Overlay.Apply(path, p.TextDocument.Version, changes, s.Caps().Encoding); err != nil {
+	if err := s.ws.Overlay.Apply(path, p.TextDocument.Version, changes, s.clientCaps().Encoding); err != nil {
 		return nil, fmt.Errorf("%w; the server's copy of %s was left at its previous version, so close and reopen the file to resync", err, path)
 	}
 	return nil, nil

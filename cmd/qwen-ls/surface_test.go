@@ -21,8 +21,8 @@ import (
 // exports more must raise it here, in review.
 var surfaceCeilings = map[string]struct{ names, methods int }{
 	"tools":     {249, 139},
-	"rpc":       {25, 9},
-	"workspace": {111, 104},
+	"rpc":       {13, 8},
+	"workspace": {84, 100},
 }
 
 // exportedSurface counts the exported names and methods of the package in
