@@ -913,3 +913,18 @@ func TestAppendAllowRulesKeepsOtherKeysAndNeverDuplicates(t *testing.T) {
 		t.Fatalf("user file = %s, %v", data, err)
 	}
 }
+
+// A hostile settings file nested far deeper than any real one is a
+// problem reported with the file, not a crash: below the bound on
+// openers hujson's recursion stays small and encoding/json refuses the
+// depth; above it the file is refused before parsing.
+func TestDeeplyNestedSettingsAreAnError(t *testing.T) {
+	for _, n := range []int{maxSettingsOpeners, 5 * maxSettingsOpeners} {
+		data := []byte(`{"a":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + "}")
+		_, err := parseSettingsJSONC(data)
+		if err == nil || (n > maxSettingsOpeners) != strings.Contains(err.Error(), "allowed") {
+			t.Errorf("%d nested values: %v", n, err)
+		}
+		t.Logf("%d nested values: %.120v", n, err)
+	}
+}
