@@ -16,9 +16,10 @@ require (
 	github.com/wlynxg/chardet v1.0.5
 	go.lsp.dev/protocol v1.0.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/net v0.60.0
+	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.44.0
+	golang.org/x/tools v0.52.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
