@@ -928,3 +928,17 @@ func TestDeeplyNestedSettingsAreAnError(t *testing.T) {
 		t.Logf("%d nested values: %.120v", n, err)
 	}
 }
+
+// A settings file saved in another encoding than UTF-8 reads as before:
+// bytes that are not UTF-8 are allowed in comments (hujson alone refuses
+// them) and in strings (decoded as U+FFFD, as encoding/json does).
+func TestSettingsNotUTF8InCommentsAndStrings(t *testing.T) {
+	data := []byte("// caf\xe9\n{\"a\": \"b\xe9\", /* na\xefve */ \"c\": 1,}\n")
+	got, err := parseJSONC(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"a": "b\uFFFD", "c": 1.0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

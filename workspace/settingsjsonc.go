@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tailscale/hujson"
 )
@@ -41,15 +42,48 @@ func standardSettings(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the settings open %d objects and arrays, more than the %d allowed", n, maxSettingsOpeners)
 	}
 	// Parse keeps pointers into its input and Standardize writes there.
-	v, err := hujson.Parse(bytes.Clone(data))
+	src, invalid := maskInvalidUTF8(data)
+	v, err := hujson.Parse(src)
 	if err != nil {
-		if onlyComments(data) {
+		if onlyComments(src) {
 			return nil, nil
 		}
 		return nil, settingsSyntaxError(err)
 	}
 	v.Standardize()
-	return v.Pack(), nil
+	out := v.Pack()
+	// Where the standard text kept a masked byte (in a string), the
+	// original goes back; in a comment it was blanked like the rest.
+	for _, i := range invalid {
+		if out[i] == invalidMask {
+			out[i] = data[i]
+		}
+	}
+	return out, nil
+}
+
+// invalidMask stands in for a byte that is not UTF-8 while hujson reads
+// the file: hujson refuses such bytes in comments, which a settings file
+// saved in another encoding may have, and which JSON ignores.
+const invalidMask = 'x'
+
+// maskInvalidUTF8 copies data with each byte that is not part of valid
+// UTF-8 replaced by invalidMask, and says where.
+func maskInvalidUTF8(data []byte) ([]byte, []int) {
+	src := bytes.Clone(data)
+	if utf8.Valid(src) {
+		return src, nil
+	}
+	var at []int
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && n == 1 {
+			src[i] = invalidMask
+			at = append(at, i)
+		}
+		i += n
+	}
+	return src, at
 }
 
 // onlyComments reports whether data holds no value, only white space and
