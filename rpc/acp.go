@@ -16,8 +16,8 @@ import (
 // acpVersion is the ACP protocol version spoken.
 const acpVersion = 1
 
-func (s *Server) acpMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) acpMethods() map[string]method {
+	return map[string]method{
 		"initialize":       {Handle: s.acpInitialize},
 		"session/new":      {Handle: s.acpNewSession},
 		"session/load":     {Handle: s.acpLoadSession},
@@ -39,7 +39,7 @@ func (s *Server) acpMethods() map[string]Method {
 	}
 }
 
-func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpInitialize(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		ProtocolVersion    *int            `json:"protocolVersion"`
 		ClientCapabilities json.RawMessage `json:"clientCapabilities"`
@@ -140,7 +140,7 @@ func (s *Server) addExtras(f acpFolders, servers map[string]any) {
 	s.addClientMCPServers(servers)
 }
 
-func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpNewSession(ctx context.Context, req *request) (any, error) {
 	var p acpFolders
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode), "configOptions": s.acpConfigOptions(sess)}, nil
 }
 
-func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpPrompt(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string                 `json:"sessionId"`
 		Prompt    []session.ContentBlock `json:"prompt"`
@@ -206,7 +206,7 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetMode(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModeID    string `json:"modeId"`

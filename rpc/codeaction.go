@@ -43,7 +43,7 @@ type codeActionParams struct {
 	} `json:"context"`
 }
 
-func (s *Server) codeAction(ctx context.Context, req *Request) (any, error) {
+func (s *Server) codeAction(ctx context.Context, req *request) (any, error) {
 	actions := []any{}
 	if s.clientCaps().Rich {
 		return actions, nil

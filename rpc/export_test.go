@@ -15,3 +15,16 @@ const (
 )
 
 var Error = rpcError
+
+// The test methods (test/block, test/text, test/panic) are added to a
+// server through Options.
+type (
+	Method  = method
+	Request = request
+)
+
+// WithMethods returns opts with the extra methods m.
+func WithMethods(opts Options, m map[string]Method) Options {
+	opts.extraMethods = m
+	return opts
+}

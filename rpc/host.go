@@ -373,7 +373,7 @@ func (h *host) resolve(ctx context.Context, sessionID, callID string, raw json.R
 }
 
 // resolveReview handles qwen/resolveReview (protocol.md §6.5).
-func (s *Server) resolveReview(ctx context.Context, req *Request) (any, error) {
+func (s *Server) resolveReview(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID  string `json:"sessionId"`
 		ToolCallID string `json:"toolCallId"`

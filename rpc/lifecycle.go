@@ -19,8 +19,8 @@ var approvalModes = session.Modes
 // protocolVersion is the qwen protocol version of protocol.md.
 const protocolVersion = 1
 
-func (s *Server) builtinMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) builtinMethods() map[string]method {
+	return map[string]method{
 		"initialize":                          {Handle: s.initialize},
 		"initialized":                         {Handle: s.initialized},
 		"shutdown":                            {Handle: s.shutdown},
@@ -36,7 +36,7 @@ func (s *Server) builtinMethods() map[string]Method {
 
 // decode unmarshals LSP params with go.lsp.dev/protocol's own decoder (its
 // v1 types do not decode with encoding/json) and maps a failure to -32602.
-func decode(req *Request, v any) error {
+func decode(req *request, v any) error {
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		return invalidParams(req.Method, fmt.Errorf("params are required"))
 	}
@@ -66,7 +66,7 @@ type initOptions struct {
 	WorkspaceTrusted *bool `json:"workspaceTrusted"`
 }
 
-func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
+func (s *Server) initialize(ctx context.Context, req *request) (any, error) {
 	var p protocol.InitializeParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -224,7 +224,7 @@ func (s *Server) initializeResult(caps clientCaps) (any, error) {
 	return json.RawMessage(raw), nil
 }
 
-func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
+func (s *Server) initialized(ctx context.Context, req *request) (any, error) {
 	s.log.setEditor(func(level Level, msg string) {
 		_ = s.conn.Notify(context.Background(), "window/logMessage", map[string]any{"type": int(level), "message": msg})
 	})
@@ -251,7 +251,7 @@ func (s *Server) start() {
 	s.checkTrust()
 }
 
-func (s *Server) shutdown(ctx context.Context, req *Request) (any, error) {
+func (s *Server) shutdown(ctx context.Context, req *request) (any, error) {
 	s.mu.Lock()
 	first := s.state != stateShutdown
 	s.state = stateShutdown

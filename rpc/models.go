@@ -43,7 +43,7 @@ func (s *Server) modelChoices(sessionID string) ([]modelInfo, string, error) {
 	return out, current, nil
 }
 
-func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listModels(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -61,7 +61,7 @@ func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"models": models, "current": cur}, nil
 }
 
-func (s *Server) setModel(ctx context.Context, req *Request) (any, error) {
+func (s *Server) setModel(ctx context.Context, req *request) (any, error) {
 	id, err := s.setModelParams(req)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (s *Server) setModel(ctx context.Context, req *Request) (any, error) {
 
 // setModelParams reads {sessionId, modelId} (qwen/setModel and ACP's
 // session/set_model) and sets the session's model; it returns the id.
-func (s *Server) setModelParams(req *Request) (string, error) {
+func (s *Server) setModelParams(req *request) (string, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModelID   string `json:"modelId"`
@@ -146,7 +146,7 @@ func (s *Server) acpConfigUpdate(sessionID string, u session.Update) (session.Up
 
 // acpSetConfigOption is session/set_config_option: mode or model. The
 // answer holds every option with its current value.
-func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetConfigOption(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string          `json:"sessionId"`
 		ConfigID  string          `json:"configId"`
@@ -179,7 +179,7 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 }
 
 // acpSetModel is the unstable session/set_model {sessionId, modelId}.
-func (s *Server) acpSetModel(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetModel(ctx context.Context, req *request) (any, error) {
 	if _, err := s.setModelParams(req); err != nil {
 		return nil, err
 	}

@@ -20,8 +20,8 @@ import (
 // a transcript document, answers in window/showMessage, activity through
 // $/progress and window/logMessage.
 
-func (s *Server) plainMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) plainMethods() map[string]method {
+	return map[string]method{
 		// Async: a prompt waits on the model and may ask the user.
 		"workspace/executeCommand": {Async: true, Handle: s.executeCommand},
 		"textDocument/codeAction":  {Handle: s.codeAction},
@@ -56,7 +56,7 @@ func (t *turnProgress) get(sessionID string) *progress {
 	return t.bySess[sessionID]
 }
 
-func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) {
+func (s *Server) executeCommand(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Command   string            `json:"command"`
 		Arguments []json.RawMessage `json:"arguments"`
@@ -220,7 +220,7 @@ func (s *Server) promptHelp(ctx context.Context, sid string) (any, error) {
 
 // didSavePlain is didSave, and for a plain client's transcript with a
 // new question under its last "## You" heading, the start of a turn.
-func (s *Server) didSavePlain(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didSavePlain(ctx context.Context, req *request) (any, error) {
 	res, err := s.didSave(ctx, req)
 	if err != nil || s.clientCaps().Rich || s.opts.ACP {
 		return res, err

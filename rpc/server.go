@@ -34,9 +34,9 @@ type Options struct {
 	Workspace *workspace.Workspace
 	// ToolNames lists the registered tools for experimental.qwen.tools.
 	ToolNames func() []string
-	// Methods adds request and notification handlers, for the layers
-	// built on this server and for tests.
-	Methods map[string]Method
+	// extraMethods adds request and notification handlers, for tests
+	// (export_test.go's WithMethods sets it).
+	extraMethods map[string]method
 	// ACP selects newline-delimited framing (--acp) instead of LSP headers.
 	ACP bool
 	// QwenHome is qwen-ls's state folder; "" means $QWEN_HOME or ~/.qwen.
@@ -56,8 +56,8 @@ type Options struct {
 // RetryPolicy is the model's retry policy.
 type RetryPolicy = session.RetryPolicy
 
-// Method handles one JSON-RPC method.
-type Method struct {
+// method handles one JSON-RPC method.
+type method struct {
 	// Async runs a request off the read path with a context that
 	// $/cancelRequest cancels. Requests that wait on the editor or on
 	// slow work must be async, or the connection deadlocks.
@@ -65,11 +65,11 @@ type Method struct {
 	// Handle returns the result (marshalled with encoding/json, so LSP
 	// types must be passed as json.RawMessage made by protocol.Marshal)
 	// or an error; a *jsonrpc2.Error keeps its code, others become -32603.
-	Handle func(ctx context.Context, req *Request) (any, error)
+	Handle func(ctx context.Context, req *request) (any, error)
 }
 
-// Request is what a Method sees of one message.
-type Request struct {
+// request is what a method sees of one message.
+type request struct {
 	Method string
 	Params json.RawMessage
 	// ID is nil for notifications.
@@ -83,7 +83,7 @@ type Request struct {
 
 // AfterReply runs f once the request's answer is written, so that what f
 // sends reaches the editor after the answer.
-func (r *Request) AfterReply(f func()) { r.afterReply = f }
+func (r *request) AfterReply(f func()) { r.afterReply = f }
 
 type lifecycle int
 
@@ -104,7 +104,7 @@ type Server struct {
 	secrets  secretSet
 	ws       *workspace.Workspace
 	ownsWS   bool
-	methods  map[string]Method
+	methods  map[string]method
 	env      *tools.Env
 	registry *registry.Registry
 	sessions *session.Manager
@@ -223,7 +223,7 @@ func NewServer(opts Options) *Server {
 		}
 	}
 	s.commandMethods()
-	for name, m := range opts.Methods {
+	for name, m := range opts.extraMethods {
 		s.methods[name] = m
 	}
 	return s
@@ -308,7 +308,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.R
 	if jr.Params != nil {
 		params = json.RawMessage(*jr.Params)
 	}
-	req := &Request{Method: jr.Method, Params: params, Server: s}
+	req := &request{Method: jr.Method, Params: params, Server: s}
 	if !jr.Notif {
 		id := jr.ID
 		req.ID = &id
@@ -320,7 +320,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.R
 	s.handleRequest(ctx, req)
 }
 
-func (s *Server) handleNotification(ctx context.Context, req *Request) {
+func (s *Server) handleNotification(ctx context.Context, req *request) {
 	if req.Method == "exit" {
 		s.exit()
 		return
@@ -354,7 +354,7 @@ func (s *Server) handleNotification(ctx context.Context, req *Request) {
 	}
 }
 
-func (s *Server) handleRequest(ctx context.Context, req *Request) {
+func (s *Server) handleRequest(ctx context.Context, req *request) {
 	id := *req.ID
 	s.mu.Lock()
 	state := s.state
@@ -410,7 +410,7 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 
 // call runs a handler, turning a panic into -32603 so that one bad message
 // never takes the server down.
-func (s *Server) call(ctx context.Context, m Method, req *Request) (res any, err error) {
+func (s *Server) call(ctx context.Context, m method, req *request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Errorf("panic in %s: %v\n%s", req.Method, r, debug.Stack())

@@ -21,7 +21,7 @@ import (
 // exports more must raise it here, in review.
 var surfaceCeilings = map[string]struct{ names, methods int }{
 	"tools":     {249, 139},
-	"rpc":       {13, 8},
+	"rpc":       {11, 7},
 	"workspace": {84, 100},
 }
 
