@@ -16,8 +16,8 @@ import (
 // acpVersion is the ACP protocol version spoken.
 const acpVersion = 1
 
-func (s *Server) acpMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) acpMethods() map[string]method {
+	return map[string]method{
 		"initialize":       {Handle: s.acpInitialize},
 		"session/new":      {Handle: s.acpNewSession},
 		"session/load":     {Handle: s.acpLoadSession},
@@ -39,7 +39,7 @@ func (s *Server) acpMethods() map[string]Method {
 	}
 }
 
-func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpInitialize(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		ProtocolVersion    *int            `json:"protocolVersion"`
 		ClientCapabilities json.RawMessage `json:"clientCapabilities"`
@@ -50,13 +50,13 @@ func (s *Server) acpInitialize(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	if p.ProtocolVersion == nil {
-		return nil, Error(CodeInvalidParams, "initialize needs protocolVersion (this agent speaks ACP version %d)", acpVersion)
+		return nil, rpcError(codeInvalidParams, "initialize needs protocolVersion (this agent speaks ACP version %d)", acpVersion)
 	}
 	// Every ACP client takes session updates and answers permission
 	// requests; edits are asked as permission requests with a diff. ACP
 	// has no workspace/applyEdit: the buffers a client sent are written
 	// through fs/write_text_file or to the disk (host.CanApplyToBuffers).
-	caps := ClientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
+	caps := clientCaps{Rich: true, SessionUpdates: true, RequestPermission: true}
 	readACPClientCaps(&caps, p.ClientCapabilities)
 	s.mu.Lock()
 	s.caps = caps
@@ -101,7 +101,7 @@ func acpModes(current string) map[string]any {
 // the folder per session, not at initialize.
 func (s *Server) acpRoot(cwd string) error {
 	if cwd == "" || !filepath.IsAbs(cwd) {
-		return Error(CodeInvalidParams, "cwd must be an absolute path, got %q", cwd)
+		return rpcError(codeInvalidParams, "cwd must be an absolute path, got %q", cwd)
 	}
 	if len(s.ws.Roots.List()) == 0 {
 		s.ws.SetRoots([]string{cwd})
@@ -125,7 +125,7 @@ type acpFolders struct {
 func (f acpFolders) check() (map[string]any, error) {
 	for _, d := range f.AdditionalDirectories {
 		if !filepath.IsAbs(d) {
-			return nil, Error(CodeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
+			return nil, rpcError(codeInvalidParams, "additionalDirectories must hold absolute paths, got %q", d)
 		}
 	}
 	return acpMCPServers(f.MCPServers)
@@ -140,7 +140,7 @@ func (s *Server) addExtras(f acpFolders, servers map[string]any) {
 	s.addClientMCPServers(servers)
 }
 
-func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpNewSession(ctx context.Context, req *request) (any, error) {
 	var p acpFolders
 	if err := unmarshalParams(req, &p); err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func (s *Server) acpNewSession(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"sessionId": info.ID, "modes": acpModes(info.Mode), "configOptions": s.acpConfigOptions(sess)}, nil
 }
 
-func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpPrompt(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string                 `json:"sessionId"`
 		Prompt    []session.ContentBlock `json:"prompt"`
@@ -206,7 +206,7 @@ func (s *Server) acpPrompt(ctx context.Context, req *Request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) acpSetMode(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetMode(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModeID    string `json:"modeId"`

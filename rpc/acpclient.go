@@ -37,7 +37,7 @@ const acpNotFound = -32002
 const terminalCreateWait = 30 * time.Second
 
 // readACPClientCaps reads initialize's clientCapabilities into c.
-func readACPClientCaps(c *ClientCaps, raw json.RawMessage) {
+func readACPClientCaps(c *clientCaps, raw json.RawMessage) {
 	var a struct {
 		FS struct {
 			ReadTextFile  bool `json:"readTextFile"`
@@ -67,7 +67,7 @@ func (h *host) clientServes(path string) bool {
 
 // SyncFile implements tools.ClientFiles with fs/read_text_file.
 func (h *host) SyncFile(ctx context.Context, sessionID, path string) error {
-	if !h.s.opts.ACP || !h.s.Caps().ReadTextFile || !h.clientServes(path) {
+	if !h.s.opts.ACP || !h.s.clientCaps().ReadTextFile || !h.clientServes(path) {
 		return nil
 	}
 	var res struct {
@@ -100,7 +100,7 @@ func (h *host) SyncFile(ctx context.Context, sessionID, path string) error {
 
 // WriteFile implements tools.ClientFiles with fs/write_text_file.
 func (h *host) WriteFile(ctx context.Context, sessionID, path, text string) (bool, error) {
-	if !h.s.opts.ACP || !h.s.Caps().WriteTextFile || !h.clientServes(path) {
+	if !h.s.opts.ACP || !h.s.clientCaps().WriteTextFile || !h.clientServes(path) {
 		return false, nil
 	}
 	var res json.RawMessage
@@ -150,7 +150,7 @@ func (h *host) acpWriteDisk(path, text string) error {
 
 // StartTerminal implements tools.ClientTerminals with terminal/create.
 func (h *host) StartTerminal(ctx context.Context, sessionID string, spec tools.TerminalSpec) (tools.Terminal, bool, error) {
-	if !h.s.opts.ACP || !h.s.Caps().Terminal {
+	if !h.s.opts.ACP || !h.s.clientCaps().Terminal {
 		return nil, false, nil
 	}
 	params := map[string]any{"sessionId": sessionID, "command": spec.Command, "args": spec.Args, "env": []any{}}

@@ -175,11 +175,15 @@ func TestACPCloseDeleteAndLogout(t *testing.T) {
 	c, _ := startACPHome(t, m.URL, base)
 	var mu sync.Mutex
 	asked := make(chan struct{}, 1)
+	// The permission request is never answered before the close: its
+	// answer waits for the end of the test.
+	testEnded := make(chan struct{})
+	t.Cleanup(func() { close(testEnded) })
 	c.async = true
 	c.answer = func(method string, params json.RawMessage) any {
 		if method == "session/request_permission" {
 			asked <- struct{}{}
-			time.Sleep(30 * time.Second) // never answered before the close
+			<-testEnded
 		}
 		return nil
 	}

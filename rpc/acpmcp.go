@@ -22,16 +22,16 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 			Headers []acpNameValue `json:"headers"`
 		}
 		if err := json.Unmarshal(r, &m); err != nil {
-			return nil, Error(CodeInvalidParams, "mcpServers[%d] is malformed: %v", i, err)
+			return nil, rpcError(codeInvalidParams, "mcpServers[%d] is malformed: %v", i, err)
 		}
 		if m.Name == "" {
-			return nil, Error(CodeInvalidParams, "mcpServers[%d] has no name", i)
+			return nil, rpcError(codeInvalidParams, "mcpServers[%d] has no name", i)
 		}
 		entry := map[string]any{}
 		switch m.Type {
 		case "", "stdio":
 			if m.Command == "" {
-				return nil, Error(CodeInvalidParams, "MCP server %q has no command", m.Name)
+				return nil, rpcError(codeInvalidParams, "MCP server %q has no command", m.Name)
 			}
 			args := make([]any, len(m.Args))
 			for j, a := range m.Args {
@@ -40,7 +40,7 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 			entry["command"], entry["args"], entry["env"] = m.Command, args, nameValues(m.Env)
 		case "http", "sse":
 			if m.URL == "" {
-				return nil, Error(CodeInvalidParams, "MCP server %q has no url", m.Name)
+				return nil, rpcError(codeInvalidParams, "MCP server %q has no url", m.Name)
 			}
 			key := "httpUrl"
 			if m.Type == "sse" {
@@ -51,7 +51,7 @@ func acpMCPServers(raw []json.RawMessage) (map[string]any, error) {
 				entry["headers"] = headers
 			}
 		default:
-			return nil, Error(CodeInvalidParams, "MCP server %q has transport %q; stdio, http and sse are supported", m.Name, m.Type)
+			return nil, rpcError(codeInvalidParams, "MCP server %q has transport %q; stdio, http and sse are supported", m.Name, m.Type)
 		}
 		out[m.Name] = entry
 	}

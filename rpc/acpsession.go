@@ -21,16 +21,16 @@ import (
 // starts the client's MCP servers as session/new does, reads the session
 // back (from this process or its file), and replays it as session/update
 // notifications before answering.
-func (s *Server) acpLoadSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpLoadSession(ctx context.Context, req *request) (any, error) {
 	return s.acpReopen(req, true)
 }
 
 // acpResumeSession is session/load without the replay.
-func (s *Server) acpResumeSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpResumeSession(ctx context.Context, req *request) (any, error) {
 	return s.acpReopen(req, false)
 }
 
-func (s *Server) acpReopen(req *Request, replay bool) (any, error) {
+func (s *Server) acpReopen(req *request, replay bool) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		acpFolders
@@ -70,7 +70,7 @@ func (s *Server) acpReopen(req *Request, replay bool) (any, error) {
 // acpSessionError is sessionError with ACP's code for an unknown session.
 func acpSessionError(err error) error {
 	if errors.Is(err, session.ErrUnknownSession) {
-		return Error(acpNotFound, "%s", err.Error())
+		return rpcError(acpNotFound, "%s", err.Error())
 	}
 	return sessionError(err)
 }
@@ -78,7 +78,7 @@ func acpSessionError(err error) error {
 // acpCloseSession is session/close: the session's turn is cancelled, its
 // processes stopped, its file released, and it is forgotten here (it can
 // be loaded again).
-func (s *Server) acpCloseSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpCloseSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -104,7 +104,7 @@ func (s *Server) endSession(id string) error {
 // acpDeleteSession is session/delete: a session of this process is closed,
 // and its file removed. One another process has open is -32803
 // (session_in_use).
-func (s *Server) acpDeleteSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpDeleteSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -122,7 +122,7 @@ func (s *Server) acpDeleteSession(ctx context.Context, req *Request) (any, error
 
 // acpLogout is logout: there is no login (the model is configured), so
 // there is nothing to end.
-func (s *Server) acpLogout(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpLogout(ctx context.Context, req *request) (any, error) {
 	return map[string]any{}, nil
 }
 
@@ -140,7 +140,7 @@ func (s *Server) acpSessionInfo(sess *session.Session) {
 // update when the client advertises session.notices, else the start of the
 // agent's message (markdown is the fallback's text).
 func (s *Server) acpNotice(sessionID, severity, title, detail, markdown string) {
-	if !s.Caps().Notices {
+	if !s.clientCaps().Notices {
 		s.host.Update(sessionID, session.Update{Kind: session.UpdateAgentMessage, Content: &session.ContentBlock{Type: "text", Text: markdown}})
 		return
 	}
@@ -164,7 +164,7 @@ func (s *Server) acpSend(sessionID string, update map[string]any) {
 // acpListSessions is session/list: the stored sessions of the roots, or
 // those whose cwd is the cwd given. Listing a folder does not make it a
 // root: the agent can reach a folder only once a session is opened there.
-func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpListSessions(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Cwd string `json:"cwd"`
 	}
@@ -175,7 +175,7 @@ func (s *Server) acpListSessions(ctx context.Context, req *Request) (any, error)
 		return s.listSessions(ctx, req)
 	}
 	if !filepath.IsAbs(p.Cwd) {
-		return nil, Error(CodeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
+		return nil, rpcError(codeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)
 	}
 	return sessionList(s.sessions.ListIn(p.Cwd)), nil
 }

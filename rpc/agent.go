@@ -15,8 +15,8 @@ import (
 
 // The qwen/* session methods (protocol.md §4).
 
-func (s *Server) agentMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) agentMethods() map[string]method {
+	return map[string]method{
 		"qwen/newSession":      {Handle: s.newSession},
 		"qwen/prompt":          {Async: true, Handle: s.prompt},
 		"qwen/cancel":          {Handle: s.cancelSession},
@@ -37,7 +37,7 @@ func (s *Server) agentMethods() map[string]Method {
 
 // checkSetup answers qwen/checkSetup: one real request to the configured
 // model, and which OS sandbox protects commands.
-func (s *Server) checkSetup(ctx context.Context, req *Request) (any, error) {
+func (s *Server) checkSetup(ctx context.Context, req *request) (any, error) {
 	res := s.sessions.CheckSetup(ctx)
 	res.Sandbox = sandboxInfo()["summary"].(string)
 	return res, nil
@@ -104,7 +104,7 @@ func filterFromSettings(env *tools.Env) registry.Filter {
 // defaultMode is initializationOptions.approvalMode, else the setting
 // tools.approvalMode, else default.
 func (s *Server) defaultMode() string {
-	caps := s.Caps()
+	caps := s.clientCaps()
 	if len(caps.InitOptions) > 0 {
 		var io initOptions
 		if json.Unmarshal(caps.InitOptions, &io) == nil && io.ApprovalMode != "" {
@@ -140,7 +140,7 @@ func (t toolSet) Declarations() []session.ToolDecl {
 
 func (t toolSet) Names() []string { return t.s.Names() }
 
-func unmarshalParams(req *Request, v any) error {
+func unmarshalParams(req *request, v any) error {
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		return invalidParams(req.Method, fmt.Errorf("params are required"))
 	}
@@ -152,7 +152,7 @@ func unmarshalParams(req *Request, v any) error {
 
 // optionalParams reads params that may be left out: absent, null and an
 // empty array (Lua clients send an empty table as []) all mean none.
-func optionalParams(req *Request, v any) error {
+func optionalParams(req *request, v any) error {
 	switch strings.TrimSpace(string(req.Params)) {
 	case "", "null", "[]":
 		return nil
@@ -171,28 +171,28 @@ func sessionError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &nm):
-		return ErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
+		return rpcErrorWithData(CodeNoModel, nm.Setup(), "%s", nm.Error())
 	case errors.Is(err, session.ErrUnknownSession), errors.Is(err, session.ErrBadMode), errors.Is(err, session.ErrNothingToRevert),
 		errors.Is(err, session.ErrUnknownModel):
-		return Error(CodeInvalidParams, "%s", err.Error())
+		return rpcError(codeInvalidParams, "%s", err.Error())
 	case errors.Is(err, session.ErrSessionInUse):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "session_in_use"}, "%s", err.Error())
 	case errors.Is(err, session.ErrBusy):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "session_busy"}, "%s", err.Error())
 	case errors.Is(err, session.ErrMaxSessionTurns):
-		return ErrorWithData(CodeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
+		return rpcErrorWithData(codeRequestFailed, map[string]string{"reason": "max_session_turns"}, "%s", err.Error())
 	case errors.As(err, &me):
-		code := int64(CodeInternalError)
+		code := int64(codeInternalError)
 		if me.Kind == session.ErrAuth {
 			code = CodeNoModel
 		}
 		setup, _ := me.Setup()
-		return ErrorWithData(code, setup, "%s", me.Error())
+		return rpcErrorWithData(code, setup, "%s", me.Error())
 	}
-	return Error(CodeInternalError, "%s", err.Error())
+	return rpcError(codeInternalError, "%s", err.Error())
 }
 
-func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) newSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Cwd          string `json:"cwd"`
 		ApprovalMode string `json:"approvalMode"`
@@ -230,7 +230,7 @@ func (s *Server) newSession(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"sessionId": info.ID, "approvalMode": info.Mode, "model": model, "tools": tools}, nil
 }
 
-func (s *Server) prompt(ctx context.Context, req *Request) (any, error) {
+func (s *Server) prompt(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID     string                 `json:"sessionId"`
 		Prompt        []session.ContentBlock `json:"prompt"`
@@ -258,7 +258,7 @@ func (s *Server) prompt(ctx context.Context, req *Request) (any, error) {
 	return out, nil
 }
 
-func (s *Server) cancelSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) cancelSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -271,7 +271,7 @@ func (s *Server) cancelSession(ctx context.Context, req *Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) setApprovalMode(ctx context.Context, req *Request) (any, error) {
+func (s *Server) setApprovalMode(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		Mode      string `json:"mode"`
@@ -295,7 +295,7 @@ func (s *Server) setMode(sessionID, mode string) (any, error) {
 	return map[string]any{}, nil
 }
 
-func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listTools(ctx context.Context, req *request) (any, error) {
 	infos := s.registry.Snapshot().Infos()
 	if infos == nil {
 		infos = []registry.Info{}
@@ -307,7 +307,7 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"tools": infos, "servers": servers}, nil
 }
 
-func (s *Server) didFocus(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didFocus(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		URI       string `json:"uri"`
 		Selection *struct {

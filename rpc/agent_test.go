@@ -33,8 +33,8 @@ func startAgent(t *testing.T, mode string, script ...modeltest.Response) *agent 
 func startAgentWith(t *testing.T, mode string, opts rpc.Options, shape func(*rpctest.InitParams), script ...modeltest.Response) *agent {
 	t.Helper()
 	m := modeltest.Start(t, script...)
-	opts.Version, opts.Methods, opts.Stderr = "test", testMethods(), testLog{t}
-	e := rpctest.Start(t, opts)
+	opts.Version, opts.Stderr = "test", testLog{t}
+	e := rpctest.Start(t, rpc.WithMethods(opts, testMethods()))
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	ip := rpctest.InitParams{Roots: []string{root}, Rich: true, UTF8: true, InitializationOptions: map[string]any{
 		"approvalMode": mode,

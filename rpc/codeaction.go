@@ -43,9 +43,9 @@ type codeActionParams struct {
 	} `json:"context"`
 }
 
-func (s *Server) codeAction(ctx context.Context, req *Request) (any, error) {
+func (s *Server) codeAction(ctx context.Context, req *request) (any, error) {
 	actions := []any{}
-	if s.Caps().Rich {
+	if s.clientCaps().Rich {
 		return actions, nil
 	}
 	var p codeActionParams
@@ -157,7 +157,7 @@ func (s *Server) selection(path string, r lspRange) (quoted, error) {
 		}
 		text, _ = workspace.DecodeFileText(data)
 	}
-	enc := s.Caps().Encoding
+	enc := s.clientCaps().Encoding
 	if r.End.Line < r.Start.Line || (r.End.Line == r.Start.Line && r.End.Character < r.Start.Character) {
 		r.Start, r.End = r.End, r.Start
 	}
@@ -215,22 +215,22 @@ func cut(s string, n int) string {
 // "## You" heading and the transcript is shown; the person writes the
 // question below it and saves the file to send it.
 func (s *Server) askAbout(ctx context.Context, uri string, rawRange json.RawMessage) (any, error) {
-	if s.Caps().Rich || s.opts.ACP {
-		return nil, Error(CodeInvalidParams, "qwen-ls.ask is for clients without experimental.qwen: ask in the chat instead")
+	if s.clientCaps().Rich || s.opts.ACP {
+		return nil, rpcError(codeInvalidParams, "qwen-ls.ask is for clients without experimental.qwen: ask in the chat instead")
 	}
 	path, err := s.uriToPath(uri)
 	if err != nil {
-		return nil, Error(CodeInvalidParams, "qwen-ls.ask needs {uri, range} as its argument: %v", err)
+		return nil, rpcError(codeInvalidParams, "qwen-ls.ask needs {uri, range} as its argument: %v", err)
 	}
 	var r lspRange
 	if len(rawRange) > 0 {
 		if err := json.Unmarshal(rawRange, &r); err != nil {
-			return nil, Error(CodeInvalidParams, "qwen-ls.ask: the range is malformed: %v", err)
+			return nil, rpcError(codeInvalidParams, "qwen-ls.ask: the range is malformed: %v", err)
 		}
 	}
 	sel, err := s.selection(path, r)
 	if err != nil {
-		return nil, Error(CodeInvalidParams, "qwen-ls.ask: %s cannot be read: %v", path, err)
+		return nil, rpcError(codeInvalidParams, "qwen-ls.ask: %s cannot be read: %v", path, err)
 	}
 	sid, err := s.sessionOrImplicit("")
 	if err != nil {

@@ -163,7 +163,7 @@ func (s *Server) findCustom(name string) (commands.Command, bool) {
 }
 
 // listCommands is qwen/listCommands.
-func (s *Server) listCommands(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listCommands(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -193,7 +193,7 @@ func (s *Server) commandsUpdate(list []commandInfo) map[string]any {
 
 // sendSessionUpdate sends an update the session package has no kind for.
 func (s *Server) sendSessionUpdate(sessionID string, update map[string]any) {
-	if !s.Caps().SessionUpdates {
+	if !s.clientCaps().SessionUpdates {
 		return
 	}
 	method := "qwen/sessionUpdate"
@@ -250,9 +250,9 @@ func commandsKey(list []commandInfo) string {
 
 // withCommandsAfter wraps a session-opening method so that the new or
 // loaded session is told the commands right after the answer.
-func (s *Server) withCommandsAfter(m Method, load bool) Method {
+func (s *Server) withCommandsAfter(m method, load bool) method {
 	inner := m.Handle
-	m.Handle = func(ctx context.Context, req *Request) (any, error) {
+	m.Handle = func(ctx context.Context, req *request) (any, error) {
 		res, err := inner(ctx, req)
 		if err != nil {
 			return res, err
@@ -280,7 +280,7 @@ func (s *Server) withCommandsAfter(m Method, load bool) Method {
 func (s *Server) commandMethods() {
 	s.ws.Settings.OnChange(s.pokeCommands)
 	if !s.opts.ACP {
-		s.methods["qwen/listCommands"] = Method{Handle: s.listCommands}
+		s.methods["qwen/listCommands"] = method{Handle: s.listCommands}
 	}
 	// session/resume (ACP) is wrapped when the server has it.
 	for name, load := range map[string]bool{"qwen/newSession": false, "qwen/loadSession": true, "session/new": false, "session/load": true, "session/resume": true} {
@@ -328,9 +328,9 @@ func parseSlash(blocks []session.ContentBlock) (name, args string, idx int, ok b
 // withSlashCommands wraps qwen/prompt or session/prompt: a prompt that
 // names a command runs it; a built-in that needs no model answers at
 // once, a custom command (or /init) becomes the prompt of a normal turn.
-func (s *Server) withSlashCommands(m Method) Method {
+func (s *Server) withSlashCommands(m method) method {
 	inner := m.Handle
-	m.Handle = func(ctx context.Context, req *Request) (any, error) {
+	m.Handle = func(ctx context.Context, req *request) (any, error) {
 		var p struct {
 			SessionID string                 `json:"sessionId"`
 			Prompt    []session.ContentBlock `json:"prompt"`
@@ -392,7 +392,7 @@ func (s *Server) withSlashCommands(m Method) Method {
 }
 
 // withPrompt is req with its prompt replaced.
-func (s *Server) withPrompt(req *Request, prompt []session.ContentBlock) *Request {
+func (s *Server) withPrompt(req *request, prompt []session.ContentBlock) *request {
 	var params map[string]any
 	_ = json.Unmarshal(req.Params, &params)
 	if params == nil {

@@ -9,26 +9,26 @@ import (
 
 // JSON-RPC and LSP error codes used by qwen-ls (protocol.md §8).
 const (
-	CodeParseError           = jsonrpc2.CodeParseError     // -32700
-	CodeInvalidRequest       = jsonrpc2.CodeInvalidRequest // -32600
-	CodeMethodNotFound       = jsonrpc2.CodeMethodNotFound // -32601
-	CodeInvalidParams        = jsonrpc2.CodeInvalidParams  // -32602
-	CodeInternalError        = jsonrpc2.CodeInternalError  // -32603
-	CodeServerNotInitialized = -32002
+	codeParseError           = jsonrpc2.CodeParseError     // -32700
+	codeInvalidRequest       = jsonrpc2.CodeInvalidRequest // -32600
+	codeMethodNotFound       = jsonrpc2.CodeMethodNotFound // -32601
+	codeInvalidParams        = jsonrpc2.CodeInvalidParams  // -32602
+	codeInternalError        = jsonrpc2.CodeInternalError  // -32603
+	codeServerNotInitialized = -32002
 	CodeNoModel              = -32000
-	CodeRequestCancelled     = -32800
-	CodeRequestFailed        = -32803
+	codeRequestCancelled     = -32800
+	codeRequestFailed        = -32803
 )
 
-// Error builds a JSON-RPC error with a formatted message.
-func Error(code int64, format string, args ...any) *jsonrpc2.Error {
+// rpcError builds a JSON-RPC error with a formatted message.
+func rpcError(code int64, format string, args ...any) *jsonrpc2.Error {
 	return &jsonrpc2.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorWithData builds a JSON-RPC error that carries a data object, such as
+// rpcErrorWithData builds a JSON-RPC error that carries a data object, such as
 // {reason: "session_busy"}.
-func ErrorWithData(code int64, data any, format string, args ...any) *jsonrpc2.Error {
-	e := Error(code, format, args...)
+func rpcErrorWithData(code int64, data any, format string, args ...any) *jsonrpc2.Error {
+	e := rpcError(code, format, args...)
 	if raw, err := json.Marshal(data); err == nil {
 		m := json.RawMessage(raw)
 		e.Data = &m
@@ -37,5 +37,5 @@ func ErrorWithData(code int64, data any, format string, args ...any) *jsonrpc2.E
 }
 
 func invalidParams(method string, err error) *jsonrpc2.Error {
-	return Error(CodeInvalidParams, "invalid params for %s: %v", method, err)
+	return rpcError(codeInvalidParams, "invalid params for %s: %v", method, err)
 }

@@ -73,14 +73,18 @@ func TestCase04_StringBooleanIsRepaired(t *testing.T) {
 }
 
 // Conformance case 5: in auto-edit, [web_fetch A, web_fetch B, write_file
-// C, web_fetch D] against a server that answers after 500 ms: A and B are
-// in flight together, C runs after both ended, D after C; the tool
-// messages keep the call order.
+// C, web_fetch D] against a server that holds A and B until both have
+// arrived: A and B are in flight together, C runs after both ended, D
+// after C; the tool messages keep the call order. (Were A and B run one
+// after the other, A would be let go only by the guard, and the test
+// fails on the count of fetches in flight.)
 func TestCase05_ReadOnlyCallsOverlapOthersWait(t *testing.T) {
 	var mu sync.Mutex
 	inFlight, maxInFlight := 0, 0
 	var events []string
 	var cPath string
+	bothArrived := make(chan struct{})
+	arrived := map[string]bool{}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, "/")
 		_, cErr := os.Stat(cPath)
@@ -88,8 +92,20 @@ func TestCase05_ReadOnlyCallsOverlapOthersWait(t *testing.T) {
 		inFlight++
 		maxInFlight = max(maxInFlight, inFlight)
 		events = append(events, fmt.Sprintf("start %s (C written: %v)", name, cErr == nil))
+		if (name == "A" || name == "B") && !arrived[name] {
+			arrived[name] = true
+			if arrived["A"] && arrived["B"] {
+				close(bothArrived)
+			}
+		}
 		mu.Unlock()
-		time.Sleep(500 * time.Millisecond)
+		if name == "A" || name == "B" {
+			select {
+			case <-bothArrived:
+			case <-time.After(rpctest.DefaultTimeout):
+				// Guard only: ends the wait of a fetch left alone.
+			}
+		}
 		_, cErr = os.Stat(cPath)
 		mu.Lock()
 		inFlight--

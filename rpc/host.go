@@ -45,16 +45,16 @@ func (h *host) Update(sessionID string, u session.Update) {
 		if p := h.s.turns.get(sessionID); p != nil {
 			p.report(u.Title)
 		}
-		if !h.s.Caps().Rich {
+		if !h.s.clientCaps().Rich {
 			h.s.log.Infof("qwen: %s", u.Title)
 		}
 	}
-	if u.Kind == session.UpdateToolCallUpd && u.Status == session.StatusFailed && !h.s.Caps().Rich {
+	if u.Kind == session.UpdateToolCallUpd && u.Status == session.StatusFailed && !h.s.clientCaps().Rich {
 		if items, ok := u.Content.([]session.ToolContent); ok && len(items) > 0 && items[0].Content != nil {
 			h.s.log.Warnf("qwen: a tool call failed: %s", firstLine(items[0].Content.Text))
 		}
 	}
-	if !h.s.Caps().SessionUpdates {
+	if !h.s.clientCaps().SessionUpdates {
 		return
 	}
 	method := "qwen/sessionUpdate"
@@ -80,7 +80,7 @@ func (h *host) Update(sessionID string, u session.Update) {
 // CanAsk implements session.Host: rich clients ask through qwen/*, plain
 // ones through window/showMessageRequest when they support it.
 func (h *host) CanAsk() bool {
-	c := h.s.Caps()
+	c := h.s.clientCaps()
 	if c.Rich {
 		return c.ProposeEdit || c.RequestPermission
 	}
@@ -115,7 +115,7 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 	if h.s.opts.ACP {
 		return h.acpReviewEdit(ctx, sessionID, r)
 	}
-	c := h.s.Caps()
+	c := h.s.clientCaps()
 	if !c.Rich {
 		return h.reviewPlain(ctx, r)
 	}
@@ -248,7 +248,7 @@ func clip(s string) string {
 
 // RequestPermission implements session.Host.
 func (h *host) RequestPermission(ctx context.Context, sessionID string, r session.PermissionRequest) (session.PermissionAnswer, error) {
-	c := h.s.Caps()
+	c := h.s.clientCaps()
 	if !c.Rich {
 		return h.permissionPlain(ctx, r)
 	}
@@ -374,7 +374,7 @@ func (h *host) resolve(ctx context.Context, sessionID, callID string, raw json.R
 }
 
 // resolveReview handles qwen/resolveReview (protocol.md §6.5).
-func (s *Server) resolveReview(ctx context.Context, req *Request) (any, error) {
+func (s *Server) resolveReview(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID  string `json:"sessionId"`
 		ToolCallID string `json:"toolCallId"`
@@ -389,7 +389,7 @@ func (s *Server) resolveReview(ctx context.Context, req *Request) (any, error) {
 	delete(h.deferred, deferredKey{p.SessionID, p.ToolCallID})
 	h.mu.Unlock()
 	if !ok {
-		return nil, Error(CodeInvalidParams, "no review is waiting for tool call %q of session %q (unknown, already resolved or cancelled)", p.ToolCallID, p.SessionID)
+		return nil, rpcError(codeInvalidParams, "no review is waiting for tool call %q of session %q (unknown, already resolved or cancelled)", p.ToolCallID, p.SessionID)
 	}
 	ch <- append(json.RawMessage(nil), req.Params...)
 	return map[string]any{}, nil
@@ -463,7 +463,7 @@ func isContinuation(b byte) bool { return b&0xC0 == 0x80 }
 // CanApplyToBuffers implements tools.Host.
 // In ACP mode every buffer came from the client and can be written (through
 // fs/write_text_file, else to the disk).
-func (h *host) CanApplyToBuffers() bool { return h.s.opts.ACP || h.s.Caps().ApplyEdit }
+func (h *host) CanApplyToBuffers() bool { return h.s.opts.ACP || h.s.clientCaps().ApplyEdit }
 
 // ApplyToBuffer implements tools.Host: it sends workspace/applyEdit pinned
 // to the buffer's version (or a changes map while the overlay is still at
@@ -473,7 +473,7 @@ func (h *host) ApplyToBuffer(ctx context.Context, path string, version int32, ne
 	if h.s.opts.ACP {
 		return h.acpWriteDisk(path, newText)
 	}
-	c := h.s.Caps()
+	c := h.s.clientCaps()
 	if !c.ApplyEdit {
 		return &tools.BufferEditError{Reason: "the editor does not support workspace/applyEdit"}
 	}

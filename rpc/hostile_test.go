@@ -45,7 +45,7 @@ func hostile(t *testing.T, settings map[string]any) (*agent, *lockedLog) {
 	t.Helper()
 	log := &lockedLog{t: t}
 	m := modeltest.Start(t)
-	e := rpctest.Start(t, rpc.Options{Version: "test", Methods: testMethods(), Stderr: log})
+	e := rpctest.Start(t, rpc.WithMethods(rpc.Options{Version: "test", Stderr: log}, testMethods()))
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	opts := map[string]any{"approvalMode": "yolo", "model": map[string]any{"name": "scripted", "baseUrl": m.URL}}
 	if settings != nil {

@@ -16,11 +16,11 @@ import (
 // the editors offer these and no others.
 var approvalModes = session.Modes
 
-// ProtocolVersion is the qwen protocol version of protocol.md.
-const ProtocolVersion = 1
+// protocolVersion is the qwen protocol version of protocol.md.
+const protocolVersion = 1
 
-func (s *Server) builtinMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) builtinMethods() map[string]method {
+	return map[string]method{
 		"initialize":                          {Handle: s.initialize},
 		"initialized":                         {Handle: s.initialized},
 		"shutdown":                            {Handle: s.shutdown},
@@ -36,7 +36,7 @@ func (s *Server) builtinMethods() map[string]Method {
 
 // decode unmarshals LSP params with go.lsp.dev/protocol's own decoder (its
 // v1 types do not decode with encoding/json) and maps a failure to -32602.
-func decode(req *Request, v any) error {
+func decode(req *request, v any) error {
 	if len(req.Params) == 0 || string(req.Params) == "null" {
 		return invalidParams(req.Method, fmt.Errorf("params are required"))
 	}
@@ -66,12 +66,12 @@ type initOptions struct {
 	WorkspaceTrusted *bool `json:"workspaceTrusted"`
 }
 
-func (s *Server) initialize(ctx context.Context, req *Request) (any, error) {
+func (s *Server) initialize(ctx context.Context, req *request) (any, error) {
 	var p protocol.InitializeParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	caps := ClientCaps{Encoding: workspace.UTF16}
+	caps := clientCaps{Encoding: workspace.UTF16}
 	if g := p.Capabilities.General; g != nil && slices.Contains(g.PositionEncodings, protocol.PositionEncodingKindUTF8) {
 		caps.Encoding = workspace.UTF8
 	}
@@ -165,7 +165,7 @@ func (s *Server) initRoots(p *protocol.InitializeParams) ([]string, error) {
 	return nil, nil
 }
 
-func (s *Server) initializeResult(caps ClientCaps) (any, error) {
+func (s *Server) initializeResult(caps clientCaps) (any, error) {
 	enc := protocol.PositionEncodingKindUTF16
 	if caps.Encoding == workspace.UTF8 {
 		enc = protocol.PositionEncodingKindUTF8
@@ -184,7 +184,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	}
 	exp, err := json.Marshal(map[string]any{
 		"qwen": map[string]any{
-			"protocolVersion": ProtocolVersion,
+			"protocolVersion": protocolVersion,
 			"model":           model,
 			"approvalModes":   approvalModes,
 			"tools":           tools,
@@ -224,7 +224,7 @@ func (s *Server) initializeResult(caps ClientCaps) (any, error) {
 	return json.RawMessage(raw), nil
 }
 
-func (s *Server) initialized(ctx context.Context, req *Request) (any, error) {
+func (s *Server) initialized(ctx context.Context, req *request) (any, error) {
 	s.log.setEditor(func(level Level, msg string) {
 		_ = s.conn.Notify(context.Background(), "window/logMessage", map[string]any{"type": int(level), "message": msg})
 	})
@@ -251,7 +251,7 @@ func (s *Server) start() {
 	s.checkTrust()
 }
 
-func (s *Server) shutdown(ctx context.Context, req *Request) (any, error) {
+func (s *Server) shutdown(ctx context.Context, req *request) (any, error) {
 	s.mu.Lock()
 	first := s.state != stateShutdown
 	s.state = stateShutdown

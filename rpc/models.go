@@ -43,7 +43,7 @@ func (s *Server) modelChoices(sessionID string) ([]modelInfo, string, error) {
 	return out, current, nil
 }
 
-func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listModels(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -61,7 +61,7 @@ func (s *Server) listModels(ctx context.Context, req *Request) (any, error) {
 	return map[string]any{"models": models, "current": cur}, nil
 }
 
-func (s *Server) setModel(ctx context.Context, req *Request) (any, error) {
+func (s *Server) setModel(ctx context.Context, req *request) (any, error) {
 	id, err := s.setModelParams(req)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (s *Server) setModel(ctx context.Context, req *Request) (any, error) {
 
 // setModelParams reads {sessionId, modelId} (qwen/setModel and ACP's
 // session/set_model) and sets the session's model; it returns the id.
-func (s *Server) setModelParams(req *Request) (string, error) {
+func (s *Server) setModelParams(req *request) (string, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModelID   string `json:"modelId"`
@@ -80,7 +80,7 @@ func (s *Server) setModelParams(req *Request) (string, error) {
 		return "", err
 	}
 	if p.ModelID == "" {
-		return "", Error(CodeInvalidParams, "%s needs modelId", req.Method)
+		return "", rpcError(codeInvalidParams, "%s needs modelId", req.Method)
 	}
 	return p.ModelID, s.chooseModel(p.SessionID, p.ModelID)
 }
@@ -146,7 +146,7 @@ func (s *Server) acpConfigUpdate(sessionID string, u session.Update) (session.Up
 
 // acpSetConfigOption is session/set_config_option: mode or model. The
 // answer holds every option with its current value.
-func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetConfigOption(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string          `json:"sessionId"`
 		ConfigID  string          `json:"configId"`
@@ -157,7 +157,7 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 	}
 	var value string
 	if err := json.Unmarshal(p.Value, &value); err != nil {
-		return nil, Error(CodeInvalidParams, "session/set_config_option: value must be a string")
+		return nil, rpcError(codeInvalidParams, "session/set_config_option: value must be a string")
 	}
 	sess, err := s.sessions.Session(p.SessionID)
 	if err != nil {
@@ -173,13 +173,13 @@ func (s *Server) acpSetConfigOption(ctx context.Context, req *Request) (any, err
 			return nil, err
 		}
 	default:
-		return nil, Error(CodeInvalidParams, "unknown config option %q: this agent has mode and model", p.ConfigID)
+		return nil, rpcError(codeInvalidParams, "unknown config option %q: this agent has mode and model", p.ConfigID)
 	}
 	return map[string]any{"configOptions": s.acpConfigOptions(sess)}, nil
 }
 
 // acpSetModel is the unstable session/set_model {sessionId, modelId}.
-func (s *Server) acpSetModel(ctx context.Context, req *Request) (any, error) {
+func (s *Server) acpSetModel(ctx context.Context, req *request) (any, error) {
 	if _, err := s.setModelParams(req); err != nil {
 		return nil, err
 	}

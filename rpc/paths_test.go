@@ -40,7 +40,7 @@ func startFlavored(t *testing.T, ps workspace.PathSystem, rootURI string) *flavo
 		Getenv:     func(string) (string, bool) { return "", false },
 	}})
 	t.Cleanup(func() { _ = ws.Close() })
-	e := rpctest.Start(t, rpc.Options{Version: "test", Methods: testMethods(), Stderr: testLog{t}, Workspace: ws, QwenHome: filepath.Join(dir, "home", ".qwen")})
+	e := rpctest.Start(t, rpc.WithMethods(rpc.Options{Version: "test", Stderr: testLog{t}, Workspace: ws, QwenHome: filepath.Join(dir, "home", ".qwen")}, testMethods()))
 	fe := &flavoredEditor{e: e, model: m, version: map[string]int{}, text: map[string]string{}}
 	e.Handle("workspace/applyEdit", func(params json.RawMessage) (any, error) {
 		var p struct {

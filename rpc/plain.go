@@ -20,8 +20,8 @@ import (
 // a transcript document, answers in window/showMessage, activity through
 // $/progress and window/logMessage.
 
-func (s *Server) plainMethods() map[string]Method {
-	return map[string]Method{
+func (s *Server) plainMethods() map[string]method {
+	return map[string]method{
 		// Async: a prompt waits on the model and may ask the user.
 		"workspace/executeCommand": {Async: true, Handle: s.executeCommand},
 		"textDocument/codeAction":  {Handle: s.codeAction},
@@ -56,7 +56,7 @@ func (t *turnProgress) get(sessionID string) *progress {
 	return t.bySess[sessionID]
 }
 
-func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) {
+func (s *Server) executeCommand(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Command   string            `json:"command"`
 		Arguments []json.RawMessage `json:"arguments"`
@@ -98,7 +98,7 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 		return s.askAbout(ctx, at.URI, at.Range)
 	case "qwen-ls.checkSetup":
 		res, err := s.checkSetup(ctx, req)
-		if c, ok := res.(session.SetupCheck); ok && err == nil && !s.Caps().Rich {
+		if c, ok := res.(session.SetupCheck); ok && err == nil && !s.clientCaps().Rich {
 			// A plain client drops the command's result: the person
 			// reads it in a message.
 			level := LevelInfo
@@ -122,7 +122,7 @@ func (s *Server) executeCommand(ctx context.Context, req *Request) (any, error) 
 		}
 		return nil, nil
 	}
-	return nil, Error(CodeInvalidParams, "unknown command %q: qwen-ls offers %s", p.Command, strings.Join(plainCommands, ", "))
+	return nil, rpcError(codeInvalidParams, "unknown command %q: qwen-ls offers %s", p.Command, strings.Join(plainCommands, ", "))
 }
 
 // plainCommands are the commands of executeCommandProvider.
@@ -137,7 +137,7 @@ func (s *Server) runPrompt(ctx context.Context, sid, text string, taken *transcr
 	if err != nil {
 		return session.PromptResult{}, sessionError(err)
 	}
-	plain := !s.Caps().Rich && !s.opts.ACP
+	plain := !s.clientCaps().Rich && !s.opts.ACP
 	t := taken
 	if plain && t == nil {
 		t = s.transcriptFor(sid)
@@ -202,7 +202,7 @@ func (s *Server) promptHelp(ctx context.Context, sid string) (any, error) {
 	msg := "qwen-ls.prompt needs the prompt text as its first argument (arguments: [\"your prompt\"]). " +
 		"Or select code and use the code actions \"Qwen: explain\", \"Qwen: fix this\" or \"Qwen: ask about selection…\""
 	out := map[string]any{}
-	if !s.Caps().Rich && !s.opts.ACP {
+	if !s.clientCaps().Rich && !s.opts.ACP {
 		if id, err := s.sessionOrImplicit(sid); err == nil {
 			t := s.transcriptFor(id)
 			s.transcriptAsk(t, "")
@@ -220,9 +220,9 @@ func (s *Server) promptHelp(ctx context.Context, sid string) (any, error) {
 
 // didSavePlain is didSave, and for a plain client's transcript with a
 // new question under its last "## You" heading, the start of a turn.
-func (s *Server) didSavePlain(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didSavePlain(ctx context.Context, req *request) (any, error) {
 	res, err := s.didSave(ctx, req)
-	if err != nil || s.Caps().Rich || s.opts.ACP {
+	if err != nil || s.clientCaps().Rich || s.opts.ACP {
 		return res, err
 	}
 	var p struct {
@@ -270,7 +270,7 @@ func (s *Server) didSavePlain(ctx context.Context, req *Request) (any, error) {
 // plainUpdate follows a plain client's turn: tool lines in the
 // transcript, and a notice for a file written to disk outside the editor.
 func (s *Server) plainUpdate(sessionID string, u session.Update) {
-	if s.opts.ACP || s.Caps().Rich {
+	if s.opts.ACP || s.clientCaps().Rich {
 		return
 	}
 	if t := s.transcriptOf(sessionID); t != nil {
@@ -431,7 +431,7 @@ func (s *Server) sessionOrImplicit(sid string) (string, error) {
 // serverProgress starts server-initiated progress when the client
 // supports it (window/workDoneProgress/create).
 func (s *Server) serverProgress(ctx context.Context, title string) *progress {
-	if !s.Caps().WorkDoneProgress {
+	if !s.clientCaps().WorkDoneProgress {
 		return &progress{}
 	}
 	token := fmt.Sprintf("qwen-ls-progress-%d", s.host.seq.Add(1))

@@ -32,7 +32,7 @@ type plainClient struct {
 func startPlain(t *testing.T, showDocument, applyEdit bool) *plainClient {
 	t.Helper()
 	m := modeltest.Start(t)
-	e := rpctest.Start(t, rpc.Options{Version: "test", Methods: testMethods(), Stderr: testLog{t}})
+	e := rpctest.Start(t, rpc.WithMethods(rpc.Options{Version: "test", Stderr: testLog{t}}, testMethods()))
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	ip := rpctest.InitParams{Roots: []string{root}, ShowMessage: true, ApplyEdit: applyEdit, DocumentChanges: applyEdit,
 		InitializationOptions: map[string]any{"approvalMode": "default", "model": map[string]any{"name": "scripted", "baseUrl": m.URL}}}

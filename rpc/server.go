@@ -34,9 +34,9 @@ type Options struct {
 	Workspace *workspace.Workspace
 	// ToolNames lists the registered tools for experimental.qwen.tools.
 	ToolNames func() []string
-	// Methods adds request and notification handlers, for the layers
-	// built on this server and for tests.
-	Methods map[string]Method
+	// extraMethods adds request and notification handlers, for tests
+	// (export_test.go's WithMethods sets it).
+	extraMethods map[string]method
 	// ACP selects newline-delimited framing (--acp) instead of LSP headers.
 	ACP bool
 	// QwenHome is qwen-ls's state folder; "" means $QWEN_HOME or ~/.qwen.
@@ -56,8 +56,8 @@ type Options struct {
 // RetryPolicy is the model's retry policy.
 type RetryPolicy = session.RetryPolicy
 
-// Method handles one JSON-RPC method.
-type Method struct {
+// method handles one JSON-RPC method.
+type method struct {
 	// Async runs a request off the read path with a context that
 	// $/cancelRequest cancels. Requests that wait on the editor or on
 	// slow work must be async, or the connection deadlocks.
@@ -65,11 +65,11 @@ type Method struct {
 	// Handle returns the result (marshalled with encoding/json, so LSP
 	// types must be passed as json.RawMessage made by protocol.Marshal)
 	// or an error; a *jsonrpc2.Error keeps its code, others become -32603.
-	Handle func(ctx context.Context, req *Request) (any, error)
+	Handle func(ctx context.Context, req *request) (any, error)
 }
 
-// Request is what a Method sees of one message.
-type Request struct {
+// request is what a method sees of one message.
+type request struct {
 	Method string
 	Params json.RawMessage
 	// ID is nil for notifications.
@@ -83,7 +83,7 @@ type Request struct {
 
 // AfterReply runs f once the request's answer is written, so that what f
 // sends reaches the editor after the answer.
-func (r *Request) AfterReply(f func()) { r.afterReply = f }
+func (r *request) AfterReply(f func()) { r.afterReply = f }
 
 type lifecycle int
 
@@ -104,7 +104,7 @@ type Server struct {
 	secrets  secretSet
 	ws       *workspace.Workspace
 	ownsWS   bool
-	methods  map[string]Method
+	methods  map[string]method
 	env      *tools.Env
 	registry *registry.Registry
 	sessions *session.Manager
@@ -149,7 +149,7 @@ type Server struct {
 	// in-flight requests.
 	mu       sync.Mutex
 	state    lifecycle
-	caps     ClientCaps
+	caps     clientCaps
 	inflight map[jsonrpc2.ID]context.CancelFunc
 	// implicitSession is the session of qwen-ls.prompt without an id.
 	implicitSession string
@@ -164,8 +164,8 @@ type Server struct {
 	cmds commandSet
 }
 
-// ClientCaps is what the server learned from initialize.
-type ClientCaps struct {
+// clientCaps is what the server learned from initialize.
+type clientCaps struct {
 	Encoding          workspace.Encoding
 	ApplyEdit         bool
 	DocumentChanges   bool
@@ -223,7 +223,7 @@ func NewServer(opts Options) *Server {
 		}
 	}
 	s.commandMethods()
-	for name, m := range opts.Methods {
+	for name, m := range opts.extraMethods {
 		s.methods[name] = m
 	}
 	return s
@@ -232,8 +232,8 @@ func NewServer(opts Options) *Server {
 // Workspace returns the workspace the server keeps current.
 func (s *Server) Workspace() *workspace.Workspace { return s.ws }
 
-// Caps returns the client capabilities negotiated at initialize.
-func (s *Server) Caps() ClientCaps {
+// clientCaps returns the client capabilities negotiated at initialize.
+func (s *Server) clientCaps() clientCaps {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.caps
@@ -308,7 +308,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.R
 	if jr.Params != nil {
 		params = json.RawMessage(*jr.Params)
 	}
-	req := &Request{Method: jr.Method, Params: params, Server: s}
+	req := &request{Method: jr.Method, Params: params, Server: s}
 	if !jr.Notif {
 		id := jr.ID
 		req.ID = &id
@@ -320,7 +320,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.R
 	s.handleRequest(ctx, req)
 }
 
-func (s *Server) handleNotification(ctx context.Context, req *Request) {
+func (s *Server) handleNotification(ctx context.Context, req *request) {
 	if req.Method == "exit" {
 		s.exit()
 		return
@@ -354,25 +354,25 @@ func (s *Server) handleNotification(ctx context.Context, req *Request) {
 	}
 }
 
-func (s *Server) handleRequest(ctx context.Context, req *Request) {
+func (s *Server) handleRequest(ctx context.Context, req *request) {
 	id := *req.ID
 	s.mu.Lock()
 	state := s.state
 	s.mu.Unlock()
 	switch {
 	case req.Method == "initialize" && state != stateNew:
-		s.reply(id, nil, Error(CodeInvalidRequest, "initialize was already received"))
+		s.reply(id, nil, rpcError(codeInvalidRequest, "initialize was already received"))
 		return
 	case req.Method != "initialize" && state == stateNew:
-		s.reply(id, nil, Error(CodeServerNotInitialized, "the server is not initialized: send initialize first"))
+		s.reply(id, nil, rpcError(codeServerNotInitialized, "the server is not initialized: send initialize first"))
 		return
 	case req.Method != "shutdown" && state == stateShutdown:
-		s.reply(id, nil, Error(CodeInvalidRequest, "the server is shutting down: only exit is accepted"))
+		s.reply(id, nil, rpcError(codeInvalidRequest, "the server is shutting down: only exit is accepted"))
 		return
 	}
 	m, ok := s.methods[req.Method]
 	if !ok {
-		s.reply(id, nil, Error(CodeMethodNotFound, "method not found: %s", req.Method))
+		s.reply(id, nil, rpcError(codeMethodNotFound, "method not found: %s", req.Method))
 		return
 	}
 	if !m.Async {
@@ -398,7 +398,7 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 		}()
 		res, err := s.call(rctx, m, req)
 		if rctx.Err() != nil && s.baseCtx.Err() == nil {
-			err = Error(CodeRequestCancelled, "request cancelled")
+			err = rpcError(codeRequestCancelled, "request cancelled")
 			res = nil
 		}
 		s.reply(id, res, err)
@@ -410,11 +410,11 @@ func (s *Server) handleRequest(ctx context.Context, req *Request) {
 
 // call runs a handler, turning a panic into -32603 so that one bad message
 // never takes the server down.
-func (s *Server) call(ctx context.Context, m Method, req *Request) (res any, err error) {
+func (s *Server) call(ctx context.Context, m method, req *request) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Errorf("panic in %s: %v\n%s", req.Method, r, debug.Stack())
-			res, err = nil, Error(CodeInternalError, "internal error in %s: %v", req.Method, r)
+			res, err = nil, rpcError(codeInternalError, "internal error in %s: %v", req.Method, r)
 		}
 	}()
 	return m.Handle(ctx, req)
@@ -425,7 +425,7 @@ func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
 	if err != nil {
 		var je *jsonrpc2.Error
 		if !errors.As(err, &je) {
-			je = Error(CodeInternalError, "%v", err)
+			je = rpcError(codeInternalError, "%v", err)
 		}
 		// Editors show and log error messages; a provider that echoes
 		// the API key back in its error must not put it there.

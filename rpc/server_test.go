@@ -42,7 +42,7 @@ func testMethods() map[string]rpc.Method {
 
 func start(t *testing.T) *rpctest.Editor {
 	t.Helper()
-	return rpctest.Start(t, rpc.Options{Version: "test", Methods: testMethods(), Stderr: testLog{t}})
+	return rpctest.Start(t, rpc.WithMethods(rpc.Options{Version: "test", Stderr: testLog{t}}, testMethods()))
 }
 
 type testLog struct{ t *testing.T }
@@ -181,7 +181,7 @@ func TestCallbackIntoEditorDoesNotBlockTheReadPath(t *testing.T) {
 		}
 		return answer, nil
 	}}
-	e := rpctest.Start(t, rpc.Options{Version: "test", Methods: methods, Stderr: testLog{t}})
+	e := rpctest.Start(t, rpc.WithMethods(rpc.Options{Version: "test", Stderr: testLog{t}}, methods))
 	e.Handle("window/showMessageRequest", func(params json.RawMessage) (any, error) {
 		<-release // the user takes their time
 		return map[string]any{"title": "Yes"}, nil

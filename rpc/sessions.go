@@ -16,7 +16,7 @@ func (s *Server) sessionStore(home string) *session.Store {
 	return session.NewStore(home, s.secrets.list)
 }
 
-func (s *Server) listSessions(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listSessions(ctx context.Context, req *request) (any, error) {
 	return sessionList(s.sessions.List()), nil
 }
 
@@ -32,7 +32,7 @@ func sessionList(sessions []session.ListedSession) map[string]any {
 // loadSession replays a session to the editor: one of this process, or
 // one read back from its file. Lines of the file that could not be read
 // are named in warnings.
-func (s *Server) loadSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) loadSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -53,7 +53,7 @@ func (s *Server) loadSession(ctx context.Context, req *Request) (any, error) {
 
 // closeSession ends a session of this server: its turn is cancelled, its
 // processes stopped and its file released; it can be loaded again.
-func (s *Server) closeSession(ctx context.Context, req *Request) (any, error) {
+func (s *Server) closeSession(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -67,7 +67,7 @@ func (s *Server) closeSession(ctx context.Context, req *Request) (any, error) {
 }
 
 // revertTurn puts back the files a turn changed.
-func (s *Server) revertTurn(ctx context.Context, req *Request) (any, error) {
+func (s *Server) revertTurn(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		Turn      int    `json:"turn"`

@@ -13,7 +13,7 @@ import (
 // Text synchronisation. These handlers run on the read goroutine, in
 // arrival order, so every request sees every change sent before it.
 
-func (s *Server) didOpen(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didOpen(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidOpenTextDocumentParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func (s *Server) didOpen(ctx context.Context, req *Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) didChange(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didChange(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidChangeTextDocumentParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -52,13 +52,13 @@ func (s *Server) didChange(ctx context.Context, req *Request) (any, error) {
 			return nil, invalidParams(req.Method, fmt.Errorf("unknown content change %T", c))
 		}
 	}
-	if err := s.ws.Overlay.Apply(path, p.TextDocument.Version, changes, s.Caps().Encoding); err != nil {
+	if err := s.ws.Overlay.Apply(path, p.TextDocument.Version, changes, s.clientCaps().Encoding); err != nil {
 		return nil, fmt.Errorf("%w; the server's copy of %s was left at its previous version, so close and reopen the file to resync", err, path)
 	}
 	return nil, nil
 }
 
-func (s *Server) didSave(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didSave(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidSaveTextDocumentParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (s *Server) didSave(ctx context.Context, req *Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) didClose(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didClose(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidCloseTextDocumentParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (s *Server) didClose(ctx context.Context, req *Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) didChangeWorkspaceFolders(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didChangeWorkspaceFolders(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidChangeWorkspaceFoldersParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (s *Server) didChangeWorkspaceFolders(ctx context.Context, req *Request) (a
 	return nil, nil
 }
 
-func (s *Server) didChangeWatchedFiles(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didChangeWatchedFiles(ctx context.Context, req *request) (any, error) {
 	var p protocol.DidChangeWatchedFilesParams
 	if err := decode(req, &p); err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (s *Server) didChangeWatchedFiles(ctx context.Context, req *Request) (any, 
 // didChangeConfiguration replaces the editor's settings layer
 // (protocol.md §10). Its params are {settings: {...same keys as
 // settings.json...}}; a null or missing settings object clears the layer.
-func (s *Server) didChangeConfiguration(ctx context.Context, req *Request) (any, error) {
+func (s *Server) didChangeConfiguration(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Settings json.RawMessage `json:"settings"`
 	}

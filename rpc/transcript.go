@@ -238,7 +238,7 @@ func (s *Server) drainTranscript(t *transcript) {
 // one on disk, atomically. Text the person added below the server's part
 // stays below it.
 func (s *Server) writeTranscript(path, written, chunk string) string {
-	if buf, ok := s.ws.Overlay.Get(path); ok && s.Caps().ApplyEdit {
+	if buf, ok := s.ws.Overlay.Get(path); ok && s.clientCaps().ApplyEdit {
 		at, insert := placeChunk(buf.Text, written, chunk)
 		err := s.insertInBuffer(path, buf, at, insert)
 		if err == nil {
@@ -298,7 +298,7 @@ var errNotApplied = errors.New("the editor did not apply the change")
 // is sent before that newline (the same result): editors differ on a
 // position past the last line.
 func (s *Server) insertInBuffer(path string, buf workspace.Buffer, at int, text string) error {
-	c := s.Caps()
+	c := s.clientCaps()
 	want := buf.Text[:at] + text + buf.Text[at:]
 	off, ins := at, text
 	if at == len(buf.Text) && at > 0 && buf.Text[at-1] == '\n' && strings.HasSuffix(text, "\n") {
@@ -491,7 +491,7 @@ func oneLine(s string) string {
 // showTranscript asks the editor to show the transcript (when it can):
 // takeFocus only when the person just started the prompt.
 func (s *Server) showTranscript(ctx context.Context, t *transcript, takeFocus bool) bool {
-	if !s.Caps().ShowDocument {
+	if !s.clientCaps().ShowDocument {
 		return false
 	}
 	var res struct {

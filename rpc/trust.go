@@ -56,7 +56,7 @@ func (s *Server) checkTrust() {
 		s.trustMu.Unlock()
 		return
 	}
-	if !s.Caps().ShowMessage {
+	if !s.clientCaps().ShowMessage {
 		// A notification does not wait for the editor: sent at once, so
 		// it arrives before anything the server answers next.
 		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})

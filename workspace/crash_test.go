@@ -64,10 +64,10 @@ func TestIndexRemovesStaleTempFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w, _ := NewWatcher()
+	w, _ := newWatcher()
 	defer w.Close()
-	rs := NewRoots(root)
-	ix := NewIndex(rs, NewIgnorer(rs), w)
+	rs := newRoots(root)
+	ix := newIndex(rs, newIgnorer(rs), w)
 	defer ix.Close()
 	if err := os.WriteFile(young, []byte("y"), 0o644); err != nil {
 		t.Fatal(err)

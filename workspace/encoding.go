@@ -21,22 +21,22 @@ import (
 // as Shift_JIS, CP949 as EUC-KR, ISO-8859-1 as Windows-1252), so a file
 // decoded with it re-encodes to the same bytes.
 const (
-	CharsetGB18030     = "gb18030"
-	CharsetBig5        = "big5"
-	CharsetShiftJIS    = "shift_jis"
-	CharsetEUCJP       = "euc-jp"
-	CharsetEUCKR       = "euc-kr"
-	CharsetWindows1252 = "windows-1252"
+	charsetGB18030     = "gb18030"
+	charsetBig5        = "big5"
+	charsetShiftJIS    = "shift_jis"
+	charsetEUCJP       = "euc-jp"
+	charsetEUCKR       = "euc-kr"
+	charsetWindows1252 = "windows-1252"
 )
 
 // legacyEncodings maps our charset names to their codecs.
 var legacyEncodings = map[string]encoding.Encoding{
-	CharsetGB18030:     simplifiedchinese.GB18030,
-	CharsetBig5:        traditionalchinese.Big5,
-	CharsetShiftJIS:    japanese.ShiftJIS,
-	CharsetEUCJP:       japanese.EUCJP,
-	CharsetEUCKR:       korean.EUCKR,
-	CharsetWindows1252: charmap.Windows1252,
+	charsetGB18030:     simplifiedchinese.GB18030,
+	charsetBig5:        traditionalchinese.Big5,
+	charsetShiftJIS:    japanese.ShiftJIS,
+	charsetEUCJP:       japanese.EUCJP,
+	charsetEUCKR:       korean.EUCKR,
+	charsetWindows1252: charmap.Windows1252,
 }
 
 // detectorNames maps the detector's charset names (lower case) to ours.
@@ -45,19 +45,19 @@ var legacyEncodings = map[string]encoding.Encoding{
 // mixed input the detector proposes them for Latin and CJK text alike, and
 // a wrong guess would garble a file silently.
 var detectorNames = map[string]string{
-	"gb2312":       CharsetGB18030,
-	"gbk":          CharsetGB18030,
-	"gb18030":      CharsetGB18030,
-	"cp936":        CharsetGB18030,
-	"big5":         CharsetBig5,
-	"shift_jis":    CharsetShiftJIS,
-	"cp932":        CharsetShiftJIS,
-	"windows-31j":  CharsetShiftJIS,
-	"euc-jp":       CharsetEUCJP,
-	"euc-kr":       CharsetEUCKR,
-	"cp949":        CharsetEUCKR,
-	"windows-1252": CharsetWindows1252,
-	"iso-8859-1":   CharsetWindows1252,
+	"gb2312":       charsetGB18030,
+	"gbk":          charsetGB18030,
+	"gb18030":      charsetGB18030,
+	"cp936":        charsetGB18030,
+	"big5":         charsetBig5,
+	"shift_jis":    charsetShiftJIS,
+	"cp932":        charsetShiftJIS,
+	"windows-31j":  charsetShiftJIS,
+	"euc-jp":       charsetEUCJP,
+	"euc-kr":       charsetEUCKR,
+	"cp949":        charsetEUCKR,
+	"windows-1252": charsetWindows1252,
+	"iso-8859-1":   charsetWindows1252,
 }
 
 // detectSample bounds how much of a file the detector looks at. The
@@ -174,11 +174,11 @@ func lossyUTF8(data []byte) string {
 func encodeLegacy(text, cs string) ([]byte, error) {
 	enc, ok := legacyEncodings[cs]
 	if !ok {
-		return nil, &UnencodableError{Charset: cs}
+		return nil, &unencodableError{Charset: cs}
 	}
 	out, err := enc.NewEncoder().Bytes([]byte(text))
 	if err != nil {
-		return nil, &UnencodableError{Charset: cs, Rune: firstUnencodable(text, enc)}
+		return nil, &unencodableError{Charset: cs, Rune: firstUnencodable(text, enc)}
 	}
 	return out, nil
 }
@@ -195,15 +195,15 @@ func firstUnencodable(text string, enc encoding.Encoding) rune {
 	return utf8.RuneError
 }
 
-// UnencodableError says a text cannot be written in its file's legacy
+// unencodableError says a text cannot be written in its file's legacy
 // charset, because it holds a character that charset lacks (or the
 // charset is unknown).
-type UnencodableError struct {
+type unencodableError struct {
 	Charset string
 	Rune    rune
 }
 
-func (e *UnencodableError) Error() string {
+func (e *unencodableError) Error() string {
 	if _, ok := legacyEncodings[e.Charset]; !ok {
 		return "unknown charset " + e.Charset
 	}

@@ -17,10 +17,10 @@ import (
 	"golang.org/x/text/encoding/traditionalchinese"
 )
 
-// EncodeTextStrict is EncodeText that fails, instead of substituting, when
+// encodeTextStrict is EncodeText that fails, instead of substituting, when
 // the text holds a character the file's legacy charset cannot represent:
 // it shows what EncodeText replaces.
-func EncodeTextStrict(text string, f TextFormat) ([]byte, error) {
+func encodeTextStrict(text string, f TextFormat) ([]byte, error) {
 	if f.Legacy == "" {
 		return EncodeText(text, f), nil
 	}
@@ -47,18 +47,18 @@ func TestDecodeFileTextLegacyCharsets(t *testing.T) {
 		cs   string
 	}{
 		{"gbk", simplifiedchinese.GBK,
-			"你好，世界！这是一个测试文件，包含一些中文字符。\n我们希望检测器能识别它，并且写回时保持原样。\n", CharsetGB18030},
+			"你好，世界！这是一个测试文件，包含一些中文字符。\n我们希望检测器能识别它，并且写回时保持原样。\n", charsetGB18030},
 		{"big5", traditionalchinese.Big5,
-			"你好，世界！這是一個測試檔案，包含一些繁體中文字元。\n我們希望偵測器能識別它。\n", CharsetBig5},
+			"你好，世界！這是一個測試檔案，包含一些繁體中文字元。\n我們希望偵測器能識別它。\n", charsetBig5},
 		{"shift_jis", japanese.ShiftJIS,
-			"こんにちは、世界！これはテストファイルです。\n日本語の文字が含まれています。\n", CharsetShiftJIS},
+			"こんにちは、世界！これはテストファイルです。\n日本語の文字が含まれています。\n", charsetShiftJIS},
 		{"euc-jp", japanese.EUCJP,
-			"こんにちは、世界！これはテストファイルです。\n日本語の文字が含まれています。\n", CharsetEUCJP},
+			"こんにちは、世界！これはテストファイルです。\n日本語の文字が含まれています。\n", charsetEUCJP},
 		{"euc-kr", korean.EUCKR,
-			"안녕하세요, 세계! 이것은 테스트 파일입니다.\n한국어 문자가 포함되어 있습니다.\n", CharsetEUCKR},
+			"안녕하세요, 세계! 이것은 테스트 파일입니다.\n한국어 문자가 포함되어 있습니다.\n", charsetEUCKR},
 		{"windows-1252", charmap.Windows1252,
-			"Café crème brûlée — “quotes” naïve façade.\nÜber große Straße.\n", CharsetWindows1252},
-		{"latin-1 short", charmap.Windows1252, "café", CharsetWindows1252},
+			"Café crème brûlée — “quotes” naïve façade.\nÜber große Straße.\n", charsetWindows1252},
+		{"latin-1 short", charmap.Windows1252, "café", charsetWindows1252},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,16 +79,16 @@ func TestDecodeFileTextLegacyCharsets(t *testing.T) {
 			if got := EncodeText(text, f); !bytes.Equal(got, raw) {
 				t.Errorf("EncodeText(DecodeFileText) = % X, want % X", got, raw)
 			}
-			strict, err := EncodeTextStrict(text, f)
+			strict, err := encodeTextStrict(text, f)
 			if err != nil || !bytes.Equal(strict, raw) {
-				t.Errorf("EncodeTextStrict = % X, %v", strict, err)
+				t.Errorf("encodeTextStrict = % X, %v", strict, err)
 			}
 		})
 	}
 }
 
 func TestDecodeFileTextKeepsUnicode(t *testing.T) {
-	for _, in := range []string{"", "plain\n", "héllo 世界\r\n", BOMUTF8 + "x", BOMUTF16LE + "h\x00"} {
+	for _, in := range []string{"", "plain\n", "héllo 世界\r\n", BOMUTF8 + "x", bomUTF16LE + "h\x00"} {
 		text, f := DecodeFileText([]byte(in))
 		wantText, wantF := DecodeText([]byte(in))
 		if text != wantText || string(f.BOM) != string(wantF.BOM) || f.CRLF != wantF.CRLF || f.Legacy != "" {
@@ -100,7 +100,7 @@ func TestDecodeFileTextKeepsUnicode(t *testing.T) {
 func TestDecodeFileTextLegacyCRLF(t *testing.T) {
 	raw := encodeWith(t, japanese.ShiftJIS, "一行目です。日本語のテキスト。\r\n二行目です。日本語のテキスト。\r\n")
 	text, f := DecodeFileText(raw)
-	if f.Legacy != CharsetShiftJIS || !f.CRLF {
+	if f.Legacy != charsetShiftJIS || !f.CRLF {
 		t.Fatalf("format = %+v", f)
 	}
 	// An edit made with "\n" comes back as CRLF in the file's charset.
@@ -131,17 +131,17 @@ func TestDecodeFileTextLateNonASCII(t *testing.T) {
 	tail := "Ça coûte très cher, déjà vu à la crème brûlée.\n"
 	raw := append([]byte(head), encodeWith(t, charmap.Windows1252, tail)...)
 	text, f := DecodeFileText(raw)
-	if f.Legacy != CharsetWindows1252 || text != head+tail {
+	if f.Legacy != charsetWindows1252 || text != head+tail {
 		t.Errorf("Legacy = %q, tail = %q", f.Legacy, text[len(text)-60:])
 	}
 }
 
 func TestEncodeLegacyUnrepresentable(t *testing.T) {
-	f := TextFormat{Legacy: CharsetWindows1252}
-	_, err := EncodeTextStrict("snow ☃ man", f)
-	var ue *UnencodableError
+	f := TextFormat{Legacy: charsetWindows1252}
+	_, err := encodeTextStrict("snow ☃ man", f)
+	var ue *unencodableError
 	if !errors.As(err, &ue) || ue.Rune != '☃' || !strings.Contains(err.Error(), "U+2603") {
-		t.Fatalf("EncodeTextStrict error = %v", err)
+		t.Fatalf("encodeTextStrict error = %v", err)
 	}
 	if got := EncodeText("snow ☃ é", f); !bytes.Equal(got, []byte("snow ? \xE9")) {
 		t.Errorf("EncodeText = %q", got)
@@ -155,12 +155,12 @@ func TestReadTextDetectsCharset(t *testing.T) {
 	if err := os.WriteFile(p, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &Workspace{Overlay: NewOverlay()}
+	w := &Workspace{Overlay: newOverlay()}
 	s, err := w.ReadText(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Text != "こんにちは、世界！これはテストファイルです。\n" || s.Format.Legacy != CharsetShiftJIS || !bytes.Equal(s.Raw, raw) {
+	if s.Text != "こんにちは、世界！これはテストファイルです。\n" || s.Format.Legacy != charsetShiftJIS || !bytes.Equal(s.Raw, raw) {
 		t.Errorf("snapshot = %q, %+v", s.Text, s.Format)
 	}
 	// Writing it back keeps the charset.

@@ -58,9 +58,9 @@ type repoInfo struct {
 	dir, exclude string
 }
 
-// NewIgnorer returns an Ignorer for the given roots; it follows later
+// newIgnorer returns an Ignorer for the given roots; it follows later
 // changes of the root set.
-func NewIgnorer(roots *Roots) *Ignorer {
+func newIgnorer(roots *Roots) *Ignorer {
 	return &Ignorer{roots: roots, files: map[string][]ignoreRule{}, repos: map[string]repoInfo{}}
 }
 

@@ -349,7 +349,7 @@ func TestIgnorerCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := tempRoot(t)
 			writeTree(t, root, tt.tree)
-			ig := NewIgnorer(NewRoots(root))
+			ig := newIgnorer(newRoots(root))
 			checkVerdicts(t, ig, root, tt.cases)
 		})
 	}
@@ -366,7 +366,7 @@ func TestIgnorerRootBelowRepository(t *testing.T) {
 		"elsewhere/a.go": "",
 	})
 	ws := filepath.Join(repo, "ws")
-	ig := NewIgnorer(NewRoots(ws))
+	ig := newIgnorer(newRoots(ws))
 	checkVerdicts(t, ig, ws, []verdictCase{
 		{"gen", true, true, false},
 		{"gen/a.go", false, true, false},
@@ -381,7 +381,7 @@ func TestIgnorerRootBelowRepository(t *testing.T) {
 
 	// A root that lies in an ignored directory: all of it is ignored.
 	inIgnored := filepath.Join(repo, "build", "ws")
-	ig2 := NewIgnorer(NewRoots(inIgnored))
+	ig2 := newIgnorer(newRoots(inIgnored))
 	checkVerdicts(t, ig2, inIgnored, []verdictCase{
 		{"", true, true, false},
 		{"x.go", false, true, false},
@@ -395,7 +395,7 @@ func TestIgnorerNestedRoots(t *testing.T) {
 		"inner/.qwenignore": "*.b\n",
 	})
 	inner := filepath.Join(outer, "inner")
-	ig := NewIgnorer(NewRoots(outer, inner))
+	ig := newIgnorer(newRoots(outer, inner))
 	checkVerdicts(t, ig, outer, []verdictCase{
 		{"x.a", false, false, true},
 		{"x.b", false, false, false},
@@ -419,7 +419,7 @@ func TestIsDefaultExcludedDir(t *testing.T) {
 func TestIgnorerInvalidate(t *testing.T) {
 	root := tempRoot(t)
 	writeTree(t, root, map[string]string{".git/": "", ".gitignore": "a.txt\n", "sub/.gitignore": "x\n"})
-	ig := NewIgnorer(NewRoots(root))
+	ig := newIgnorer(newRoots(root))
 	a, b := filepath.Join(root, "a.txt"), filepath.Join(root, "b.txt")
 	if !ig.Check(a, false).Git || ig.Check(b, false).Git {
 		t.Fatal("before the edit: want a.txt ignored and b.txt not")
@@ -438,7 +438,7 @@ func TestIgnorerInvalidate(t *testing.T) {
 	// A .git that appears makes the root a repository.
 	plain := tempRoot(t)
 	writeTree(t, plain, map[string]string{".gitignore": "*.log\n"})
-	ig2 := NewIgnorer(NewRoots(plain))
+	ig2 := newIgnorer(newRoots(plain))
 	if ig2.Check(filepath.Join(plain, "x.log"), false).Git {
 		t.Fatal("no repository yet: want x.log not git-ignored")
 	}
@@ -452,10 +452,10 @@ func TestIgnorerInvalidate(t *testing.T) {
 func TestIgnorerWatch(t *testing.T) {
 	root := tempRoot(t)
 	writeTree(t, root, map[string]string{".git/info/exclude": "", ".gitignore": "a.txt\n", ".qwenignore": ""})
-	w, err := NewWatcher()
+	w, err := newWatcher()
 	//lint:ignore SA5001 with an error NewWatcher still returns a watcher that relays injected events, which this test uses first
 	defer w.Close()
-	ig := NewIgnorer(NewRoots(root))
+	ig := newIgnorer(newRoots(root))
 	ig.Watch(w)
 	a, q := filepath.Join(root, "a.txt"), filepath.Join(root, "q.txt")
 	if !ig.Check(a, false).Git {

@@ -47,7 +47,7 @@ type Index struct {
 	w     *Watcher
 	ready chan struct{}
 	// since is when the index was made; a walk removes the WriteFileAtomic
-	// temp files that IsStaleTemp calls leftovers of a killed process.
+	// temp files that isStaleTemp calls leftovers of a killed process.
 	since time.Time
 	// workers is the number of goroutines of a walk.
 	workers int
@@ -98,12 +98,12 @@ type indexJob struct {
 
 var errIndexClosed = errors.New("the file index is closed")
 
-// NewIndex returns an index of the files under roots, judged by ig and kept
+// newIndex returns an index of the files under roots, judged by ig and kept
 // current from w's events (w may be nil: then the index does not follow the
 // disk after building). Nothing happens until Start.
-func NewIndex(roots *Roots, ig *Ignorer, w *Watcher) *Index {
+func newIndex(roots *Roots, ig *Ignorer, w *Watcher) *Index {
 	if ig == nil {
-		ig = NewIgnorer(roots)
+		ig = newIgnorer(roots)
 	}
 	return &Index{
 		roots:   roots,

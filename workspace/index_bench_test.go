@@ -28,8 +28,8 @@ func BenchmarkIndexBuildGOROOT(b *testing.B) {
 	root := RealPath(goroot)
 	ctx := context.Background()
 	build := func(w *Watcher, workers int) *Index {
-		rs := NewRoots(root)
-		ix := NewIndex(rs, NewIgnorer(rs), w)
+		rs := newRoots(root)
+		ix := newIndex(rs, newIgnorer(rs), w)
 		if workers > 0 {
 			ix.workers = workers
 		}
@@ -63,7 +63,7 @@ func BenchmarkIndexBuildGOROOT(b *testing.B) {
 	})
 
 	b.Run("build+watch", func(b *testing.B) {
-		w, err := NewWatcher()
+		w, err := newWatcher()
 		if err != nil {
 			b.Skipf("no watcher: %v", err)
 		}

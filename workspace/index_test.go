@@ -17,14 +17,14 @@ import (
 // if the OS gives none.
 func startIndex(t *testing.T, needsDisk bool, roots ...string) (*Index, *Roots, *Watcher) {
 	t.Helper()
-	w, err := NewWatcher()
+	w, err := newWatcher()
 	if err != nil && needsDisk {
 		t.Skipf("no file-system watcher: %v", err)
 	}
-	rs := NewRoots(roots...)
-	ig := NewIgnorer(rs)
+	rs := newRoots(roots...)
+	ig := newIgnorer(rs)
 	ig.Watch(w)
-	ix := NewIndex(rs, ig, w)
+	ix := newIndex(rs, ig, w)
 	ctx, cancel := context.WithCancel(context.Background())
 	ix.Start(ctx)
 	t.Cleanup(func() {
@@ -464,7 +464,7 @@ func TestIndexClose(t *testing.T) {
 	}
 
 	// Never started: Sync fails rather than hanging, Close is fine.
-	ix2 := NewIndex(NewRoots(root), nil, nil)
+	ix2 := newIndex(newRoots(root), nil, nil)
 	if err := ix2.Sync(context.Background()); err == nil {
 		t.Error("Sync before Start: want an error")
 	}

@@ -232,7 +232,7 @@ func (ix *Index) visit(ctx context.Context, j walkJob, nested []string, res *wal
 		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
-		if t.IsRegular() && IsTempName(name) && IsStaleTemp(name, info.ModTime(), ix.since) {
+		if t.IsRegular() && IsTempName(name) && isStaleTemp(name, info.ModTime(), ix.since) {
 			// A temp file of WriteFileAtomic that was never renamed:
 			// its process died mid-write, and the target still holds
 			// what it held before. Nothing else names files this way.

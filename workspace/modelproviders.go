@@ -30,9 +30,9 @@ var defaultEnvKey = map[string]string{
 // The OpenAI-compatible endpoints of Anthropic and Gemini: qwen-ls talks
 // to every provider through one chat-completions client.
 const (
-	OpenAIBaseURL          = "https://api.openai.com/v1"
+	openAIBaseURL          = "https://api.openai.com/v1"
 	AnthropicOpenAIBaseURL = "https://api.anthropic.com/v1/"
-	GeminiOpenAIBaseURL    = "https://generativelanguage.googleapis.com/v1beta/openai/"
+	geminiOpenAIBaseURL    = "https://generativelanguage.googleapis.com/v1beta/openai/"
 )
 
 // GenerationConfig is Qwen Code's generationConfig: of a provider entry,
@@ -178,7 +178,7 @@ func openAICompatible(authType, raw string) string {
 		}
 	case "gemini":
 		if raw == "" || host == "generativelanguage.googleapis.com" && !strings.HasSuffix(path, "openai") {
-			return GeminiOpenAIBaseURL
+			return geminiOpenAIBaseURL
 		}
 	}
 	return raw
@@ -303,7 +303,7 @@ func (s *Settings) ModelChoices() (choices []ModelEntry, current string) {
 		base := mc.BaseURL
 		if base == "" {
 			// The client's default endpoint.
-			base = OpenAIBaseURL
+			base = openAIBaseURL
 		}
 		choices = append(choices, ModelEntry{AuthType: "openai", ID: mc.Name, Name: mc.Name, BaseURL: base})
 	}
@@ -337,7 +337,7 @@ func (s *Settings) entryModel(e ModelEntry, l *envLookup, nameSource string) Mod
 		if v, src, ok := l.lookup("OPENAI_BASE_URL"); ok {
 			mc.BaseURL, mc.Source["baseUrl"] = v, src
 		} else {
-			mc.BaseURL, mc.Source["baseUrl"] = OpenAIBaseURL, "default for modelProviders.openai"
+			mc.BaseURL, mc.Source["baseUrl"] = openAIBaseURL, "default for modelProviders.openai"
 		}
 	}
 	if v, src, ok := l.lookup(e.EnvKey); ok {

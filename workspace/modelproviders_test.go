@@ -156,7 +156,7 @@ func TestModelWithoutAMatchingEntry(t *testing.T) {
 		t.Fatalf("model = %+v", mc)
 	}
 	g, err := s.ModelFor("gemini-2.5-pro")
-	if err != nil || g.BaseURL != GeminiOpenAIBaseURL || g.APIKey != "AIza-gemini-key-0000" || g.EnvKey != "GEMINI_API_KEY" {
+	if err != nil || g.BaseURL != geminiOpenAIBaseURL || g.APIKey != "AIza-gemini-key-0000" || g.EnvKey != "GEMINI_API_KEY" {
 		t.Fatalf("gemini = %+v, %v", g, err)
 	}
 	choices, current := s.ModelChoices()
@@ -167,7 +167,7 @@ func TestModelWithoutAMatchingEntry(t *testing.T) {
 	rtWriteFile(t, filepath.Join(home, "settings.json"), `{"security": {"auth": {"selectedType": "gemini"}},
 		"modelProviders": {"gemini": [{"id": "gemini-2.5-pro"}], "openai": [{"id": "o"}]}}`)
 	s.Load()
-	if mc := s.Model(); mc.Name != "gemini-2.5-pro" || mc.BaseURL != GeminiOpenAIBaseURL {
+	if mc := s.Model(); mc.Name != "gemini-2.5-pro" || mc.BaseURL != geminiOpenAIBaseURL {
 		t.Fatalf("default of the selected auth type = %+v", mc)
 	}
 }

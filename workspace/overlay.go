@@ -49,9 +49,9 @@ type buffer struct {
 	dirty    bool
 }
 
-// NewOverlayFor returns an empty overlay whose paths are compared by the
+// newOverlayFor returns an empty overlay whose paths are compared by the
 // case rules of flavor, with the running system's syntax.
-func NewOverlayFor(flavor PathFlavor) *Overlay {
+func newOverlayFor(flavor PathFlavor) *Overlay {
 	return &Overlay{bufs: map[string]*buffer{}, cmp: flavor.OnNative()}
 }
 
@@ -76,7 +76,7 @@ func (o *Overlay) Open(path string, version int32, text string) {
 // is counted in enc against the text the changes before it produced. The
 // batch is atomic: if any change has a range outside its text (see OffsetOf
 // for the rules), nothing is applied, the version stays, and the error, which
-// wraps a *RangeError, says which change is wrong and why.
+// wraps a *rangeError, says which change is wrong and why.
 func (o *Overlay) Apply(path string, version int32, changes []Change, enc Encoding) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -85,7 +85,7 @@ func BenchmarkOverlayIncrementalEdits(b *testing.B) {
 	const n = 10_000
 	text, units, ascii := benchSource(5 << 20)
 	edits := benchEdits(n, units, ascii)
-	o := NewOverlay()
+	o := newOverlay()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -119,7 +119,7 @@ func BenchmarkOverlayIncrementalEdits(b *testing.B) {
 func BenchmarkOverlayEditThenGet(b *testing.B) {
 	text, units, ascii := benchSource(5 << 20)
 	edits := benchEdits(1000, units, ascii)
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/bench.go", 0, text)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
@@ -144,7 +144,7 @@ func BenchmarkOverlayEditThenGet(b *testing.B) {
 // plain string for comparison.
 func BenchmarkOverlayOffset(b *testing.B) {
 	text, units, _ := benchSource(5 << 20)
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/bench.go", 0, text)
 	pos := benchPositions(units)
 	b.ResetTimer()
@@ -179,7 +179,7 @@ func benchPositions(units []int) []Position {
 // BenchmarkOverlayOpen loads a 5 MB buffer (builds its rope).
 func BenchmarkOverlayOpen(b *testing.B) {
 	text, _, _ := benchSource(5 << 20)
-	o := NewOverlay()
+	o := newOverlay()
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

@@ -122,7 +122,7 @@ func FuzzApplyChanges(f *testing.F) {
 		if utf8Enc {
 			enc = UTF8
 		}
-		o := NewOverlay()
+		o := newOverlay()
 		o.Open("/f", 0, text)
 		tiny := newShapedRope(text, tinyShape)
 		d := newRefDoc(text)
@@ -134,9 +134,9 @@ func FuzzApplyChanges(f *testing.F) {
 			if ok != (err == nil) {
 				t.Fatalf("batch %s on %q: Apply error %v, model ok %v", describeBatch(batch), d.text, err, ok)
 			}
-			var re *RangeError
+			var re *rangeError
 			if err != nil && !errors.As(err, &re) {
-				t.Fatalf("error %v does not wrap *RangeError", err)
+				t.Fatalf("error %v does not wrap *rangeError", err)
 			}
 			next, _, err := tiny.apply(batch, enc)
 			if ok != (err == nil) {

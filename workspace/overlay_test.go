@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// NewOverlay returns an empty overlay with the running system's path rules.
-func NewOverlay() *Overlay { return NewOverlayFor(NativePaths()) }
+// newOverlay returns an empty overlay with the running system's path rules.
+func newOverlay() *Overlay { return newOverlayFor(NativePaths()) }
 
 func lspRange(sl, sc, el, ec int) *Range {
 	return &Range{Start: Position{sl, sc}, End: Position{el, ec}}
@@ -56,7 +56,7 @@ func TestApplyIncremental(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewOverlay()
+			o := newOverlay()
 			o.Open("/f", 1, tt.text)
 			if err := o.Apply("/f", 2, tt.changes, tt.enc); err != nil {
 				t.Fatalf("Apply: %v", err)
@@ -73,7 +73,7 @@ func TestApplyIncremental(t *testing.T) {
 }
 
 func TestApplyFullText(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/f", 1, "old\r\ntext")
 	if err := o.Apply("/f", 5, []Change{{Text: "new 😀\ntext"}}, UTF16); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestApplyFullText(t *testing.T) {
 
 func TestApplyMixedBatch(t *testing.T) {
 	for _, enc := range posEncodings {
-		o := NewOverlay()
+		o := newOverlay()
 		o.Open("/f", 1, "first\nsecond\n")
 		batch := []Change{
 			{lspRange(0, 0, 0, 5), "1st"},
@@ -143,7 +143,7 @@ func TestApplyOutOfRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewOverlay()
+			o := newOverlay()
 			o.Open("/f", 3, text)
 			before := mustGetBuffer(t, o, "/f")
 			changed := o.Changed()
@@ -152,9 +152,9 @@ func TestApplyOutOfRange(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Apply succeeded: %q", mustGetBuffer(t, o, "/f").Text)
 			}
-			var re *RangeError
+			var re *rangeError
 			if !errors.As(err, &re) {
-				t.Fatalf("error %v (%T) does not wrap *RangeError", err, err)
+				t.Fatalf("error %v (%T) does not wrap *rangeError", err, err)
 			}
 			for _, s := range []string{"apply change 1 to /f", tt.want} {
 				if !strings.Contains(err.Error(), s) {
@@ -185,7 +185,7 @@ func TestApplyOutOfRange(t *testing.T) {
 }
 
 func TestApplyNotOpen(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	err := o.Apply("/nope", 1, []Change{{Text: "x"}}, UTF16)
 	if err == nil || !strings.Contains(err.Error(), "not open") {
 		t.Fatalf("Apply on a closed path: %v", err)
@@ -202,7 +202,7 @@ func TestApplyNotOpen(t *testing.T) {
 }
 
 func TestOverlayLifecycle(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/a", 1, "a")
 	o.Open("/b", 1, "b")
 	if got := strings.Join(overlayPaths(o), ","); got != "/a,/b" {
@@ -257,7 +257,7 @@ func TestApplyRandomEditsMatchModel(t *testing.T) {
 			r := rand.New(rand.NewPCG(2024, uint64(enc)))
 			// Several leaves' worth, so edits cross leaf boundaries.
 			text := randomDocText(r, 1500)
-			o := NewOverlay()
+			o := newOverlay()
 			o.Open("/f", 0, text)
 			d := newRefDoc(text)
 			failures := 0
@@ -272,9 +272,9 @@ func TestApplyRandomEditsMatchModel(t *testing.T) {
 					d = want
 				} else {
 					failures++
-					var re *RangeError
+					var re *rangeError
 					if !errors.As(err, &re) {
-						t.Fatalf("step %d: error %v does not wrap *RangeError", step, err)
+						t.Fatalf("step %d: error %v does not wrap *rangeError", step, err)
 					}
 				}
 				// Read back only every few steps, so most edits land on a
@@ -320,7 +320,7 @@ func describeBatch(batch []Change) string {
 }
 
 func TestChangedWakesWaiters(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/f", 1, "x")
 	steps := []struct {
 		name string
@@ -371,7 +371,7 @@ func TestChangedWakesWaiters(t *testing.T) {
 // TestChangedWaitForVersion is the intended use: wait until a buffer
 // reaches a version another goroutine applies.
 func TestChangedWaitForVersion(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/f", 0, "")
 	go func() {
 		for v := int32(1); v <= 50; v++ {
@@ -399,7 +399,7 @@ func TestChangedWaitForVersion(t *testing.T) {
 // race detector and the final text check the locking and the snapshot
 // cache.
 func TestConcurrentReadersAndWriter(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	base := strings.Repeat("line 中😀\r\n", 2000)
 	o.Open("/f", 0, base)
 	const edits = 300
@@ -441,7 +441,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 // TestGetSnapshotIsStable: a string from Get does not change when the
 // buffer does, and Get after a change sees the change.
 func TestGetSnapshotIsStable(t *testing.T) {
-	o := NewOverlay()
+	o := newOverlay()
 	o.Open("/f", 1, "hello\nworld")
 	if err := o.Apply("/f", 2, []Change{{lspRange(1, 0, 1, 5), "there"}}, UTF16); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func TestFlavorCaseAndContainment(t *testing.T) {
 // buffer on a case-insensitive file system, two files on Linux.
 func TestOverlayKeysFollowTheFlavor(t *testing.T) {
 	for _, f := range flavors {
-		o := NewOverlayFor(f)
+		o := newOverlayFor(f)
 		base := filepath.Join(t.TempDir(), "Proj")
 		o.Open(filepath.Join(base, "Main.go"), 1, "one")
 		o.Open(filepath.Join(base, "main.go"), 2, "two")
@@ -135,7 +135,7 @@ func TestRootsFollowTheFlavor(t *testing.T) {
 	root := filepath.Join(dir, "Proj")
 	other := filepath.Join(dir, "proj", "a.txt")
 	for _, f := range flavors {
-		rs := NewRootsFor(f, root)
+		rs := newRootsFor(f, root)
 		_, _, err := rs.Resolve(other)
 		if (err == nil) != f.CaseInsensitive {
 			t.Errorf("%s: Resolve(%q) with root %q: err %v", f.Name, other, root, err)
@@ -245,7 +245,7 @@ func TestRealPathOfAMissingTailKeepsTheVolume(t *testing.T) {
 	if got := RealPath(p); got != p {
 		t.Fatalf("RealPath(%q) = %q", p, got)
 	}
-	if _, _, err := NewRoots(dir).Resolve(p); err != nil {
+	if _, _, err := newRoots(dir).Resolve(p); err != nil {
 		t.Fatalf("Resolve(%q) with root %q: %v", p, dir, err)
 	}
 }
@@ -277,7 +277,7 @@ func TestOpenedPathNamesTheOpenedFile(t *testing.T) {
 	if !NativePaths().Same(got, p) {
 		t.Fatalf("OpenedPath = %q, want %q", got, p)
 	}
-	if !NewRoots(dir).ContainsReal(got) {
+	if !newRoots(dir).ContainsReal(got) {
 		t.Fatalf("the root %q does not contain the opened path %q", dir, got)
 	}
 }

@@ -30,10 +30,10 @@ type rootEntry struct {
 	missing bool
 }
 
-// NewRootsFor returns a root set holding paths whose names are compared by
+// newRootsFor returns a root set holding paths whose names are compared by
 // the case rules of flavor (a case-only-different path is inside a root on
 // Windows and macOS, outside on Linux).
-func NewRootsFor(flavor PathFlavor, paths ...string) *Roots {
+func newRootsFor(flavor PathFlavor, paths ...string) *Roots {
 	r := &Roots{cmp: flavor.OnNative()}
 	r.Set(paths)
 	return r
@@ -142,24 +142,24 @@ func (r *Roots) snapshot() []rootEntry {
 	return append([]rootEntry(nil), r.roots...)
 }
 
-// ErrNotAbsolute and ErrOutside classify the errors of Resolve.
+// errNotAbsolute and errOutside classify the errors of Resolve.
 var (
-	ErrNotAbsolute = errors.New("not an absolute path")
-	ErrOutside     = errors.New("path is outside the workspace")
+	errNotAbsolute = errors.New("not an absolute path")
+	errOutside     = errors.New("path is outside the workspace")
 )
 
-// PathError is returned by Resolve. Kind is ErrNotAbsolute or ErrOutside.
-type PathError struct {
+// pathError is returned by Resolve. Kind is errNotAbsolute or errOutside.
+type pathError struct {
 	Path  string
 	Roots []string
 	Kind  error
 }
 
-func (e *PathError) Error() string {
+func (e *pathError) Error() string {
 	return fmt.Sprintf("%s: %s (workspace roots: %s)", e.Kind, e.Path, strings.Join(e.Roots, ", "))
 }
 
-func (e *PathError) Unwrap() error { return e.Kind }
+func (e *pathError) Unwrap() error { return e.Kind }
 
 // Resolve checks that p is absolute and that its real path lies in a root.
 // It returns the cleaned path (not the real path: callers keep the name the
@@ -171,7 +171,7 @@ func (e *PathError) Unwrap() error { return e.Kind }
 func (r *Roots) Resolve(p string) (clean, root string, err error) {
 	entries := r.snapshot()
 	if !filepath.IsAbs(p) {
-		return "", "", &PathError{Path: p, Roots: realPaths(entries), Kind: ErrNotAbsolute}
+		return "", "", &pathError{Path: p, Roots: realPaths(entries), Kind: errNotAbsolute}
 	}
 	clean = filepath.Clean(p)
 	real := RealPath(clean)
@@ -180,7 +180,7 @@ func (r *Roots) Resolve(p string) (clean, root string, err error) {
 			return clean, e.real, nil
 		}
 	}
-	return "", "", &PathError{Path: clean, Roots: realPaths(entries), Kind: ErrOutside}
+	return "", "", &pathError{Path: clean, Roots: realPaths(entries), Kind: errOutside}
 }
 
 // Rel returns the display path of abs (tools.md §2.2): relative to the root

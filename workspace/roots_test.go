@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// NewRoots returns a root set holding paths, compared by the running
+// newRoots returns a root set holding paths, compared by the running
 // system's path rules.
-func NewRoots(paths ...string) *Roots {
-	return NewRootsFor(NativePaths(), paths...)
+func newRoots(paths ...string) *Roots {
+	return newRootsFor(NativePaths(), paths...)
 }
 
 // rtTempDir returns a fresh temp dir by its real path, so expectations do
@@ -87,22 +87,22 @@ func newRtFixture(t *testing.T) rtFixture {
 
 func TestResolveRelativeRefused(t *testing.T) {
 	f := newRtFixture(t)
-	r := NewRoots(f.ws)
+	r := newRoots(f.ws)
 	for _, p := range []string{"sub/file.txt", "./sub", "", "..", "~/x"} {
 		_, _, err := r.Resolve(p)
-		if !errors.Is(err, ErrNotAbsolute) {
-			t.Errorf("Resolve(%q) err = %v, want ErrNotAbsolute", p, err)
+		if !errors.Is(err, errNotAbsolute) {
+			t.Errorf("Resolve(%q) err = %v, want errNotAbsolute", p, err)
 		}
-		var pe *PathError
+		var pe *pathError
 		if errors.As(err, &pe) && (len(pe.Roots) != 1 || pe.Roots[0] != f.ws) {
-			t.Errorf("Resolve(%q) PathError roots = %v, want [%s]", p, pe.Roots, f.ws)
+			t.Errorf("Resolve(%q) pathError roots = %v, want [%s]", p, pe.Roots, f.ws)
 		}
 	}
 }
 
 func TestResolveMembership(t *testing.T) {
 	f := newRtFixture(t)
-	r := NewRoots(f.ws)
+	r := newRoots(f.ws)
 	cases := []struct {
 		name   string
 		path   string
@@ -139,12 +139,12 @@ func TestResolveMembership(t *testing.T) {
 			}
 			clean, root, err := r.Resolve(c.path)
 			if !c.inside {
-				if !errors.Is(err, ErrOutside) {
-					t.Fatalf("Resolve(%q) = %q, %q, %v; want ErrOutside", c.path, clean, root, err)
+				if !errors.Is(err, errOutside) {
+					t.Fatalf("Resolve(%q) = %q, %q, %v; want errOutside", c.path, clean, root, err)
 				}
-				var pe *PathError
+				var pe *pathError
 				if !errors.As(err, &pe) || pe.Path != filepath.Clean(c.path) {
-					t.Fatalf("PathError = %#v, want Path %q", err, filepath.Clean(c.path))
+					t.Fatalf("pathError = %#v, want Path %q", err, filepath.Clean(c.path))
 				}
 				return
 			}
@@ -167,14 +167,14 @@ func TestResolveMembership(t *testing.T) {
 
 func TestResolveSymlinkLoopReturns(t *testing.T) {
 	f := newRtFixture(t)
-	r := NewRoots(f.ws)
+	r := newRoots(f.ws)
 	// a -> b -> a: the path cannot be resolved, and must not crash or hang.
 	rtSymlink(t, "b", filepath.Join(f.ws, "a"))
 	rtSymlink(t, "a", filepath.Join(f.ws, "b"))
 	clean, _, err := r.Resolve(filepath.Join(f.ws, "a", "x"))
 	// The loop never leaves the root, so judging it inside is right; what
 	// matters is that the call returns.
-	if err != nil && !errors.Is(err, ErrOutside) {
+	if err != nil && !errors.Is(err, errOutside) {
 		t.Fatalf("unexpected error %v", err)
 	}
 	if err == nil && clean != filepath.Join(f.ws, "a", "x") {
@@ -184,7 +184,7 @@ func TestResolveSymlinkLoopReturns(t *testing.T) {
 
 func TestResolveMultiRoot(t *testing.T) {
 	f := newRtFixture(t)
-	r := NewRoots(f.ws, f.ws2)
+	r := newRoots(f.ws, f.ws2)
 	if got := r.Primary(); got != f.ws {
 		t.Errorf("Primary = %q, want %q", got, f.ws)
 	}
@@ -197,7 +197,7 @@ func TestResolveMultiRoot(t *testing.T) {
 		t.Fatalf("Resolve in first root = %q, %v; want root %q", root, err, f.ws)
 	}
 	_, _, err = r.Resolve(filepath.Join(f.outside, "secret.txt"))
-	var pe *PathError
+	var pe *pathError
 	if !errors.As(err, &pe) || len(pe.Roots) != 2 || pe.Roots[0] != f.ws || pe.Roots[1] != f.ws2 {
 		t.Fatalf("outside error = %v, want both roots listed", err)
 	}
@@ -206,9 +206,9 @@ func TestResolveMultiRoot(t *testing.T) {
 func TestRootsAddRemoveAtRuntime(t *testing.T) {
 	needSymlinks(t)
 	f := newRtFixture(t)
-	r := NewRoots(f.ws)
+	r := newRoots(f.ws)
 	p := filepath.Join(f.outside, "secret.txt")
-	if _, _, err := r.Resolve(p); !errors.Is(err, ErrOutside) {
+	if _, _, err := r.Resolve(p); !errors.Is(err, errOutside) {
 		t.Fatalf("before Add: %v", err)
 	}
 	r.Add(f.outside)
@@ -224,7 +224,7 @@ func TestRootsAddRemoveAtRuntime(t *testing.T) {
 		t.Fatalf("symlink into added root: %v", err)
 	}
 	r.Remove(f.outside)
-	if _, _, err := r.Resolve(p); !errors.Is(err, ErrOutside) {
+	if _, _, err := r.Resolve(p); !errors.Is(err, errOutside) {
 		t.Fatalf("after Remove: %v", err)
 	}
 	if got := r.List(); len(got) != 1 || got[0] != f.ws {
@@ -232,7 +232,7 @@ func TestRootsAddRemoveAtRuntime(t *testing.T) {
 	}
 
 	r.Set([]string{f.ws2})
-	if _, _, err := r.Resolve(filepath.Join(f.ws, "sub", "file.txt")); !errors.Is(err, ErrOutside) {
+	if _, _, err := r.Resolve(filepath.Join(f.ws, "sub", "file.txt")); !errors.Is(err, errOutside) {
 		t.Fatalf("after Set, old root still inside: %v", err)
 	}
 	if r.Primary() != f.ws2 {
@@ -245,7 +245,7 @@ func TestRootsGivenThroughSymlink(t *testing.T) {
 	f := newRtFixture(t)
 	link := filepath.Join(f.base, "wslink")
 	rtSymlink(t, f.ws, link)
-	r := NewRoots(link)
+	r := newRoots(link)
 	if got := r.List(); len(got) != 1 || got[0] != f.ws {
 		t.Fatalf("List = %v, want the real path %q", got, f.ws)
 	}
@@ -272,7 +272,7 @@ func TestRootsMissingRootAppearsLater(t *testing.T) {
 	needSymlinks(t)
 	f := newRtFixture(t)
 	later := filepath.Join(f.base, "later")
-	r := NewRoots(later)
+	r := newRoots(later)
 	p := filepath.Join(later, "a.txt")
 	if _, _, err := r.Resolve(p); err != nil {
 		t.Fatalf("missing root, path below it: %v", err)
@@ -290,7 +290,7 @@ func TestRootsMissingRootAppearsLater(t *testing.T) {
 
 func TestRootsSlashRoot(t *testing.T) {
 	needUnixPaths(t)
-	r := NewRoots("/")
+	r := newRoots("/")
 	if _, root, err := r.Resolve("/etc/hostname-does-not-matter"); err != nil || root != "/" {
 		t.Fatalf("root / : %q, %v", root, err)
 	}
@@ -304,7 +304,7 @@ func TestRootsRel(t *testing.T) {
 	f := newRtFixture(t)
 	link := filepath.Join(f.base, "wslink")
 	rtSymlink(t, f.ws, link)
-	r := NewRoots(f.ws, f.ws2)
+	r := newRoots(f.ws, f.ws2)
 	cases := []struct{ in, want string }{
 		{f.ws, "."},
 		{f.ws + "/", "."},

@@ -392,7 +392,7 @@ func (r rope) positionOf(off int, enc Encoding) Position {
 
 // apply applies changes in order, each counted in enc against the text the
 // ones before it produced, and returns the new rope. When a change does not
-// fit, it returns the change's index and an error wrapping *RangeError; r
+// fit, it returns the change's index and an error wrapping *rangeError; r
 // itself never changes, so the caller simply keeps it.
 func (r rope) apply(changes []Change, enc Encoding) (rope, int, error) {
 	for i, c := range changes {
@@ -412,7 +412,7 @@ func (r rope) apply(changes []Change, enc Encoding) (rope, int, error) {
 			}
 		}
 		if end < start {
-			return rope{}, i, &RangeError{
+			return rope{}, i, &rangeError{
 				Pos:    c.Range.End,
 				Reason: fmt.Sprintf("the range ends before its start %d:%d", c.Range.Start.Line, c.Range.Start.Character),
 			}

@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// FuzzParseJSONC: parsing a settings file never panics; stripping
-// comments keeps every offset and newline (so error positions stay true);
+// FuzzParseJSONC: parsing a settings file never panics; making it
+// standard JSON keeps every offset and newline (so error positions stay true);
 // whatever strict JSON accepts as an object parses to the same value; and
 // an error names a line and column inside the file.
 func FuzzParseJSONC(f *testing.F) {
@@ -27,15 +27,15 @@ func FuzzParseJSONC(f *testing.F) {
 		if len(data) > 4096 {
 			t.Skip()
 		}
-		clean, serr := stripJSONC(bytes.TrimPrefix(data, []byte(BOMUTF8)))
-		if serr == nil {
+		clean, serr := standardSettings(data)
+		if serr == nil && clean != nil {
 			src := bytes.TrimPrefix(data, []byte(BOMUTF8))
 			if len(clean) != len(src) {
-				t.Fatalf("stripping changed the length %d -> %d", len(src), len(clean))
+				t.Fatalf("standardizing changed the length %d -> %d", len(src), len(clean))
 			}
 			for i := range src {
 				if (src[i] == '\n') != (clean[i] == '\n') {
-					t.Fatalf("stripping moved a newline at %d", i)
+					t.Fatalf("standardizing moved a newline at %d", i)
 				}
 			}
 		}
@@ -151,7 +151,7 @@ func FuzzCanonicalSettings(f *testing.F) {
 			t.Fatalf("normalising again changed %v into %v", tree, again)
 		}
 		var strict map[string]any
-		if clean, _ := stripJSONC(bytes.TrimPrefix(data, []byte(BOMUTF8))); !hasDuplicateKeys(clean) && json.Unmarshal(clean, &strict) == nil && strict != nil {
+		if clean, _ := standardSettings(data); !hasDuplicateKeys(clean) && json.Unmarshal(clean, &strict) == nil && strict != nil {
 			if fromMap := canonicalMap(strict); !reflect.DeepEqual(fromMap, tree) {
 				t.Fatalf("the file gives %v, its decoded map %v", tree, fromMap)
 			}

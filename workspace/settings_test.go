@@ -738,7 +738,7 @@ func stChangeSignal(s *Settings) <-chan struct{} {
 
 func stNewWatcher(t *testing.T) *Watcher {
 	t.Helper()
-	w, err := NewWatcher()
+	w, err := newWatcher()
 	if err != nil {
 		t.Skipf("no fsnotify watcher available: %v", err)
 	}
@@ -849,9 +849,16 @@ func TestSettingsWatchInjectedEvent(t *testing.T) {
 	f.s.Watch(w)
 	f.s.Load()
 	rtWriteFile(t, f.system, `{"tools": {"core": ["read_file"]}}`)
-	// An event for an unrelated file does nothing; one for the system
-	// file reloads.
+	// An event for an unrelated file does nothing: Inject runs the
+	// handler before it returns, and the handler scheduled no reload.
+	// One for the system file reloads.
 	w.Inject(Event{Path: filepath.Join(f.root, "main.go"), Op: Changed})
+	f.s.mu.RLock()
+	timer := f.s.timer
+	f.s.mu.RUnlock()
+	if timer != nil {
+		t.Fatal("an event for an unrelated file scheduled a reload")
+	}
 	w.Inject(Event{Path: f.system, Op: Created})
 	stWait(t, changed, "the injected change", func() bool {
 		return reflect.DeepEqual(f.s.Strings("tools.core"), []string{"read_file"})
@@ -904,5 +911,34 @@ func TestAppendAllowRulesKeepsOtherKeysAndNeverDuplicates(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "home", "settings.json"))
 	if err != nil || !strings.Contains(string(data), `"WebFetch(example.com)"`) {
 		t.Fatalf("user file = %s, %v", data, err)
+	}
+}
+
+// A hostile settings file nested far deeper than any real one is a
+// problem reported with the file, not a crash: below the bound on
+// openers hujson's recursion stays small and encoding/json refuses the
+// depth; above it the file is refused before parsing.
+func TestDeeplyNestedSettingsAreAnError(t *testing.T) {
+	for _, n := range []int{maxSettingsOpeners, 5 * maxSettingsOpeners} {
+		data := []byte(`{"a":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + "}")
+		_, err := parseSettingsJSONC(data)
+		if err == nil || (n > maxSettingsOpeners) != strings.Contains(err.Error(), "allowed") {
+			t.Errorf("%d nested values: %v", n, err)
+		}
+		t.Logf("%d nested values: %.120v", n, err)
+	}
+}
+
+// A settings file saved in another encoding than UTF-8 reads as before:
+// bytes that are not UTF-8 are allowed in comments (hujson alone refuses
+// them) and in strings (decoded as U+FFFD, as encoding/json does).
+func TestSettingsNotUTF8InCommentsAndStrings(t *testing.T) {
+	data := []byte("// caf\xe9\n{\"a\": \"b\xe9\", /* na\xefve */ \"c\": 1,}\n")
+	got, err := parseJSONC(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"a": "b\uFFFD", "c": 1.0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

@@ -64,17 +64,17 @@ type orderedObject struct {
 // parseSettingsJSONC parses a settings file (JSON with comments and
 // trailing commas, parseJSONC's rules and errors) into its canonical tree.
 func parseSettingsJSONC(data []byte) (map[string]any, error) {
-	// parseJSONC checks the text and gives the errors; the ordered pass
-	// below then reads text known to be one valid object.
-	if _, err := parseJSONC(data); err != nil {
-		return nil, err
-	}
-	clean, err := stripJSONC(bytes.TrimPrefix(data, []byte(BOMUTF8)))
+	clean, err := standardSettings(data)
 	if err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(clean)) == 0 {
+	if clean == nil {
 		return map[string]any{}, nil
+	}
+	// Decoding checks the values and gives parseJSONC's errors; the
+	// ordered pass below then reads text known to be one valid object.
+	if _, err := decodeSettings(clean); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(clean))
 	v, err := readOrdered(dec, 0)

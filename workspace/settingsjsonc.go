@@ -6,28 +6,115 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tailscale/hujson"
 )
+
+// maxSettingsOpeners bounds how many objects and arrays a settings file
+// may open. hujson reads nested values by recursion, so the bound keeps a
+// hostile file from growing the stack without end; a real settings file
+// opens a few hundred.
+const maxSettingsOpeners = 100_000
 
 // parseJSONC parses a settings file: JSON with // and /* */ comments and
 // trailing commas. An empty file (or one with only comments) is an empty
 // object; any other top level than an object is an error.
 func parseJSONC(data []byte) (map[string]any, error) {
-	data = bytes.TrimPrefix(data, []byte(BOMUTF8))
-	clean, err := stripJSONC(data)
+	clean, err := standardSettings(data)
 	if err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(clean)) == 0 {
+	if clean == nil {
 		return map[string]any{}, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(clean))
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, jsonError(clean, err)
+	return decodeSettings(clean)
+}
+
+// standardSettings turns a settings file into standard JSON (hujson blanks
+// out comments and trailing commas with spaces, keeping every newline and
+// offset), or an error that names the line and column. A file with
+// nothing but white space and comments gives nil.
+func standardSettings(data []byte) ([]byte, error) {
+	data = bytes.TrimPrefix(data, []byte(BOMUTF8))
+	if n := bytes.Count(data, []byte("{")) + bytes.Count(data, []byte("[")); n > maxSettingsOpeners {
+		return nil, fmt.Errorf("the settings open %d objects and arrays, more than the %d allowed", n, maxSettingsOpeners)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		line, col := lineCol(clean, int(dec.InputOffset()))
-		return nil, fmt.Errorf("line %d, column %d: unexpected content after the settings object", line, col)
+	// Parse keeps pointers into its input and Standardize writes there.
+	src, invalid := maskInvalidUTF8(data)
+	v, err := hujson.Parse(src)
+	if err != nil {
+		if onlyComments(src) {
+			return nil, nil
+		}
+		return nil, settingsSyntaxError(err)
+	}
+	v.Standardize()
+	out := v.Pack()
+	// Where the standard text kept a masked byte (in a string), the
+	// original goes back; in a comment it was blanked like the rest.
+	for _, i := range invalid {
+		if out[i] == invalidMask {
+			out[i] = data[i]
+		}
+	}
+	return out, nil
+}
+
+// invalidMask stands in for a byte that is not UTF-8 while hujson reads
+// the file: hujson refuses such bytes in comments, which a settings file
+// saved in another encoding may have, and which JSON ignores.
+const invalidMask = 'x'
+
+// maskInvalidUTF8 copies data with each byte that is not part of valid
+// UTF-8 replaced by invalidMask, and says where.
+func maskInvalidUTF8(data []byte) ([]byte, []int) {
+	src := bytes.Clone(data)
+	if utf8.Valid(src) {
+		return src, nil
+	}
+	var at []int
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && n == 1 {
+			src[i] = invalidMask
+			at = append(at, i)
+		}
+		i += n
+	}
+	return src, at
+}
+
+// onlyComments reports whether data holds no value, only white space and
+// comments (all of them closed): then an object appended after it is the
+// one value hujson finds.
+func onlyComments(data []byte) bool {
+	v, err := hujson.Parse(append(bytes.Clone(data), "\n{}"...))
+	return err == nil && v.StartOffset >= len(data)
+}
+
+// settingsSyntaxError words hujson's error ("hujson: line L, column C:
+// ...") the way the settings problems read.
+func settingsSyntaxError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "hujson: ")
+	pos, detail, _ := strings.Cut(msg, ": ")
+	switch {
+	case strings.HasPrefix(detail, "parsing comment"):
+		detail = "unterminated comment"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		detail = "unexpected end of file"
+	case strings.HasSuffix(detail, "after top-level value"):
+		detail = "unexpected content after the settings object"
+	}
+	return fmt.Errorf("%s: %s", pos, detail)
+}
+
+// decodeSettings decodes standard JSON that must be one object.
+func decodeSettings(clean []byte) (map[string]any, error) {
+	var v any
+	if err := json.Unmarshal(clean, &v); err != nil {
+		return nil, jsonError(clean, err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -42,9 +129,6 @@ func jsonError(data []byte, err error) error {
 		line, col := lineCol(data, int(se.Offset))
 		return fmt.Errorf("line %d, column %d: %w", line, col, err)
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("unexpected end of file")
-	}
 	return err
 }
 
@@ -55,77 +139,4 @@ func lineCol(data []byte, off int) (line, col int) {
 	line = bytes.Count(before, []byte("\n")) + 1
 	col = off - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
-}
-
-// stripJSONC blanks out comments and trailing commas with spaces, keeping
-// every newline and offset, so JSON errors point at the right place. Text
-// inside strings is left alone ("http://host" is not a comment).
-func stripJSONC(data []byte) ([]byte, error) {
-	out := append([]byte(nil), data...)
-	inStr := false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inStr = true
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			end := bytes.Index(out[i+2:], []byte("*/"))
-			if end < 0 {
-				line, col := lineCol(out, i)
-				return nil, fmt.Errorf("line %d, column %d: unterminated /* comment", line, col)
-			}
-			stop := i + 2 + end + 2
-			for j := i; j < stop; j++ {
-				if out[j] != '\n' {
-					out[j] = ' '
-				}
-			}
-			i = stop - 1
-		}
-	}
-	// Comments are gone, so a trailing comma is one followed by only
-	// white space and then a closing bracket.
-	inStr = false
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case ',':
-			j := i + 1
-			for j < len(out) && isJSONSpace(out[j]) {
-				j++
-			}
-			if j < len(out) && (out[j] == '}' || out[j] == ']') {
-				out[i] = ' '
-			}
-		}
-	}
-	return out, nil
-}
-
-func isJSONSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
 }

@@ -30,7 +30,7 @@ func TestTempNamesRecordTheirWriter(t *testing.T) {
 	if !ok || pid != os.Getpid() || start != wantStart {
 		t.Fatalf("tempOwner(%q) = %d %d %v, want this process (%d, %d)", filepath.Base(name), pid, start, ok, os.Getpid(), wantStart)
 	}
-	if IsStaleTemp(filepath.Base(name), time.Now().Add(-time.Hour), time.Now()) {
+	if isStaleTemp(filepath.Base(name), time.Now().Add(-time.Hour), time.Now()) {
 		t.Fatalf("a temp file of this very process counts as a leftover")
 	}
 	for _, n := range []string{".qwen-tmp-main.go.3k9x0a1b2c3d", ".qwen-tmp-x.abc", ".qwen-tmp-.1-2.abc", ".qwen-tmp-a.-2.abc", ".qwen-tmp-a.1-.abc"} {

@@ -50,14 +50,14 @@ type Change struct {
 	Text  string
 }
 
-// RangeError reports a position that lies outside the text. The buffer is
+// rangeError reports a position that lies outside the text. The buffer is
 // left untouched when one is returned.
-type RangeError struct {
+type rangeError struct {
 	Pos    Position
 	Reason string
 }
 
-func (e *RangeError) Error() string {
+func (e *rangeError) Error() string {
 	return fmt.Sprintf("position %d:%d is out of range: %s", e.Pos.Line, e.Pos.Character, e.Reason)
 }
 
@@ -260,14 +260,14 @@ func afterLineBreak(s string, n int) int {
 }
 
 func negativeError(pos Position) error {
-	return &RangeError{Pos: pos, Reason: "a line or character is negative"}
+	return &rangeError{Pos: pos, Reason: "a line or character is negative"}
 }
 
 func tooFewLinesError(pos Position, lines int) error {
 	if lines == 1 {
-		return &RangeError{Pos: pos, Reason: "the text has only 1 line"}
+		return &rangeError{Pos: pos, Reason: "the text has only 1 line"}
 	}
-	return &RangeError{Pos: pos, Reason: fmt.Sprintf("the text has only %d lines", lines)}
+	return &rangeError{Pos: pos, Reason: fmt.Sprintf("the text has only %d lines", lines)}
 }
 
 func lineTooShortError(pos Position, length int, enc Encoding) error {
@@ -275,12 +275,12 @@ func lineTooShortError(pos Position, length int, enc Encoding) error {
 	if enc == UTF8 {
 		unit = "bytes"
 	}
-	return &RangeError{Pos: pos, Reason: fmt.Sprintf("the character is past the end of line %d, which has %d %s", pos.Line, length, unit)}
+	return &rangeError{Pos: pos, Reason: fmt.Sprintf("the character is past the end of line %d, which has %d %s", pos.Line, length, unit)}
 }
 
 func insideCharError(pos Position, enc Encoding) error {
 	if enc == UTF8 {
-		return &RangeError{Pos: pos, Reason: "the character offset is inside a multi-byte UTF-8 sequence"}
+		return &rangeError{Pos: pos, Reason: "the character offset is inside a multi-byte UTF-8 sequence"}
 	}
-	return &RangeError{Pos: pos, Reason: "the character offset is inside a surrogate pair"}
+	return &rangeError{Pos: pos, Reason: "the character offset is inside a surrogate pair"}
 }

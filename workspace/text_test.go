@@ -322,9 +322,9 @@ func TestOffsetOf(t *testing.T) {
 		check := func(impl string, got int, err error) {
 			t.Helper()
 			if tt.wantErr != "" {
-				var re *RangeError
+				var re *rangeError
 				if !errors.As(err, &re) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("%s: OffsetOf(%q, %v, %v) = %d, %v; want a *RangeError containing %q", impl, tt.text, tt.pos, tt.enc, got, err, tt.wantErr)
+					t.Errorf("%s: OffsetOf(%q, %v, %v) = %d, %v; want a *rangeError containing %q", impl, tt.text, tt.pos, tt.enc, got, err, tt.wantErr)
 				} else if re.Pos != tt.pos {
 					t.Errorf("%s: OffsetOf(%q, %v, %v): error names position %v", impl, tt.text, tt.pos, tt.enc, re.Pos)
 				}

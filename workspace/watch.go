@@ -38,10 +38,10 @@ type Watcher struct {
 	done    chan struct{}
 }
 
-// NewWatcher starts a watcher. If the OS refuses one (no inotify instances
+// newWatcher starts a watcher. If the OS refuses one (no inotify instances
 // left), it returns a Watcher that only relays Inject calls, and the error,
 // so the server still runs with editor-reported changes only.
-func NewWatcher() (*Watcher, error) {
+func newWatcher() (*Watcher, error) {
 	w := &Watcher{watched: map[string]bool{}, done: make(chan struct{})}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -42,11 +42,11 @@ type Workspace struct {
 // New builds a workspace. Nothing slow happens here: indexing starts with
 // Start, after the editor has its initialize answer.
 func New(opts Options) *Workspace {
-	w, err := NewWatcher()
+	w, err := newWatcher()
 	ws := &Workspace{
 		Paths:    opts.Paths,
-		Roots:    NewRootsFor(opts.Paths.PathFlavor(), opts.Roots...),
-		Overlay:  NewOverlayFor(opts.Paths.PathFlavor()),
+		Roots:    newRootsFor(opts.Paths.PathFlavor(), opts.Roots...),
+		Overlay:  newOverlayFor(opts.Paths.PathFlavor()),
 		Watcher:  w,
 		WatchErr: err,
 	}
@@ -57,9 +57,9 @@ func New(opts Options) *Workspace {
 	ws.Settings = NewSettings(so)
 	ws.Settings.Watch(w)
 	ws.Settings.Load()
-	ws.Ignore = NewIgnorer(ws.Roots)
+	ws.Ignore = newIgnorer(ws.Roots)
 	ws.Ignore.Watch(w)
-	ws.Index = NewIndex(ws.Roots, ws.Ignore, w)
+	ws.Index = newIndex(ws.Roots, ws.Ignore, w)
 	return ws
 }
 

@@ -30,14 +30,14 @@ import (
 // WriteFileAtomic does not check workspace membership; callers resolve the
 // path with Roots.Resolve first.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return WriteFileAtomicIn(path, data, perm, nil)
+	return writeFileAtomicIn(path, data, perm, nil)
 }
 
-// WriteFileAtomicIn is WriteFileAtomic that checks, once the temp file is
+// writeFileAtomicIn is WriteFileAtomic that checks, once the temp file is
 // created, that its real folder (see OpenedPath) passes allowed, and
 // otherwise removes it and returns ErrEscaped: a parent folder swapped
 // for a symlink after the path was checked cannot redirect the write.
-func WriteFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(real string) bool) error {
+func writeFileAtomicIn(path string, data []byte, perm os.FileMode, allowed func(real string) bool) error {
 	target, err := writeTarget(path)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -114,7 +114,7 @@ const tempPrefix = ".qwen-tmp-"
 
 // IsTempName reports whether a file name has the shape of WriteFileAtomic's
 // temp files. A process killed between writing the temp file and renaming
-// it leaves one behind; IsStaleTemp says when one can go.
+// it leaves one behind; isStaleTemp says when one can go.
 func IsTempName(name string) bool {
 	rest, ok := strings.CutPrefix(name, tempPrefix)
 	if !ok {
@@ -174,13 +174,13 @@ var processStart = time.Now()
 // clock, so a younger one may be a write in progress.
 const staleTempMargin = time.Second
 
-// IsStaleTemp reports whether the temp file name (IsTempName), last
+// isStaleTemp reports whether the temp file name (IsTempName), last
 // modified at mtime, is a leftover that no live process can still rename:
 // its owner is neither this process nor any other running one. A name
 // without an owner (written by an older server) is a leftover when it is
 // older than since, the start of the server that asks, by more than
 // staleTempMargin.
-func IsStaleTemp(name string, mtime, since time.Time) bool {
+func isStaleTemp(name string, mtime, since time.Time) bool {
 	pid, start, ok := tempOwner(name)
 	if !ok {
 		return IsTempName(name) && mtime.Before(since.Add(-staleTempMargin))
@@ -199,7 +199,7 @@ var sweeps struct {
 	last map[string]time.Time
 }
 
-// sweepStaleTemps removes from dir the temp files that IsStaleTemp calls
+// sweepStaleTemps removes from dir the temp files that isStaleTemp calls
 // leftovers, at most once per sweepEvery per folder, so that a write cut
 // by a kill does not leave its temp file until a server restarts. Only
 // regular files are removed, never a symlink or a folder of that name.
@@ -232,7 +232,7 @@ func sweepStaleTemps(dir string) {
 			if err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
-			if IsStaleTemp(n, fi.ModTime(), processStart) {
+			if isStaleTemp(n, fi.ModTime(), processStart) {
 				_ = os.Remove(p)
 			}
 		}
@@ -299,10 +299,10 @@ func writeTarget(path string) (string, error) {
 // Byte order marks, as strings so they cannot be modified.
 const (
 	BOMUTF8    = "\xEF\xBB\xBF"
-	BOMUTF16LE = "\xFF\xFE"
-	BOMUTF16BE = "\xFE\xFF"
-	BOMUTF32LE = "\xFF\xFE\x00\x00"
-	BOMUTF32BE = "\x00\x00\xFE\xFF"
+	bomUTF16LE = "\xFF\xFE"
+	bomUTF16BE = "\xFE\xFF"
+	bomUTF32LE = "\xFF\xFE\x00\x00"
+	bomUTF32BE = "\x00\x00\xFE\xFF"
 )
 
 // TextFormat is what a file's bytes say beyond its text: the byte order mark
@@ -328,13 +328,13 @@ func (f TextFormat) Charset() string {
 		return f.Legacy
 	}
 	switch string(f.BOM) {
-	case BOMUTF16LE:
+	case bomUTF16LE:
 		return "utf-16le"
-	case BOMUTF16BE:
+	case bomUTF16BE:
 		return "utf-16be"
-	case BOMUTF32LE:
+	case bomUTF32LE:
 		return "utf-32le"
-	case BOMUTF32BE:
+	case bomUTF32BE:
 		return "utf-32be"
 	}
 	return "utf-8"
@@ -343,7 +343,7 @@ func (f TextFormat) Charset() string {
 // detectBOM returns the BOM data starts with, or "". UTF-32LE is tried
 // before UTF-16LE because its BOM begins with the UTF-16LE one.
 func detectBOM(data []byte) string {
-	for _, bom := range []string{BOMUTF32LE, BOMUTF32BE, BOMUTF8, BOMUTF16LE, BOMUTF16BE} {
+	for _, bom := range []string{bomUTF32LE, bomUTF32BE, BOMUTF8, bomUTF16LE, bomUTF16BE} {
 		if bytes.HasPrefix(data, []byte(bom)) {
 			return bom
 		}
@@ -370,10 +370,10 @@ func DecodeText(data []byte) (text string, f TextFormat) {
 	}
 	body := data[len(bom):]
 	switch bom {
-	case BOMUTF16LE, BOMUTF16BE:
-		text = decodeUTF16(body, bom == BOMUTF16BE)
-	case BOMUTF32LE, BOMUTF32BE:
-		text = decodeUTF32(body, bom == BOMUTF32BE)
+	case bomUTF16LE, bomUTF16BE:
+		text = decodeUTF16(body, bom == bomUTF16BE)
+	case bomUTF32LE, bomUTF32BE:
+		text = decodeUTF32(body, bom == bomUTF32BE)
 	default:
 		text = string(body)
 	}
@@ -488,7 +488,7 @@ func WriteText(path, text string, f TextFormat) error {
 	return WriteFileAtomic(path, EncodeText(text, f), 0o644)
 }
 
-// WriteTextIn is WriteText with WriteFileAtomicIn's check.
+// WriteTextIn is WriteText with writeFileAtomicIn's check.
 func WriteTextIn(path, text string, f TextFormat, allowed func(real string) bool) error {
-	return WriteFileAtomicIn(path, EncodeText(text, f), 0o644, allowed)
+	return writeFileAtomicIn(path, EncodeText(text, f), 0o644, allowed)
 }

@@ -336,12 +336,12 @@ func TestDecodeText(t *testing.T) {
 		{"lone cr is not crlf", []byte("a\rb"), "a\rb", "", false, "utf-8"},
 		{"utf-8 bom", []byte("\xEF\xBB\xBFhé\n"), "hé\n", BOMUTF8, false, "utf-8"},
 		{"invalid utf-8 kept", []byte("caf\xE9"), "caf\xE9", "", false, "utf-8"},
-		{"utf-16le", []byte("\xFF\xFEh\x00\xE9\x00\r\x00\n\x00"), "hé\r\n", BOMUTF16LE, true, "utf-16le"},
-		{"utf-16be", []byte("\xFE\xFF\x00h\x00\xE9"), "hé", BOMUTF16BE, false, "utf-16be"},
-		{"utf-16le surrogate pair", []byte("\xFF\xFE\x3D\xD8\x00\xDE"), "😀", BOMUTF16LE, false, "utf-16le"},
-		{"utf-16le odd length", []byte("\xFF\xFEh\x00i"), "h\uFFFD", BOMUTF16LE, false, "utf-16le"},
-		{"utf-32le", []byte("\xFF\xFE\x00\x00h\x00\x00\x00\x00\xF6\x01\x00"), "h😀", BOMUTF32LE, false, "utf-32le"},
-		{"utf-32be", []byte("\x00\x00\xFE\xFF\x00\x00\x00h"), "h", BOMUTF32BE, false, "utf-32be"},
+		{"utf-16le", []byte("\xFF\xFEh\x00\xE9\x00\r\x00\n\x00"), "hé\r\n", bomUTF16LE, true, "utf-16le"},
+		{"utf-16be", []byte("\xFE\xFF\x00h\x00\xE9"), "hé", bomUTF16BE, false, "utf-16be"},
+		{"utf-16le surrogate pair", []byte("\xFF\xFE\x3D\xD8\x00\xDE"), "😀", bomUTF16LE, false, "utf-16le"},
+		{"utf-16le odd length", []byte("\xFF\xFEh\x00i"), "h\uFFFD", bomUTF16LE, false, "utf-16le"},
+		{"utf-32le", []byte("\xFF\xFE\x00\x00h\x00\x00\x00\x00\xF6\x01\x00"), "h😀", bomUTF32LE, false, "utf-32le"},
+		{"utf-32be", []byte("\x00\x00\xFE\xFF\x00\x00\x00h"), "h", bomUTF32BE, false, "utf-32be"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
 )
 
 // The qwenbench build answers SIGUSR1 with its goroutine count and live
@@ -85,30 +87,33 @@ func TestQwenbenchBuildReportsGoroutines(t *testing.T) {
 
 // The release build has no such handler: it prints nothing and keeps
 // running (the Go runtime catches SIGUSR1 and does nothing with it).
+// Events, not waits, order the steps: the answer to initialize shows the
+// process is serving (init functions, where a handler would be installed,
+// ran before main), and the answer to a request sent after the signal
+// shows the server took the signal and kept serving.
 func TestReleaseBuildIgnoresSIGUSR1(t *testing.T) {
 	cmd := exec.Command(binPath, "--stdio")
 	// The end-of-input line is an info line, which reaches stderr only
 	// when asked for.
 	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir(), "QWEN_LS_LOG=info")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true})
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	stdin.Close()
-	// Input closed without shutdown: exit code 1 (LSP), not a signal.
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signaled() || !strings.Contains(stderr.String(), "the editor closed the connection") {
-		t.Fatalf("after SIGUSR1 and end of input: %v (stderr %q)", err, stderr.String())
+	// Any request will do; this one has no side effects.
+	if _, err := e.Call("qwen/listSessions", map[string]any{}); err != nil {
+		t.Fatalf("a request after SIGUSR1: %v", err)
+	}
+	e.CloseInput()
+	// Input closed without shutdown: exit code 1 (LSP), not a signal
+	// (ExitCode is -1 for a process a signal ended). Stderr is complete
+	// once the process has been waited for.
+	code := e.ExitCode()
+	if code != 1 || !strings.Contains(stderr.String(), "the editor closed the connection") {
+		t.Fatalf("after SIGUSR1 and end of input: exit code %d (stderr %q)", code, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "qwen-ls-bench:") {
 		t.Fatalf("the release build answered SIGUSR1: %q", stderr.String())

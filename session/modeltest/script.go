@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/tools/txtar"
 )
 
 // A script is a txtar archive of responses, one file per response, used in
@@ -39,7 +41,7 @@ import (
 
 // ParseScript parses a script.
 func ParseScript(data []byte, vars map[string]string) ([]Response, error) {
-	files := parseTxtar(string(data))
+	files := txtar.Parse(data).Files
 	byKey := map[string]*Response{}
 	var keys []string
 	get := func(key string) *Response {
@@ -52,20 +54,20 @@ func ParseScript(data []byte, vars map[string]string) ([]Response, error) {
 		return r
 	}
 	for _, f := range files {
-		key, kind, ok := strings.Cut(f.name, ".")
+		key, kind, ok := strings.Cut(f.Name, ".")
 		if !ok {
-			return nil, fmt.Errorf("script file %q: name it NN.response or NN.text", f.name)
+			return nil, fmt.Errorf("script file %q: name it NN.response or NN.text", f.Name)
 		}
 		r := get(key)
 		switch kind {
 		case "text":
-			r.Text = strings.TrimSuffix(f.body, "\n")
+			r.Text = strings.TrimSuffix(string(f.Data), "\n")
 		case "response":
-			if err := parseDirectives(r, f.body, vars); err != nil {
-				return nil, fmt.Errorf("script file %q: %w", f.name, err)
+			if err := parseDirectives(r, string(f.Data), vars); err != nil {
+				return nil, fmt.Errorf("script file %q: %w", f.Name, err)
 			}
 		default:
-			return nil, fmt.Errorf("script file %q: unknown kind %q", f.name, kind)
+			return nil, fmt.Errorf("script file %q: unknown kind %q", f.Name, kind)
 		}
 	}
 	sort.Strings(keys)
@@ -178,33 +180,4 @@ func parseDirectives(r *Response, body string, vars map[string]string) error {
 		r.Text = strings.Join(texts, "\n")
 	}
 	return sc.Err()
-}
-
-type txtarFile struct{ name, body string }
-
-// parseTxtar splits a txtar archive: "-- name --" lines start files.
-func parseTxtar(s string) []txtarFile {
-	var files []txtarFile
-	var cur *txtarFile
-	var b strings.Builder
-	flush := func() {
-		if cur != nil {
-			cur.body = b.String()
-			files = append(files, *cur)
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		t := strings.TrimRight(line, "\r\n")
-		if strings.HasPrefix(t, "-- ") && strings.HasSuffix(t, " --") && len(t) > 6 {
-			flush()
-			cur = &txtarFile{name: strings.TrimSpace(t[3 : len(t)-3])}
-			continue
-		}
-		if cur != nil {
-			b.WriteString(line)
-		}
-	}
-	flush()
-	return files
 }

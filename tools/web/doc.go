@@ -10,6 +10,6 @@
 // after redirects.
 //
 // The package imports tools for the tool contract (Tool, Base, Result, Env)
-// and nothing else of qwen-ls; tools/builtin puts the two tools in the list
+// and nothing else of qwen-ls; tools/toolset puts the two tools in the list
 // of built-ins.
 package web
