@@ -1,8 +1,10 @@
 package workspace
 
 import (
+	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -106,14 +108,40 @@ func (w *Watcher) removeWatch(dir string) {
 // workspace/didChangeWatchedFiles notification from the editor.
 func (w *Watcher) Inject(ev Event) { w.dispatch(ev) }
 
-// Close stops the watcher and waits for its goroutine.
+// closeWait bounds how long Close waits for the OS watcher to stop.
+const closeWait = 5 * time.Second
+
+// Close stops the watcher and waits for its goroutine, but not forever:
+// fsnotify's Windows backend wakes its reader with a completion packet
+// and waits for the answer, and under Wine that packet was seen to be
+// lost, leaving Close blocked for good. A server that is shutting down
+// must still exit, so after closeWait the watcher is left behind and
+// Close says so.
 func (w *Watcher) Close() error {
 	if w.fs == nil {
 		return nil
 	}
-	err := w.fs.Close()
-	<-w.done
-	return err
+	return closeWithin(closeWait, func() error {
+		err := w.fs.Close()
+		<-w.done
+		return err
+	})
+}
+
+// closeWithin runs stop and returns its error, or an error of its own
+// when stop has not returned within d (stop then finishes, or not, on its
+// own goroutine).
+func closeWithin(d time.Duration, stop func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- stop() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-t.C:
+		return fmt.Errorf("the file watcher did not stop within %s; it is left behind", d)
+	}
 }
 
 func (w *Watcher) loop() {
