@@ -114,38 +114,12 @@ func (a *Agents) projectDir() string {
 	return filepath.Join(root, ".qwen", "agents")
 }
 
-// onWarning registers f for each newly skipped file (a file that stays
-// broken is reported once).
-func (a *Agents) onWarning(f func(agentProblem)) {
-	a.mu.Lock()
-	a.warn = append(a.warn, f)
-	a.mu.Unlock()
-}
-
-// lastProblems lists the files skipped by the last read.
-func (a *Agents) lastProblems() []agentProblem {
-	a.refresh()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.problems)
-}
-
 // list returns the definitions, sorted by name (case-insensitively).
 func (a *Agents) list() []agentDefinition {
 	a.refresh()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.defs)
-}
-
-// find looks a definition up by name, case-insensitively.
-func (a *Agents) find(name string) (agentDefinition, bool) {
-	for _, d := range a.list() {
-		if strings.EqualFold(d.Name, name) {
-			return d, true
-		}
-	}
-	return agentDefinition{}, false
 }
 
 // agentFile is one *.md file of a definitions directory.

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
@@ -87,11 +89,25 @@ type (
 
 // The methods the black-box tests call under their exported names.
 
-func (a *Agents) OnWarning(f func(agentProblem)) { a.onWarning(f) }
+// OnWarning registers f for each newly skipped file (a file that stays
+// broken is reported once).
+func (a *Agents) OnWarning(f func(agentProblem)) {
+	a.mu.Lock()
+	a.warn = append(a.warn, f)
+	a.mu.Unlock()
+}
 
 func (a *Agents) List() []agentDefinition { return a.list() }
 
-func (a *Agents) Find(name string) (agentDefinition, bool) { return a.find(name) }
+// Find looks a definition up by name, case-insensitively.
+func (a *Agents) Find(name string) (agentDefinition, bool) {
+	for _, d := range a.list() {
+		if strings.EqualFold(d.Name, name) {
+			return d, true
+		}
+	}
+	return agentDefinition{}, false
+}
 
 func (e *Env) Threshold() int { return e.threshold() }
 
@@ -115,10 +131,23 @@ func (e *Env) AnalyzeShell(cmd, dir string) (*shellsafe.Analysis, error) {
 	return e.analyzeShell(cmd, dir)
 }
 
-func (k Kind) Valid() bool { return k.valid() }
+// Valid reports whether k is one of the nine kinds.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindRead, KindEdit, KindDelete, KindMove, KindSearch, KindExecute, KindThink, KindFetch, KindOther:
+		return true
+	}
+	return false
+}
 
 func (l *Ledger) Record(path string, e ledgerEntry) { l.record(path, e) }
 
 func (l *Ledger) Lookup(path string) (ledgerEntry, bool) { return l.lookup(path) }
 
-func (a *Agents) Problems() []agentProblem { return a.lastProblems() }
+// Problems lists the files skipped by the last read.
+func (a *Agents) Problems() []agentProblem {
+	a.refresh()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.problems)
+}

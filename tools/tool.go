@@ -29,15 +29,6 @@ func (k Kind) ReadOnly() bool {
 	return k == KindRead || k == KindSearch || k == KindFetch
 }
 
-// valid reports whether k is one of the nine kinds.
-func (k Kind) valid() bool {
-	switch k {
-	case KindRead, KindEdit, KindDelete, KindMove, KindSearch, KindExecute, KindThink, KindFetch, KindOther:
-		return true
-	}
-	return false
-}
-
 // Where a registered tool came from (tools.md §1.1, as qwen/listTools reports
 // it). MCP tools carry MCPSource(alias).
 const (
