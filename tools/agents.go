@@ -114,6 +114,14 @@ func (a *Agents) projectDir() string {
 	return filepath.Join(root, ".qwen", "agents")
 }
 
+// skipped lists the definition files the last read left out, and why.
+func (a *Agents) skipped() []agentProblem {
+	a.refresh()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.problems)
+}
+
 // list returns the definitions, sorted by name (case-insensitively).
 func (a *Agents) list() []agentDefinition {
 	a.refresh()

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
@@ -145,9 +144,4 @@ func (l *Ledger) Record(path string, e ledgerEntry) { l.record(path, e) }
 func (l *Ledger) Lookup(path string) (ledgerEntry, bool) { return l.lookup(path) }
 
 // Problems lists the files skipped by the last read.
-func (a *Agents) Problems() []agentProblem {
-	a.refresh()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.problems)
-}
+func (a *Agents) Problems() []agentProblem { return a.skipped() }

@@ -144,7 +144,17 @@ func (t *Task) subagent(params map[string]any) (agentDefinition, *ToolError) {
 		}
 		names[i] = d.Name
 	}
-	return agentDefinition{}, InvalidParams(fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", ")))
+	msg := fmt.Sprintf(taskUnknownType, name, strings.Join(names, ", "))
+	// A definition the person wrote but got wrong is the likely reason
+	// for an unknown name: say which files were left out, and why.
+	if probs := t.agents.skipped(); len(probs) > 0 {
+		parts := make([]string, len(probs))
+		for i, p := range probs {
+			parts[i] = fmt.Sprintf("%s (%v)", p.Path, p.Err)
+		}
+		msg += " Definition files left out: " + strings.Join(parts, "; ") + "."
+	}
+	return agentDefinition{}, InvalidParams(msg)
 }
 
 // Validate checks description, prompt and the subagent's name, with the

@@ -118,6 +118,13 @@ func TestTaskValidate(t *testing.T) {
 	if terr == nil || terr.Message != `There is no subagent named "nope". Available: Architect, general-purpose, reviewer.` {
 		t.Errorf("unknown type with definitions: %+v", terr)
 	}
+	// A broken definition is named in the error, with the reason.
+	bad := writeAgent(t, filepath.Join(e.Root, ".qwen", "agents"), "broken.md", "---\nname: broken\n---\nNo description.\n")
+	_, terr = tools.PrepareArgs(task, `{"description":"d","prompt":"p","subagent_type":"broken"}`)
+	if terr == nil || !strings.HasPrefix(terr.Message, `There is no subagent named "broken". Available: Architect, general-purpose, reviewer. Definition files left out: `+bad+` (`) ||
+		!strings.Contains(terr.Message, `"description" is required`) {
+		t.Errorf("unknown type with a broken definition: %+v", terr)
+	}
 }
 
 // Execute hands the definition to the session's model, streams the run's
