@@ -26,7 +26,7 @@ func requireSandbox(t *testing.T) {
 		if os.Getenv(sandbox.EnvOptional) == "1" {
 			t.Skip("no sandbox here")
 		}
-		t.Fatalf("no sandbox with mount namespaces (%s)", sandbox.Probe())
+		t.Fatalf("no sandbox with namespaces (%s)", sandbox.Probe())
 	}
 }
 

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -39,40 +38,39 @@ func (e *Env) readOnlyNeedsAsk() bool {
 }
 
 // shellPolicy chooses the sandbox of a command from why it runs and the
-// tools.sandbox setting.
+// tools.sandbox setting: read-only for a command the parser judged
+// read-only, protect (writes by allow-list, with the network) or
+// workspace-write (the same without it) for a command that runs because
+// of an allow rule or an approval mode, none for one the person approved.
 func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
-	protected, always := s.env.sandboxPaths()
-	p := sandbox.Policy{Mode: sandbox.None, Protected: protected, AlwaysProtected: always}
+	p := sandbox.Policy{Mode: sandbox.None, AlwaysProtected: s.env.alwaysProtected()}
 	setting := s.env.sandboxSetting()
 	approval := approvalUnknown
+	sessionID := ""
 	if call != nil {
-		approval = call.Approval
+		approval, sessionID = call.Approval, call.SessionID
 	}
-	if setting == sandboxOff || approval == ApprovalUser {
+	if setting == sandboxOff || approval == ApprovalUser || !sandbox.Probe().ReadOnly() {
+		// Without a sandbox, the protected paths are kept by the
+		// parser's check alone (the scheduler asks for them).
 		return p
 	}
-	sup := sandbox.Probe()
 	switch {
-	case approval == ApprovalNotNeeded && sup.ReadOnly():
+	case approval == ApprovalNotNeeded:
 		p.Mode = sandbox.ReadOnly
-	case setting == sandboxWorkspaceWrite && sup.ReadOnly():
+	case setting == sandboxWorkspaceWrite:
 		p.Mode = sandbox.WorkspaceWrite
-		if s.env.Workspace.Roots != nil {
-			p.Writable = s.env.Workspace.Roots.List()
-		}
-		sessionID := ""
-		if call != nil {
-			sessionID = call.SessionID
-		}
-		dir := filepath.Join(s.env.ProjectTempDir(), "sandbox-tmp", sessionDirName(sessionID))
-		if err := os.MkdirAll(dir, 0o700); err == nil {
-			p.TempDir = dir
-		}
 	default:
-		// Without a mount namespace the protected paths are kept by the
-		// parser's check alone (the scheduler asks for them).
 		p.Mode = sandbox.Protect
 	}
+	layout := s.env.sandboxLayout(sessionID, p.Mode.Writes())
+	p.Readable = layout.Readable()
+	p.Class = s.env.protectedClass()
+	if !p.Mode.Writes() {
+		return p
+	}
+	p.Writable = layout.Writable()
+	p.TempDir = layout.TempDir
 	return p
 }
 

@@ -32,12 +32,18 @@ func sandboxBench(b *bench) error {
 	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), nil, 0o644); err != nil {
 		return err
 	}
-	protect := sandbox.Policy{Mode: sandbox.Protect, Protected: []string{filepath.Join(dir, ".git", "config")}}
+	home, _ := os.UserHomeDir()
+	layout := sandbox.Layout{Home: home, Roots: []string{dir}, TempDir: filepath.Join(b.tmp, "sandbox-tmp")}
+	if err := os.MkdirAll(layout.TempDir, 0o700); err != nil {
+		return err
+	}
+	protect := sandbox.Policy{Mode: sandbox.Protect, Class: sandbox.Class{Roots: []string{dir}},
+		Writable: layout.Writable(), TempDir: layout.TempDir, Readable: layout.Readable()}
 	plain, err := timeRuns(b, dir, nil, "true")
 	if err != nil {
 		return err
 	}
-	ro, err := timeRuns(b, dir, &sandbox.Policy{Mode: sandbox.ReadOnly}, "true")
+	ro, err := timeRuns(b, dir, &sandbox.Policy{Mode: sandbox.ReadOnly, Class: protect.Class, Readable: protect.Readable}, "true")
 	if err != nil {
 		return err
 	}
@@ -58,7 +64,7 @@ func sandboxBench(b *bench) error {
 	if err != nil {
 		return err
 	}
-	gitRO, err := timeRuns(b, repo, &sandbox.Policy{Mode: sandbox.ReadOnly}, "git status")
+	gitRO, err := timeRuns(b, repo, &sandbox.Policy{Mode: sandbox.ReadOnly, Readable: protect.Readable}, "git status")
 	if err != nil {
 		return err
 	}

@@ -42,14 +42,19 @@ func watchParent(parent int) (<-chan struct{}, error) {
 	return died, nil
 }
 
-func parentGone(parent int) bool {
-	return os.Getppid() != parent
+// watchServer asks kqueue for the server's exit.
+func watchServer(_ Policy, parent int) (<-chan struct{}, func() bool, error) {
+	died, err := watchParent(parent)
+	return died, func() bool { return os.Getppid() != parent }, err
 }
+
+// serverPidfd: macOS has no pidfd; kqueue watches the server's pid.
+func serverPidfd() *os.File { return nil }
 
 func childAttr() *syscall.SysProcAttr { return nil }
 
 // apply runs the command through sandbox-exec with the policy's profile.
-func apply(p Policy, argv []string) (string, []string, error) {
+func apply(p Policy, argv []string, _ func(Denial)) (string, []string, error) {
 	name, err := lookPath(argv[0])
 	if err != nil {
 		return "", nil, err

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"os"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,18 +15,36 @@ import (
 // started the supervisor ends, which happens when the server dies.
 const pdeathSignal = syscall.Signal(40) // SIGRTMIN+6
 
-// watchParent makes the supervisor a child subreaper, so that the orphans
+// watchServer makes the supervisor a child subreaper, so that the orphans
 // of the command come back to it, and returns a channel closed when the
-// server process has exited (a pidfd). Without pidfds (before Linux 5.3)
-// the channel is nil and the parent-death signal, set by the server when
-// it started the supervisor (serverAttr), is the only watch.
-func watchParent(parent int) (<-chan struct{}, error) {
+// server process has exited, and a test of whether it has. The server is
+// watched through a pidfd: the one it passed (p.ServerFD; in a PID
+// namespace the parent cannot be named by its pid), else one opened on
+// the parent. Without pidfds (before Linux 5.3) the channel is nil and
+// the parent-death signal, set by the server when it started the
+// supervisor (serverAttr), is the only watch.
+func watchServer(p Policy, parent int) (<-chan struct{}, func() bool, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fd, err := unix.PidfdOpen(parent, 0)
-	if err != nil {
-		return nil, nil
+	fd := p.ServerFD
+	if fd > 0 {
+		unix.CloseOnExec(fd)
+	} else if parent > 0 {
+		var err error
+		if fd, err = unix.PidfdOpen(parent, 0); err != nil {
+			fd = -1
+		}
+	} else {
+		fd = -1
+	}
+	if fd < 0 {
+		return nil, func() bool { return os.Getppid() != parent }, nil
+	}
+	gone := func() bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		return err == nil && n > 0
 	}
 	died := make(chan struct{})
 	go func() {
@@ -39,13 +58,24 @@ func watchParent(parent int) (<-chan struct{}, error) {
 		}
 		close(died)
 	}()
-	return died, nil
+	return died, gone, nil
 }
 
-// parentGone reports whether the server has died (the supervisor was
-// reparented).
-func parentGone(parent int) bool {
-	return os.Getppid() != parent
+var (
+	pidfdOnce sync.Once
+	pidfdFile *os.File
+)
+
+// serverPidfd is a pidfd of this process, which the supervisor watches
+// to learn that the server died; nil where the kernel has none.
+func serverPidfd() *os.File {
+	pidfdOnce.Do(func() {
+		fd, err := unix.PidfdOpen(os.Getpid(), 0)
+		if err == nil {
+			pidfdFile = os.NewFile(uintptr(fd), "qwen-ls pidfd")
+		}
+	})
+	return pidfdFile
 }
 
 // childAttr makes the command die with the supervisor even when the

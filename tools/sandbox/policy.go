@@ -23,8 +23,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 )
 
@@ -37,16 +35,17 @@ const (
 	// the kernel gives a private mount namespace).
 	None Mode = "none"
 	// ReadOnly is for commands the parser judged read-only: no write
-	// anywhere but /dev/null and terminal-like devices, no TCP connect or
-	// bind; read and execute everywhere.
+	// anywhere but /dev/null and terminal-like devices, no socket at all;
+	// reads by allow-list (Layout.Readable).
 	ReadOnly Mode = "read-only"
 	// Protect is for commands that run because of an allow rule or an
-	// approval mode: they run as the person's own commands, but the
-	// protected paths are read-only.
+	// approval mode: writes by allow-list (the roots, a private temporary
+	// folder, the named build caches) except the protected class inside
+	// the roots (Class), reads by allow-list, the network as the
+	// person's.
 	Protect Mode = "protect"
-	// WorkspaceWrite is the stricter opt-in: writes only inside the
-	// roots and a private temporary folder, no TCP, the protected paths
-	// read-only.
+	// WorkspaceWrite is the stricter opt-in: Protect without the network
+	// (no TCP, no UDP; Unix sockets only).
 	WorkspaceWrite Mode = "workspace-write"
 )
 
@@ -59,29 +58,47 @@ func (m Mode) Valid() bool {
 	return false
 }
 
+// Confined reports whether the mode confines the command (every mode but
+// None).
+func (m Mode) Confined() bool { return m == ReadOnly || m == Protect || m == WorkspaceWrite }
+
+// Writes reports whether the mode lets the command write (inside its
+// allow-list).
+func (m Mode) Writes() bool { return m == Protect || m == WorkspaceWrite }
+
 // Policy is what the supervisor applies before it starts the command.
 type Policy struct {
 	Mode Mode `json:"mode"`
-	// Writable are the folders a workspace-write command may write (the
-	// workspace roots); TempDir is its private temporary folder, which
-	// the supervisor also gives as TMPDIR.
+	// Writable are the folders a Protect or WorkspaceWrite command may
+	// write (Layout.Writable: the roots, the temporary folder, the
+	// caches); TempDir is its private temporary folder, which the
+	// supervisor also gives as TMPDIR.
 	Writable []string `json:"writable,omitempty"`
 	TempDir  string   `json:"tempDir,omitempty"`
-	// Protected are the paths that stay read-only (protect and
-	// workspace-write); in mode none only the paths of AlwaysProtected.
-	Protected []string `json:"protected,omitempty"`
-	// AlwaysProtected are read-only in every mode (the trust list, the
-	// user's settings file).
+	// Readable are the folders and files a confined command may read
+	// (Layout.Readable). Empty: everything.
+	Readable []string `json:"readable,omitempty"`
+	// Class is the protected class inside the roots: read-only to a
+	// Protect or WorkspaceWrite command, by the guard and by read-only
+	// bind mounts of what exists.
+	Class Class `json:"class"`
+	// AlwaysProtected are read-only in mode None too, where the kernel
+	// gives a mount namespace (the trust list, the user's settings).
 	AlwaysProtected []string `json:"alwaysProtected,omitempty"`
 	// Linger keeps the supervisor alive after the command exits while
 	// processes the command started still run, so that they die with
 	// the server too. The command's status then comes on a pipe (see
 	// Supervised.MainDone).
 	Linger bool `json:"linger,omitempty"`
-	// Mounts is set by Wrap when the supervisor starts in a private mount
-	// namespace and must make the read-only bind mounts; it fails rather
-	// than run the command without them.
+	// Mounts is set by Wrap when the supervisor starts in private user,
+	// mount and PID namespaces: it makes the read-only bind mounts and
+	// mounts its own /proc, and fails rather than run the command
+	// without them.
 	Mounts bool `json:"mounts,omitempty"`
+	// ServerFD is the descriptor, in the supervisor, of a pidfd of the
+	// server (0: none): in a PID namespace the parent cannot be found
+	// by its pid.
+	ServerFD int `json:"serverFD,omitempty"`
 	// ProbeOnly makes the supervisor apply the policy and exit 0 without
 	// running anything (Probe uses it).
 	ProbeOnly bool `json:"probeOnly,omitempty"`
@@ -94,23 +111,6 @@ type Policy struct {
 // connections and listeners.
 func (p Policy) Network() bool {
 	return p.Mode == None || p.Mode == Protect
-}
-
-// readOnlyPaths are the paths the policy bind-mounts read-only.
-func (p Policy) readOnlyPaths() []string {
-	var out []string
-	add := func(list []string) {
-		for _, x := range list {
-			if x != "" && filepath.IsAbs(x) && !slices.Contains(out, filepath.Clean(x)) {
-				out = append(out, filepath.Clean(x))
-			}
-		}
-	}
-	add(p.AlwaysProtected)
-	if p.Mode == Protect || p.Mode == WorkspaceWrite {
-		add(p.Protected)
-	}
-	return out
 }
 
 // envPolicy carries the JSON policy from the server to the supervisor,
@@ -147,6 +147,29 @@ func decodePolicy(s string) (Policy, error) {
 	return p, nil
 }
 
+// Denial is an operation the sandbox refused, as the supervisor saw it.
+type Denial struct {
+	// Op is what was tried: "write" (create, replace, rename, link,
+	// change the mode), "read" or "connect".
+	Op string
+	// Path is the file, with links resolved as the kernel did.
+	Path string
+	// Kind is the protected class the path belongs to ("" when it is
+	// outside the write allow-list instead).
+	Kind Kind
+}
+
+// String is the denial as the person and the model read it.
+func (d Denial) String() string {
+	s := d.Op + " " + d.Path
+	if why := d.Kind.Why(); why != "" {
+		s += " (" + why + ")"
+	} else if d.Op == "write" {
+		s += " (outside the folders a command that runs unasked may write: the workspace roots, its temporary folder and the build caches)"
+	}
+	return s
+}
+
 // Support says which protection this machine gives.
 type Support struct {
 	// OS is runtime.GOOS.
@@ -155,8 +178,9 @@ type Support struct {
 	// is true on macOS when /usr/bin/sandbox-exec exists.
 	Landlock int  `json:"landlock,omitempty"`
 	Seatbelt bool `json:"seatbelt,omitempty"`
-	// Mounts says whether a private mount namespace with read-only bind
-	// mounts is available (Linux: root or unprivileged user namespaces).
+	// Mounts says whether private user, mount and PID namespaces are
+	// available for confined commands (Linux: unprivileged user
+	// namespaces, and a /proc that a namespace may mount again).
 	Mounts bool `json:"mountNamespaces"`
 	// Reason says why there is no sandbox, when there is none.
 	Reason string `json:"reason,omitempty"`
@@ -172,7 +196,7 @@ func (s Support) ReadOnly() bool {
 func (s Support) String() string {
 	switch {
 	case s.Landlock > 0:
-		return fmt.Sprintf("sandbox: landlock ABI %d, mount namespaces: %s", s.Landlock, yesNo(s.Mounts))
+		return fmt.Sprintf("sandbox: landlock ABI %d, namespaces: %s", s.Landlock, yesNo(s.Mounts))
 	case s.Seatbelt:
 		return "sandbox: seatbelt (sandbox-exec)"
 	}

@@ -33,15 +33,17 @@ func Probe() Support {
 	return probed
 }
 
-// probeMounts runs the supervisor once with a read-only bind mount of its
-// own executable and reports whether that worked.
+// probeMounts runs the supervisor once with the namespaces and the
+// confinement of a command that may write (a user, mount and PID
+// namespace, its own /proc, Landlock, the system call filter and the
+// guard) and reports whether that worked.
 func probeMounts() bool {
 	self, err := os.Executable()
 	if err != nil {
 		return false
 	}
 	cmd := exec.Command(self)
-	s, err := Wrap(cmd, Policy{Mode: Protect, Protected: []string{self}, ProbeOnly: true})
+	s, err := Wrap(cmd, Policy{Mode: Protect, ProbeOnly: true})
 	if err != nil || !s.Policy.Mounts {
 		return false
 	}
@@ -49,31 +51,36 @@ func probeMounts() bool {
 }
 
 // serverAttr adds the supervisor's process attributes: pdeathSignal when
-// the server dies, and a private mount namespace (a user namespace with an
-// identity map as well when not root) when the policy has paths to make
-// read-only and the kernel gives one.
+// the server dies, and, where the kernel gives them: for a confined
+// command, a user namespace (with an identity map, for root too, so that
+// a command run as root holds no capability outside it), a mount
+// namespace and a PID namespace; for a command the person approved, run
+// as root, a mount namespace for the read-only trust list and settings.
 func serverAttr(a *syscall.SysProcAttr, p *Policy) {
 	a.Pdeathsig = pdeathSignal
-	if len(p.readOnlyPaths()) == 0 {
-		return
-	}
 	root := os.Geteuid() == 0
-	if p.Mode == None && !root {
-		// A user namespace would stop sudo in a command the person
-		// approved; the trust list is then kept by the tools' checks.
+	if !p.Mode.Confined() {
+		if len(p.AlwaysProtected) == 0 || !root {
+			// A user namespace would stop sudo in a command the person
+			// approved; the trust list is then kept by the tools' checks.
+			return
+		}
+		if !Probe().Mounts {
+			return
+		}
+		p.Mounts = true
+		a.Unshareflags |= syscall.CLONE_NEWNS
 		return
 	}
 	if !p.ProbeOnly && !Probe().Mounts {
 		return
 	}
 	p.Mounts = true
-	if root {
-		a.Unshareflags |= syscall.CLONE_NEWNS
-		return
-	}
-	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	if !root {
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
+	}
 }

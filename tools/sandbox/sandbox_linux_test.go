@@ -198,9 +198,7 @@ func protectFixture(t *testing.T) (root, user string, p Policy) {
 	if err := os.Symlink(filepath.Join(root, ".git"), filepath.Join(root, "src", "g")); err != nil {
 		t.Fatal(err)
 	}
-	p = Policy{Mode: Protect,
-		Protected: []string{filepath.Join(root, ".qwen"), filepath.Join(root, ".git/hooks"), filepath.Join(root, ".git/config"),
-			filepath.Join(root, ".git/info"), filepath.Join(root, ".vscode"), filepath.Join(root, ".envrc")},
+	p = Policy{Mode: Protect, Class: Class{Roots: []string{root}}, Writable: []string{root},
 		AlwaysProtected: []string{filepath.Join(user, "trustedFolders.json"), filepath.Join(user, "settings.json")}}
 	return root, user, p
 }
@@ -453,7 +451,6 @@ func waitFor(t *testing.T, cond func() bool) {
 func runOnce(spec string) {
 	var in struct {
 		Dir, Script string
-		Protected   []string
 	}
 	if err := json.Unmarshal([]byte(spec), &in); err != nil {
 		fmt.Println("error", err)
@@ -462,7 +459,7 @@ func runOnce(spec string) {
 	cmd := exec.Command("bash", "-c", in.Script)
 	cmd.Dir = in.Dir
 	cmd.Env = removeEnv(os.Environ(), "SANDBOX_TEST_RUN")
-	s, err := Wrap(cmd, Policy{Mode: Protect, Protected: in.Protected})
+	s, err := Wrap(cmd, Policy{Mode: Protect, Class: Class{Roots: []string{in.Dir}}, Writable: []string{in.Dir}})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -513,7 +510,7 @@ func TestProtectAsNonRoot(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(map[string]any{"Dir": ws, "Protected": []string{cfg},
+	spec, _ := json.Marshal(map[string]any{"Dir": ws,
 		"Script": "echo x > .git/config; rm -f .git/config; echo ok > out && id -u && stat -c %u out"})
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SANDBOX_TEST_RUN="+string(spec), "HOME="+dir)

@@ -54,7 +54,7 @@ func SeatbeltProfile(p Policy) string {
 	default:
 		b.WriteString("(allow default)\n")
 	}
-	if ro := p.readOnlyPaths(); len(ro) > 0 {
+	if ro := p.AlwaysProtected; len(ro) > 0 {
 		var parts []string
 		for _, path := range ro {
 			parts = append(parts, `(literal `+sbString(path)+`)`, `(subpath `+sbString(path)+`)`)

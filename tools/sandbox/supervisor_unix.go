@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,18 +51,21 @@ func supervise(enc string, argv []string) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
-	died, err := watchParent(parent)
+	died, gone, err := watchServer(p, parent)
 	if err != nil {
 		fail("cannot watch the server: %v", err)
 	}
-	if parentGone(parent) {
+	if gone() {
 		os.Exit(exitCode)
 	}
 	var status *os.File
 	if p.Linger {
+		// The command must not write the report.
+		syscall.CloseOnExec(statusFD)
 		status = os.NewFile(statusFD, "status")
 	}
-	name, args, err := apply(p, argv)
+	rep := &reporter{status: status}
+	name, args, err := apply(p, argv, rep.deny)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -75,7 +79,7 @@ func supervise(enc string, argv []string) {
 	if p.Mode == ReadOnly {
 		env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
 	}
-	if p.Mode == WorkspaceWrite && p.TempDir != "" {
+	if p.Mode.Writes() && p.TempDir != "" {
 		env = setEnv(env, "TMPDIR", p.TempDir)
 	}
 	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: childAttr()}
@@ -94,13 +98,10 @@ func supervise(enc string, argv []string) {
 		case ws = <-exited:
 			if !mainDone {
 				mainDone = true
-				if status != nil {
-					_, _ = fmt.Fprintln(status, encodeStatus(ws))
-					_ = status.Close()
-				}
 				if status == nil {
 					exitLike(ws)
 				}
+				rep.finish(encodeStatus(ws))
 				continue
 			}
 			// Every descendant is gone (reap saw ECHILD).
@@ -113,7 +114,7 @@ func supervise(enc string, argv []string) {
 			if sig == pdeathSignal {
 				// A thread of the server that started us ended; the
 				// server may be dying (died then fires) or not.
-				if died == nil && awaitParentGone(parent) {
+				if died == nil && awaitGone(gone) {
 					killDescendants()
 					os.Exit(exitCode)
 				}
@@ -130,16 +131,58 @@ func supervise(enc string, argv []string) {
 	}
 }
 
-// awaitParentGone polls, for a short while, whether the server has gone
-// (used where the parent cannot be watched directly).
-func awaitParentGone(parent int) bool {
+// awaitGone polls, for a short while, whether the server has gone (used
+// where the parent cannot be watched directly).
+func awaitGone(gone func() bool) bool {
 	for range 100 {
-		if parentGone(parent) {
+		if gone() {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// maxDenials bounds the denials one command reports.
+const maxDenials = 20
+
+// reporter writes to the status pipe: the denials as they happen, then
+// the command's status, which ends the report.
+type reporter struct {
+	mu     sync.Mutex
+	status *os.File
+	seen   map[string]bool
+	done   bool
+}
+
+// deny reports a denial once per operation and path.
+func (r *reporter) deny(d Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status == nil || r.done {
+		return
+	}
+	key := d.Op + " " + d.Path
+	if r.seen[key] || len(r.seen) >= maxDenials {
+		return
+	}
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[key] = true
+	_, _ = fmt.Fprintln(r.status, "deny", d.Op, strconv.Quote(string(d.Kind)), strconv.Quote(d.Path))
+}
+
+// finish writes the status line and closes the pipe.
+func (r *reporter) finish(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status == nil || r.done {
+		return
+	}
+	r.done = true
+	_, _ = fmt.Fprintln(r.status, line)
+	_ = r.status.Close()
 }
 
 // reap waits for every child (orphans that come back to a subreaper

@@ -23,6 +23,7 @@ type Supervised struct {
 	statusR, statusW *os.File
 	mainOnce         sync.Once
 	main             Status
+	denials          []Denial
 	exited           chan struct{}
 	waitErr          error
 }
@@ -57,27 +58,7 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	serverAttr(cmd.SysProcAttr, &p)
-	enc, err := encodePolicy(p)
-	if err != nil {
-		return nil, err
-	}
-	s.Policy = p
-	cmd.Args = append([]string{self, Arg, "--", cmd.Path}, cmd.Args[1:]...)
-	cmd.Path = self
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	if raceEnabled && !hasEnv(env, "GORACE") {
-		// A race-enabled supervisor (test binaries) would otherwise
-		// sleep a second at exit; the command does not get this.
-		p.UnsetGORACE = true
-		if enc, err = encodePolicy(p); err != nil {
-			return nil, err
-		}
-		env = append(env, "GORACE=atexit_sleep_ms=0")
-	}
-	cmd.Env = setEnv(env, envPolicy, enc)
+	var err error
 	if p.Linger {
 		if len(cmd.ExtraFiles) > 0 {
 			return nil, errors.New("sandbox: a lingering supervisor needs the first extra file")
@@ -88,7 +69,37 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		}
 		cmd.ExtraFiles = []*os.File{s.statusW}
 	}
+	if f := serverPidfd(); f != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		p.ServerFD = 2 + len(cmd.ExtraFiles)
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if raceEnabled && !hasEnv(env, "GORACE") {
+		// A race-enabled supervisor (test binaries) would otherwise
+		// sleep a second at exit; the command does not get this.
+		p.UnsetGORACE = true
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	enc, err := encodePolicy(p)
+	if err != nil {
+		s.closePipes()
+		return nil, err
+	}
+	s.Policy = p
+	cmd.Args = append([]string{self, Arg, "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = self
+	cmd.Env = setEnv(env, envPolicy, enc)
 	return s, nil
+}
+
+func (s *Supervised) closePipes() {
+	if s.statusR != nil {
+		_ = s.statusR.Close()
+		_ = s.statusW.Close()
+	}
 }
 
 // Start starts the supervisor. With Linger, a goroutine then waits for it
@@ -118,7 +129,16 @@ func (s *Supervised) Start() error {
 // Without Linger, use Cmd.Wait.
 func (s *Supervised) WaitMain() Status {
 	s.mainOnce.Do(func() {
-		line, _ := bufio.NewReader(s.statusR).ReadString('\n')
+		r := bufio.NewReader(s.statusR)
+		line, _ := r.ReadString('\n')
+		for {
+			d, ok := parseDenial(line)
+			if !ok {
+				break
+			}
+			s.denials = append(s.denials, d)
+			line, _ = r.ReadString('\n')
+		}
 		_ = s.statusR.Close()
 		if st, ok := parseStatus(line); ok {
 			s.main = st
@@ -130,6 +150,43 @@ func (s *Supervised) WaitMain() Status {
 		s.main = StatusOf(s.Cmd.ProcessState, s.waitErr)
 	})
 	return s.main
+}
+
+// Denials are the operations the sandbox refused the command, as the
+// supervisor reported them before the command ended (with Linger; call
+// WaitMain first).
+func (s *Supervised) Denials() []Denial { return s.denials }
+
+// parseDenial reads a line the supervisor's reporter wrote:
+// deny OP "KIND" "PATH".
+func parseDenial(line string) (Denial, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "deny ")
+	if !ok {
+		return Denial{}, false
+	}
+	op, rest, ok := strings.Cut(rest, " ")
+	if !ok {
+		return Denial{}, false
+	}
+	kind, rest, err := unquotePrefix(rest)
+	if err != nil {
+		return Denial{}, false
+	}
+	path, _, err := unquotePrefix(strings.TrimSpace(rest))
+	if err != nil {
+		return Denial{}, false
+	}
+	return Denial{Op: op, Kind: Kind(kind), Path: path}, true
+}
+
+// unquotePrefix unquotes the Go string literal at the start of s.
+func unquotePrefix(s string) (string, string, error) {
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", "", err
+	}
+	v, err := strconv.Unquote(q)
+	return v, strings.TrimSpace(s[len(q):]), err
 }
 
 // Exited is closed when the supervisor has exited (with Linger).

@@ -1,0 +1,205 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// call is a system call the guard handles for a command that may write.
+type call int
+
+const (
+	callOpenat call = iota + 1
+	callOpen
+	callCreat
+	callMkdirat
+	callMkdir
+	callMknodat
+	callMknod
+	callSymlinkat
+	callSymlink
+	callLinkat
+	callLink
+	callRenameat2
+	callRenameat
+	callRename
+	callTruncate
+	callFchmodat
+	callFchmodat2
+	callChmod
+	callFchmod
+)
+
+// guardedCalls maps the system calls the guard sees to what they are:
+// every call that creates, replaces, renames, links, truncates or changes
+// the mode of a file by name (open and openat only when they write or
+// create).
+func guardedCalls() map[uint32]call {
+	m := map[uint32]call{
+		unix.SYS_OPENAT: callOpenat, unix.SYS_MKDIRAT: callMkdirat, unix.SYS_MKNODAT: callMknodat,
+		unix.SYS_SYMLINKAT: callSymlinkat, unix.SYS_LINKAT: callLinkat, unix.SYS_RENAMEAT2: callRenameat2,
+		unix.SYS_RENAMEAT: callRenameat, unix.SYS_TRUNCATE: callTruncate, unix.SYS_FCHMODAT: callFchmodat,
+		unix.SYS_FCHMODAT2: callFchmodat2, unix.SYS_FCHMOD: callFchmod,
+	}
+	for nr, c := range legacyCalls {
+		m[nr] = c
+	}
+	return m
+}
+
+// openWrites are the open flags that make an open a write.
+const openWrites = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+
+// refusedCalls are refused to every confined command, with the error
+// each gets: ENOSYS where a library falls back to an older call (clone3,
+// openat2, io_uring), EPERM elsewhere. They would change the mount
+// table, leave the namespaces, bypass the filter (io_uring runs opens
+// and sockets without system calls), reach the kernel's key rings, or
+// open a file by handle around the path checks.
+var refusedCalls = map[uint32]unix.Errno{
+	unix.SYS_CLONE3: unix.ENOSYS, unix.SYS_OPENAT2: unix.ENOSYS,
+	unix.SYS_IO_URING_SETUP: unix.ENOSYS, unix.SYS_IO_URING_ENTER: unix.ENOSYS, unix.SYS_IO_URING_REGISTER: unix.ENOSYS,
+	unix.SYS_MOUNT: unix.EPERM, unix.SYS_UMOUNT2: unix.EPERM, unix.SYS_PIVOT_ROOT: unix.EPERM,
+	unix.SYS_MOVE_MOUNT: unix.EPERM, unix.SYS_OPEN_TREE: unix.EPERM, unix.SYS_OPEN_TREE_ATTR: unix.EPERM,
+	unix.SYS_FSOPEN: unix.EPERM, unix.SYS_FSCONFIG: unix.EPERM, unix.SYS_FSMOUNT: unix.EPERM,
+	unix.SYS_FSPICK: unix.EPERM, unix.SYS_MOUNT_SETATTR: unix.EPERM,
+	unix.SYS_UNSHARE: unix.EPERM, unix.SYS_SETNS: unix.EPERM, unix.SYS_CHROOT: unix.EPERM,
+	unix.SYS_OPEN_BY_HANDLE_AT: unix.EPERM, unix.SYS_NAME_TO_HANDLE_AT: unix.EPERM,
+	unix.SYS_KEYCTL: unix.EPERM, unix.SYS_ADD_KEY: unix.EPERM, unix.SYS_REQUEST_KEY: unix.EPERM,
+	unix.SYS_BPF: unix.EPERM, unix.SYS_USERFAULTFD: unix.EPERM,
+}
+
+// newNamespaces are clone's flags that make namespaces.
+const newNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// Offsets in struct seccomp_data.
+const (
+	dataNr   = 0
+	dataArch = 4
+	dataArgs = 16
+)
+
+func retErrno(e unix.Errno) bpf.Instruction {
+	return bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(e)}
+}
+
+var (
+	retAllow  = bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW}
+	retNotify = bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF}
+)
+
+// argLow loads the low 32 bits of argument i (both architectures are
+// little-endian).
+func argLow(i int) bpf.Instruction {
+	return bpf.LoadAbsolute{Off: uint32(dataArgs + 8*i), Size: 4}
+}
+
+// filterFor is the system call filter of a confined mode: the refused
+// calls; sockets (none for read-only, Unix only for workspace-write);
+// and, with guard, the calls the guard handles sent to it.
+func filterFor(mode Mode, guard bool) ([]bpf.RawInstruction, error) {
+	var prog []bpf.Instruction
+	// Another ABI (32-bit, x32) is refused whole: its numbers differ.
+	prog = append(prog,
+		bpf.LoadAbsolute{Off: dataArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+	)
+	if x32Bit != 0 {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: dataNr, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpLessThan, Val: x32Bit, SkipTrue: 1},
+			bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+		)
+	}
+	// Each block starts by loading the number, so that it stands alone
+	// and every jump stays short.
+	block := func(nr uint32, body ...bpf.Instruction) {
+		prog = append(prog,
+			bpf.LoadAbsolute{Off: dataNr, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(body))},
+		)
+		prog = append(prog, body...)
+	}
+	for _, nr := range sortedKeys(refusedCalls) {
+		block(nr, retErrno(refusedCalls[nr]))
+	}
+	block(unix.SYS_CLONE,
+		argLow(0),
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: newNamespaces, SkipFalse: 1},
+		retErrno(unix.EPERM),
+		retAllow,
+	)
+	switch mode {
+	case ReadOnly:
+		block(unix.SYS_SOCKET, retErrno(unix.EACCES))
+	case WorkspaceWrite:
+		block(unix.SYS_SOCKET,
+			argLow(0),
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipTrue: 1},
+			retErrno(unix.EACCES),
+			retAllow,
+		)
+	}
+	if guard {
+		calls := guardedCalls()
+		for _, nr := range sortedKeys(calls) {
+			switch calls[nr] {
+			case callOpenat:
+				block(nr, argLow(2), bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: openWrites, SkipFalse: 1}, retNotify, retAllow)
+			case callOpen:
+				block(nr, argLow(1), bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: openWrites, SkipFalse: 1}, retNotify, retAllow)
+			default:
+				block(nr, retNotify)
+			}
+		}
+	}
+	prog = append(prog, retAllow)
+	return bpf.Assemble(prog)
+}
+
+func sortedKeys[V any](m map[uint32]V) []uint32 {
+	out := make([]uint32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// installFilter puts the filter on the calling thread (the command
+// inherits it), and returns the guard's listener when guard is set (-1
+// otherwise). no_new_privs must be set already (restrictThread does).
+func installFilter(mode Mode, guard bool) (int, error) {
+	raw, err := filterFor(mode, guard)
+	if err != nil {
+		return -1, err
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	flags := uintptr(0)
+	if guard {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp: %w", errno)
+	}
+	if !guard {
+		return -1, nil
+	}
+	return int(r), nil
+}
