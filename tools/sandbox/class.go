@@ -116,8 +116,10 @@ func gitWritable(rel string) bool {
 		return false
 	}
 	if first == "objects" {
+		// In any case: a case-insensitive file system (macOS's, a FAT
+		// volume) opens objects/INFO/alternates as objects/info's.
 		sub, _, _ := strings.Cut(rest, "/")
-		return sub != "info"
+		return !strings.EqualFold(sub, "info")
 	}
 	return true
 }

@@ -183,18 +183,32 @@ func (l Layout) excluded() []string {
 		out = append(out, p)
 	}
 	add(l.Home)
-	switch runtime.GOOS {
-	case "darwin":
-		add("/Users")
-		add("/var/root")
-	default:
-		add("/home")
-		add("/root")
+	for _, h := range homeFolders(runtime.GOOS) {
+		add(h)
 	}
 	for _, p := range l.Private {
 		add(p)
 	}
 	return out
+}
+
+// homeFolders are the system's folders of home folders and root's home.
+// On macOS /var is a link to /private/var, and the data volume shows
+// /Users and /private again below /System/Volumes/Data (firmlinks): each
+// spelling is excluded, since a link is followed and a firmlinked path
+// may be named either way.
+func homeFolders(goos string) []string {
+	if goos == "darwin" {
+		return []string{"/Users", "/var/root", "/private/var/root",
+			"/System/Volumes/Data/Users", "/System/Volumes/Data/private/var/root"}
+	}
+	return []string{"/home", "/root"}
+}
+
+// isUsersFolder reports whether ex holds one home folder per person, each
+// the next part below it.
+func isUsersFolder(ex string) bool {
+	return ex == "/home" || ex == "/Users" || ex == "/System/Volumes/Data/Users"
 }
 
 // homes are the home folders toolchains may live in: the person's, and
@@ -207,7 +221,7 @@ func (l Layout) homes() []string {
 	}
 	for _, dir := range filepath.SplitList(l.getenv("PATH")) {
 		for _, ex := range l.excluded() {
-			if ex == "/home" || ex == "/Users" {
+			if isUsersFolder(ex) {
 				// The home folder is the next part below.
 				if rel, ok := strings.CutPrefix(dir, ex+"/"); ok {
 					user, _, _ := strings.Cut(rel, "/")
