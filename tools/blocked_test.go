@@ -8,6 +8,7 @@ import (
 
 	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
+	"github.com/qwen-ls/qwen-ls/tools/toolstest"
 )
 
 // What the sandbox refused is named only when it did refuse it: the
@@ -51,5 +52,27 @@ func TestBlockedBySandboxNamesOnlyRealRefusals(t *testing.T) {
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// The hook folder a repository's configuration names is part of the
+// protected class, so the guard keeps it like .git/hooks.
+func TestProtectedClassHasTheConfiguredHooksPath(t *testing.T) {
+	s := toolstest.NewSetup(t, nil)
+	root := s.Root
+	cfg := "[core]\n\tbare = false\n[Core]\n\thooksPath = \"scripts/git-hooks\" # team hooks\n[alias]\n\thooksPath = nope\n"
+	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".git", "config"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := s.ProtectedClass()
+	want := filepath.Join(c.Roots[0], "scripts", "git-hooks")
+	if len(c.HookDirs) != 1 || c.HookDirs[0] != want {
+		t.Fatalf("HookDirs = %q, want [%s]", c.HookDirs, want)
+	}
+	if k, ok := c.Protected(filepath.Join(want, "pre-commit")); !ok || k != sandbox.KindHooks {
+		t.Fatalf("a hook in the configured folder is not protected: %q %v", k, ok)
 	}
 }

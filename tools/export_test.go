@@ -151,3 +151,6 @@ func (a *Agents) Problems() []agentProblem { return a.skipped() }
 func BlockedBySandbox(pol sandbox.Policy, denials []sandbox.Denial, dir, stderr string) string {
 	return blockedBySandbox(pol, denials, dir, stderr)
 }
+
+// ProtectedClass is protectedClass, for tests.
+func (e *Env) ProtectedClass() sandbox.Class { return e.protectedClass() }
