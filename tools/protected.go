@@ -180,11 +180,13 @@ func (e *Env) memoryFileNames() []string {
 }
 
 // ShellCommandProtection is the weightiest shellProtection of the
-// sub-commands of a that are not read-only.
+// sub-commands of a that are not read-only. One that asks only because it
+// reads under the home folder writes nothing, and is left out: reading
+// ~/.qwen/settings.json is not changing it.
 func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 	var best Protection
 	for _, sub := range a.SubCommands {
-		if sub.ReadOnly {
+		if sub.ReadOnly || sub.HomeRead != "" {
 			continue
 		}
 		if best = stronger(best, e.shellProtection(sub)); best.Forbidden {
