@@ -82,15 +82,19 @@ func supervise(enc string, argv []string) {
 	if p.Mode.Writes() && p.TempDir != "" {
 		env = setEnv(env, "TMPDIR", p.TempDir)
 	}
-	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: childAttr()}
-	child, err := os.StartProcess(name, args, attr)
+	// syscall.ForkExec rather than os.StartProcess: the os package first
+	// probes, once per process, whether clone gives pidfds, by starting a
+	// throwaway child, and the supervisor is a new process every time.
+	// reap waits for the children itself. The command does not inherit
+	// the status pipe or the server's pidfd: both are close-on-exec, and
+	// ForkExec passes only Files.
+	attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: childAttr()}
+	pid, err := syscall.ForkExec(name, args, attr)
 	if err != nil {
 		fail("cannot run %s: %v", argv[0], err)
 	}
-	// The command does not inherit the status pipe: StartProcess passes
-	// only Files.
 	exited := make(chan syscall.WaitStatus, 1)
-	go reap(child.Pid, exited)
+	go reap(pid, exited)
 	var ws syscall.WaitStatus
 	mainDone := false
 	for {
@@ -121,7 +125,7 @@ func supervise(enc string, argv []string) {
 				continue
 			}
 			if !mainDone {
-				_ = syscall.Kill(child.Pid, sig)
+				_ = syscall.Kill(pid, sig)
 			} else {
 				for _, pid := range descendants() {
 					_ = syscall.Kill(pid, sig)
