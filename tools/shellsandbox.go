@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // The values of the tools.sandbox setting.
@@ -17,17 +18,23 @@ const (
 	sandboxWorkspaceWrite = "workspace-write"
 )
 
-// sandboxSetting is tools.sandbox: off, read-only (the default: commands
+// sandboxSetting is tools.sandbox: read-only (the default: commands
 // judged read-only run in the read-only sandbox, other unasked commands
-// with the protected paths read-only) or workspace-write (every unasked
-// command writes only inside the roots and a private temporary folder,
-// without network). An unknown value counts as the default.
+// write by allow-list), workspace-write (every unasked command writes only
+// inside the roots and a private temporary folder, without network) or
+// danger-full-access, also spelled off (unasked commands run with no
+// sandbox; both come back as sandboxOff). Full access is honoured only from
+// the user, editor and system settings: the settings merge leaves it out
+// of a workspace's layer, trusted or not (workspace.SandboxFullAccess). An
+// unknown value counts as the default.
 func (e *Env) sandboxSetting() string {
 	if e == nil || e.Workspace == nil || e.Settings() == nil {
 		return sandboxReadOnly
 	}
-	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); v {
-	case sandboxOff, sandboxWorkspaceWrite:
+	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); {
+	case workspace.SandboxFullAccess(v):
+		return sandboxOff
+	case v == sandboxWorkspaceWrite:
 		return v
 	}
 	return sandboxReadOnly
