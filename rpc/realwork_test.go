@@ -44,7 +44,8 @@ import (
 // that the person's own configuration plays no part; the Go build and
 // module caches stay the machine's (GOCACHE and GOMODCACHE are set to
 // where they were), and npm's is ~/.npm of that home, its default place,
-// warmed by the direct run. Nothing reaches past loopback: the fixture has
+// warmed by the direct run. The home holds the person's settings of git
+// and go, as a real one does. Nothing reaches past loopback: the fixture has
 // no registry dependency, GOPROXY is off and npm's update check is off.
 
 // realWorkRules are the allow rules a person would add for this work. A
@@ -358,13 +359,18 @@ func realWorkEnv(t *testing.T) {
 }
 
 // realWorkHome makes a fresh folder the home folder, with the person's
-// git configuration: git reads the author from ~/.gitconfig, which the
-// sandbox lets commands read.
+// settings of git and go, which the sandbox lets commands read: git reads
+// the author from ~/.gitconfig, and go the build tag goapp needs from
+// ~/.config/go/env (what go env -w writes).
 func realWorkHome(t *testing.T) string {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	writeFile(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Real Work\n\temail = work@example.com\n[init]\n\tdefaultBranch = main\n")
+	if err := os.MkdirAll(filepath.Join(home, ".config", "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, ".config", "go", "env"), "GOFLAGS=-tags=realwork\n")
 	return home
 }
 

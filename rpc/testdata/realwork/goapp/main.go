@@ -13,5 +13,5 @@ func greet(name string) string {
 }
 
 func main() {
-	fmt.Println(greet("world"))
+	fmt.Println(greet(who))
 }
