@@ -30,12 +30,17 @@ type Layout struct {
 
 // homeToolchains are the folders under a home folder that hold
 // toolchains and the configuration they need to run: readable, not
-// writable. Paths use slashes.
+// writable. Paths use slashes. Go's settings file (what go env -w
+// writes, in the user config folder: .config on Linux, Library/Application
+// Support on macOS) is read as git's are: without it go falls back to its
+// defaults without a word, and builds without the person's GOFLAGS or
+// fetches their GOPRIVATE modules through the public proxy.
 var homeToolchains = []string{
 	"go", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".nvm", ".volta", ".fnm", ".bun/bin",
 	".deno/bin", ".sdkman", ".asdf", ".local/bin", ".local/lib", ".local/share/mise",
 	".local/share/fnm", ".dotnet", ".ghcup", ".cabal/bin", ".elan", ".opam", ".nix-profile",
-	".gem", ".terminfo", ".gitconfig", ".config/git",
+	".gem", ".terminfo", ".gitconfig", ".config/git", ".config/go/env",
+	"Library/Application Support/go/env",
 }
 
 // cache is a build cache a command may write: where it is, relative to
