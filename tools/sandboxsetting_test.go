@@ -14,13 +14,13 @@ import (
 // a trusted workspace is not honoured, so the command still asks.
 func TestSandboxFullAccessIsTheUsersSetting(t *testing.T) {
 	for _, v := range []string{"danger-full-access", "off"} {
-		e, sh := shellTestEnv(t, map[string]any{"tools": map[string]any{"sandbox": v}})
+		_, sh := shellTestEnv(t, map[string]any{"tools": map[string]any{"sandbox": v}})
 		t.Setenv(sandbox.EnvDisable, "1")
 		if conf, _ := sh.ShouldConfirm(context.Background(), nil, map[string]any{"command": "ls"}); conf != nil {
 			t.Errorf("editor %s: a read-only command asked: %q", v, conf.Title)
 		}
 
-		e, sh = shellTestEnv(t, nil)
+		e, sh := shellTestEnv(t, nil)
 		e.write(t, filepath.Join(".qwen", "settings.json"), `{"tools": {"sandbox": "`+v+`"}}`)
 		trusted := true
 		e.Workspace.Settings.SetEditorTrust(&trusted)

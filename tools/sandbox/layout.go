@@ -83,6 +83,10 @@ var caches = []cache{
 	{Home: ".bun/install/cache"},
 	{UserCache: "node-gyp"},
 	{Env: []string{"PRE_COMMIT_HOME"}, UserCache: "pre-commit"},
+	// Go's local telemetry counters, which every go command updates (in
+	// the user config folder); they run nothing.
+	{Home: ".config/go/telemetry"},
+	{Home: "Library/Application Support/go/telemetry"},
 }
 
 func (l Layout) getenv(k string) string {
