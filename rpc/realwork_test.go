@@ -130,6 +130,10 @@ var realSteps = []realStep{
 			if err == nil || wrote {
 				t.Errorf("the hook wrote the git folder: hooks/x exists: %v, config written: %v", err == nil, wrote)
 			}
+			// The result says what was refused, with the path.
+			if !strings.Contains(out, "Sandbox: refused write "+hook+" (git's own files") {
+				t.Errorf("the result does not say the sandbox refused %s:\n%s", hook, out)
+			}
 		} else if err != nil || !wrote || !strings.Contains(out, "pre-commit: wrote .git/hooks/x") {
 			t.Errorf("run directly, the hook could not write .git/hooks/x (%v) or .git/config (%v): %s", err, wrote, out)
 		}
@@ -268,7 +272,10 @@ func (w *realWork) runUnasked(t *testing.T, id, cmd, dir string) (string, bool) 
 		return "", false
 	}
 	msg := w.agent.toolMessage(t, id)
-	if !strings.Contains(msg, "\nExit Code: 0\n") || strings.Contains(msg, "\nSandbox: ") {
+	// "Sandbox: refused …" reports what the sandbox refused a command
+	// that still succeeded (the hook's writes); "blocked" would mean it
+	// failed because of the sandbox.
+	if !strings.Contains(msg, "\nExit Code: 0\n") || strings.Contains(msg, "\nSandbox: blocked") {
 		t.Errorf("%q did not finish as it does outside the sandbox:\n%s", cmd, msg)
 		return msg, false
 	}

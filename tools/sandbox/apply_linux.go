@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
 )
 
 // devices are the files a read-only or workspace-write command may still
@@ -19,34 +20,47 @@ import (
 // no file.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 
-// apply confines the supervisor's thread (and so everything it starts)
-// and returns the program to run. report receives what the guard refuses.
-func apply(p Policy, argv []string, report func(Denial)) (string, []string, error) {
-	name, err := exec.LookPath(argv[0])
-	if err != nil {
-		return "", nil, err
+// launchPlan works out everything the supervisor's first stage (package
+// launch) does for p, so that the supervisor only opens, mounts and calls
+// what the plan lists: the binds of what exists of the protected class,
+// its own /proc, the Landlock ruleset, the system call filter, and the
+// command with its environment.
+func launchPlan(p Policy, path string, args []string) (launch.Plan, error) {
+	lp := launch.Plan{
+		Path: path, Args: args, ProbeOnly: p.ProbeOnly,
+		Unset: []string{envPolicy, launch.EnvPlan},
+	}
+	if p.UnsetGORACE {
+		lp.Unset = append(lp.Unset, "GORACE")
+	}
+	if p.Mode == ReadOnly {
+		lp.Set = append(lp.Set, "GIT_OPTIONAL_LOCKS=0")
+	}
+	if p.Mode.Writes() && p.TempDir != "" {
+		lp.Set = append(lp.Set, "TMPDIR="+p.TempDir)
+	}
+	if p.Linger {
+		lp.StatusFD = statusFD
+	}
+	if p.ServerFD > 0 {
+		lp.CloseOnExec = append(lp.CloseOnExec, p.ServerFD)
 	}
 	if p.Mounts {
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return "", nil, fmt.Errorf("make the mount namespace private: %w", err)
-		}
+		lp.Mounts, lp.ClearAmbient = true, true
 		if p.Mode.Confined() {
 			if p.Mode.Writes() {
-				if err := bindClass(p.Class); err != nil {
-					return "", nil, err
-				}
+				lp.Binds = classBinds(p.Class)
 			}
 			// The command's own /proc: its PID namespace, so that no
 			// other process's command line, environment or files show.
-			if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-				return "", nil, fmt.Errorf("mount /proc: %w", err)
+			lp.Proc = true
+		} else {
+			for _, a := range p.AlwaysProtected {
+				if a != "" {
+					lp.Binds = append(lp.Binds, launch.Bind{Path: a, ReadOnly: true})
+				}
 			}
-		} else if err := bindReadOnly(p.AlwaysProtected); err != nil {
-			return "", nil, err
 		}
-		// Capabilities given to make the mounts (in a user namespace)
-		// do not pass to the command.
-		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	}
 	if !p.Mode.Confined() {
 		// Everything is allowed, but a process under Landlock cannot
@@ -54,59 +68,64 @@ func apply(p Policy, argv []string, report func(Denial)) (string, []string, erro
 		// reach the processes outside (/proc/PID/root of the server).
 		// Best effort: on a kernel without Landlock the binds alone are
 		// left.
-		cfg := landlock.Config{HandledAccessFS: allFS}.BestEffort()
-		fd, flags, err := cfg.NewRulesetFD(landlock.PathAccess(allFS, "/"))
-		if err != nil || fd < 0 {
-			return name, argv, err
+		if fs := fsRights(ABI()); fs != 0 {
+			lp.Landlock = &launch.Ruleset{HandledFS: fs, Rules: []launch.Rule{{Path: "/", Access: fs}}}
+			lp.Optional = true
 		}
-		defer unix.Close(fd)
-		return name, argv, restrictWith(fd, flags)
+		return lp, nil
 	}
 	if !guardArch {
-		return "", nil, errors.New("no system call filter for this architecture")
+		return lp, errors.New("no system call filter for this architecture")
 	}
-	if os.Geteuid() == 0 {
-		// Root in the user namespace: the command gets no capability,
-		// not even inside the namespace.
-		for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-			_ = unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		}
-	}
-	// Nothing the command runs may read or write the supervisor's
-	// memory (it holds the guard, which is not confined).
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	fd, flags, err := confinedRuleset(p)
+	// Root in the user namespace: the command gets no capability, not
+	// even inside the namespace. Nothing the command runs may read or
+	// write the supervisor's memory (it holds the guard, which is not
+	// confined).
+	lp.DropBounding = os.Geteuid() == 0
+	lp.Undumpable = true
+	rs, err := confinedRuleset(p)
 	if err != nil {
-		return "", nil, fmt.Errorf("landlock: %w", err)
+		return lp, fmt.Errorf("landlock: %w", err)
 	}
-	if err := restrictWith(fd, flags); err != nil {
-		unix.Close(fd)
-		return "", nil, fmt.Errorf("landlock: %w", err)
-	}
-	listener, err := installFilter(p.Mode, p.Mode.Writes())
+	lp.Landlock = rs
+	raw, err := filterFor(p.Mode, p.Mode.Writes())
 	if err != nil {
-		unix.Close(fd)
-		return "", nil, err
+		return lp, err
 	}
-	if p.Mode.Writes() {
-		// The ruleset stays open: the guard confines a new worker with
-		// it for each call that waits on a pipe.
-		if err := startGuard(listener, fd, flags, p, report); err != nil {
-			return "", nil, fmt.Errorf("guard: %w", err)
-		}
-	} else {
-		unix.Close(fd)
+	for _, r := range raw {
+		lp.Filter = append(lp.Filter, launch.Instruction{Op: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K})
 	}
-	return name, argv, nil
+	lp.Listener = p.Mode.Writes()
+	return lp, nil
 }
 
-// bindClass makes what exists of the protected class read-only bind
-// mounts: at the top of each root, the protected folders and files; in
-// each git directory, every entry git's everyday commands do not write
-// (config, hooks, info, and whatever else is there), after the git
-// directory itself is made a mount point of its own, which cannot be
-// renamed or replaced. What does not exist is kept by the guard.
-func bindClass(c Class) error {
+// fsRights are the file system rights Landlock knows at ABI abi.
+func fsRights(abi int) uint64 {
+	switch {
+	case abi >= 9:
+		return 1<<17 - 1
+	case abi >= 5:
+		return 1<<16 - 1
+	case abi >= 3:
+		return 1<<15 - 1
+	case abi == 2:
+		return 1<<14 - 1
+	case abi == 1:
+		return 1<<13 - 1
+	}
+	return 0
+}
+
+// classBinds lists what exists of the protected class, to be made
+// read-only bind mounts: at the top of each root, the protected folders
+// and files; in each git directory, every entry git's everyday commands
+// do not write (config, hooks, info, and whatever else is there), after
+// the git directory itself is made a mount point of its own (read-write,
+// so that git can take its locks and write its index and HEAD beside the
+// rest), which cannot be renamed or replaced. What does not exist is kept
+// by the guard.
+func classBinds(c Class) []launch.Bind {
+	var binds, gitBinds []launch.Bind
 	var gitDirs []string
 	for _, root := range c.Roots {
 		entries, err := os.ReadDir(root)
@@ -125,89 +144,50 @@ func bindClass(c Class) error {
 					continue
 				}
 			}
-			if err := bindReadOnly([]string{p}); err != nil {
-				return err
-			}
+			binds = append(binds, launch.Bind{Path: p, ReadOnly: true})
 		}
 	}
-	gitDirs = append(gitDirs, c.GitDirs...)
-	for _, g := range gitDirs {
-		if err := bindGitDir(g); err != nil {
-			return err
-		}
-	}
-	return bindReadOnly(c.HookDirs)
-}
-
-// bindGitDir makes g a mount point (read-write, so that git can take its
-// locks and write its index and HEAD beside the rest) and every entry git
-// does not write a read-only mount on it.
-func bindGitDir(g string) error {
-	fi, err := os.Stat(g)
-	if err != nil || !fi.IsDir() {
-		return nil
-	}
-	if err := unix.Mount(g, g, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", g, err)
-	}
-	entries, err := os.ReadDir(g)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", g, err)
-	}
-	var ro []string
-	for _, e := range entries {
-		if !GitTopWritable(e.Name()) {
-			ro = append(ro, filepath.Join(g, e.Name()))
-		}
-	}
-	ro = append(ro, filepath.Join(g, "objects", "info"))
-	return bindReadOnly(ro)
-}
-
-// bindReadOnly makes each existing path a read-only bind mount of itself
-// in the supervisor's private mount namespace. A file bind-mounted that way
-// can neither be written nor renamed over nor removed (EBUSY).
-func bindReadOnly(paths []string) error {
-	for _, path := range paths {
-		if path == "" {
+	for _, g := range append(gitDirs, c.GitDirs...) {
+		entries, err := os.ReadDir(g)
+		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(path); err != nil {
-			continue
-		}
-		if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s: %w", path, err)
-		}
-		flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
-		// A remount in a user namespace must keep the locked flags of
-		// the mount it copies.
-		var st unix.Statfs_t
-		if unix.Statfs(path, &st) == nil {
-			for _, f := range []int64{unix.MS_NOSUID, unix.MS_NODEV, unix.MS_NOEXEC, unix.MS_NOATIME, unix.MS_NODIRATIME, unix.MS_RELATIME} {
-				if st.Flags&f != 0 {
-					flags |= uintptr(f)
-				}
+		gitBinds = append(gitBinds, launch.Bind{Path: g})
+		for _, e := range entries {
+			if !GitTopWritable(e.Name()) {
+				gitBinds = append(gitBinds, launch.Bind{Path: filepath.Join(g, e.Name()), ReadOnly: true})
 			}
 		}
-		if err := unix.Mount("", path, "", flags, ""); err != nil {
-			return fmt.Errorf("make %s read-only: %w", path, err)
-		}
+		gitBinds = append(gitBinds, launch.Bind{Path: filepath.Join(g, "objects", "info"), ReadOnly: true})
 	}
-	return nil
+	for _, h := range c.HookDirs {
+		binds = append(binds, launch.Bind{Path: h, ReadOnly: true})
+	}
+	return append(gitBinds, binds...)
 }
 
-// allFS is every file system right Landlock knows.
-const allFS = landlock.AccessFSSet(1<<16 - 1)
+// The rights a rule grants: read (and execute) a hierarchy; read and
+// write it, moving files within and into it included; read and write
+// files (devices).
+var (
+	rightsRead = uint64(llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir)
+	rightsRW   = rightsRead | uint64(llsys.AccessFSWriteFile|llsys.AccessFSRemoveDir|llsys.AccessFSRemoveFile|
+		llsys.AccessFSMakeChar|llsys.AccessFSMakeDir|llsys.AccessFSMakeReg|llsys.AccessFSMakeSock|
+		llsys.AccessFSMakeFifo|llsys.AccessFSMakeBlock|llsys.AccessFSMakeSym|llsys.AccessFSTruncate|
+		llsys.AccessFSRefer)
+	rightsDevice = uint64(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev)
+)
 
 // confinedRuleset is the Landlock ruleset of a confined policy: read the
 // readable list, write the writable list (Protect, WorkspaceWrite) and
 // the devices; no TCP (read-only, workspace-write); and, on ABI 6 and
 // later, no signal to and no abstract socket of a process outside
-// (read-only, workspace-write).
-func confinedRuleset(p Policy) (int, uint32, error) {
+// (read-only, workspace-write). A rule grants only rights the ruleset
+// handles; the supervisor narrows a rule for a file to the file rights.
+func confinedRuleset(p Policy) (*launch.Ruleset, error) {
 	cfg, err := strictConfig()
 	if err != nil {
-		return -1, 0, err
+		return nil, err
 	}
 	switch p.Mode {
 	case Protect:
@@ -219,47 +199,28 @@ func confinedRuleset(p Policy) (int, uint32, error) {
 		// Unix sockets stay (a build server, the Docker socket).
 		cfg.HandledAccessFS &^= landlock.AccessFSSet(llsys.AccessFSResolveUnix)
 	}
-	var rules []landlock.Rule
+	fs := uint64(cfg.HandledAccessFS)
+	rs := &launch.Ruleset{HandledFS: fs, HandledNet: uint64(cfg.HandledAccessNet), Scoped: uint64(cfg.Scoped)}
+	add := func(path string, access uint64) {
+		if path != "" && access&fs != 0 {
+			rs.Rules = append(rs.Rules, launch.Rule{Path: path, Access: access & fs})
+		}
+	}
 	if len(p.Readable) == 0 {
-		rules = append(rules, landlock.RODirs("/"))
+		add("/", rightsRead)
 	}
 	for _, r := range p.Readable {
-		fi, err := os.Stat(r)
-		switch {
-		case err != nil:
-		case fi.IsDir():
-			rules = append(rules, landlock.RODirs(r).IgnoreIfMissing())
-		default:
-			rules = append(rules, landlock.ROFiles(r).IgnoreIfMissing())
-		}
+		add(r, rightsRead)
 	}
-	dev := landlock.RWFiles(devices...).IgnoreIfMissing()
-	if ABI() >= 5 {
-		// ioctl on the terminal (stty, isatty-driven tools); ABI 4
-		// neither handles nor grants it.
-		dev = dev.WithIoctlDev()
+	for _, d := range devices {
+		add(d, rightsDevice)
 	}
-	rules = append(rules, dev)
 	if p.Mode.Writes() {
-		var dirs, files []string
 		for _, d := range append(append([]string(nil), p.Writable...), p.TempDir) {
-			if d == "" {
-				continue
-			}
-			if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
-				files = append(files, d)
-			} else {
-				dirs = append(dirs, d)
-			}
-		}
-		if len(dirs) > 0 {
-			rules = append(rules, landlock.RWDirs(dirs...).IgnoreIfMissing().WithRefer())
-		}
-		if len(files) > 0 {
-			rules = append(rules, landlock.RWFiles(files...).IgnoreIfMissing())
+			add(d, rightsRW)
 		}
 	}
-	return cfg.NewRulesetFD(rules...)
+	return rs, nil
 }
 
 // restrictWith confines the calling OS thread with the ruleset fd. The
@@ -306,4 +267,14 @@ func ABI() int {
 		return 0
 	}
 	return v
+}
+
+// planEnv is the launch plan of p for the command argv, as the value of
+// launch.EnvPlan.
+func planEnv(p Policy, argv []string) (string, error) {
+	lp, err := launchPlan(p, argv[0], argv)
+	if err != nil {
+		return "", err
+	}
+	return lp.Encode(), nil
 }

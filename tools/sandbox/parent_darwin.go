@@ -62,3 +62,7 @@ func apply(p Policy, argv []string, _ func(Denial)) (string, []string, error) {
 	args := append([]string{"sandbox-exec", "-p", SeatbeltProfile(p), name}, argv[1:]...)
 	return SeatbeltPath, args, nil
 }
+
+// planEnv: macOS has no first stage; the supervisor applies the policy
+// itself.
+func planEnv(Policy, []string) (string, error) { return "", nil }

@@ -3,10 +3,8 @@
 package sandbox
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -17,7 +15,11 @@ import (
 
 // The supervisor starts when a binary that links this package runs as
 // `BINARY sandbox-exec -- PROGRAM ARGS...` with the policy in envPolicy:
-// package initialisation hands the process over before main runs.
+// package initialisation hands the process over before main runs. On
+// Linux the command was already started by package launch, which
+// initialises before the rest of the binary; this stage does what needs
+// more of the standard library: the guard, the server's death, signals,
+// what the command left running.
 func init() {
 	if len(os.Args) < 4 || os.Args[1] != Arg || os.Args[2] != "--" {
 		return
@@ -48,9 +50,13 @@ func supervise(enc string, argv []string) {
 	_ = os.Unsetenv(envPolicy)
 	parent := os.Getppid()
 
+	// The end of the supervisor passes to exitLike before the handlers
+	// are installed: a command that ends in between is passed on with
+	// the handler reset.
+	attachExit()
 	// Signals first: a parent-death signal that arrives from here on is
-	// handled; one that came before would have killed us, and nothing
-	// was started then.
+	// handled; one that came before would have killed us (and the
+	// command, in its PID namespace or by its own parent-death signal).
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
@@ -59,39 +65,15 @@ func supervise(enc string, argv []string) {
 		fail("cannot watch the server: %v", err)
 	}
 	if gone() {
+		killDescendants()
 		os.Exit(exitCode)
 	}
-	var status *os.File
-	if p.Linger {
-		// The command must not write the report.
-		syscall.CloseOnExec(statusFD)
-		status = os.NewFile(statusFD, "status")
-	}
-	rep := &reporter{status: status}
-	pid, err := confineAndStart(p, argv, rep)
+	cmd, err := startCommand(p, argv)
 	if err != nil {
 		fail("%v", err)
 	}
-	if p.ProbeOnly {
-		os.Exit(0)
-	}
-	exited := make(chan syscall.WaitStatus, 1)
-	go reap(pid, exited)
-	var ws syscall.WaitStatus
-	mainDone := false
 	for {
 		select {
-		case ws = <-exited:
-			if !mainDone {
-				mainDone = true
-				if status == nil {
-					exitLike(ws)
-				}
-				rep.finish(encodeStatus(ws))
-				continue
-			}
-			// Every descendant is gone (reap saw ECHILD).
-			exitLike(ws)
 		case <-died:
 			killDescendants()
 			os.Exit(exitCode)
@@ -106,8 +88,8 @@ func supervise(enc string, argv []string) {
 				}
 				continue
 			}
-			if !mainDone {
-				_ = syscall.Kill(pid, sig)
+			if !cmd.mainDone() {
+				_ = syscall.Kill(cmd.pid, sig)
 			} else {
 				for _, pid := range descendants() {
 					_ = syscall.Kill(pid, sig)
@@ -117,52 +99,11 @@ func supervise(enc string, argv []string) {
 	}
 }
 
-// confineAndStart confines a thread of its own with p and starts the
-// command from it, which inherits the confinement (the Landlock domain and
-// the system call filter are the thread's, not the process's). The thread
-// is never given back to the runtime, so no other code of the supervisor
-// runs confined, and it stays, parked, for the supervisor's life: the
-// command's parent-death signal fires when the thread that started it
-// ends. With ProbeOnly it confines and starts nothing (pid 0).
-func confineAndStart(p Policy, argv []string, rep *reporter) (int, error) {
-	type started struct {
-		pid int
-		err error
-	}
-	ch := make(chan started, 1)
-	go func() {
-		runtime.LockOSThread()
-		name, args, err := apply(p, argv, rep.deny)
-		if err != nil || p.ProbeOnly {
-			ch <- started{err: err}
-			return
-		}
-		env := os.Environ()
-		if p.UnsetGORACE {
-			env = removeEnv(env, "GORACE")
-		}
-		if p.Mode == ReadOnly {
-			env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
-		}
-		if p.Mode.Writes() && p.TempDir != "" {
-			env = setEnv(env, "TMPDIR", p.TempDir)
-		}
-		// syscall.ForkExec rather than os.StartProcess: the os package
-		// first probes, once per process, whether clone gives pidfds, by
-		// starting a throwaway child, and the supervisor is a new
-		// process every time. reap waits for the children itself. The
-		// command does not inherit the status pipe or the server's
-		// pidfd: both are close-on-exec, and ForkExec passes only Files.
-		attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: childAttr()}
-		pid, err := syscall.ForkExec(name, args, attr)
-		if err != nil {
-			err = fmt.Errorf("cannot run %s: %w", argv[0], err)
-		}
-		ch <- started{pid, err}
-		select {}
-	}()
-	s := <-ch
-	return s.pid, s.err
+// command is the command, once started: its pid, and whether it has
+// ended (its reaper knows).
+type command struct {
+	pid      int
+	mainDone func() bool
 }
 
 // awaitGone polls, for a short while, whether the server has gone (used
@@ -180,65 +121,28 @@ func awaitGone(gone func() bool) bool {
 // maxDenials bounds the denials one command reports.
 const maxDenials = 20
 
-// reporter writes to the status pipe: the denials as they happen, then
-// the command's status, which ends the report.
+// reporter sends the guard's denials to the server, each once, before the
+// command's status: write puts a line on the status pipe, if it still
+// takes one.
 type reporter struct {
-	mu     sync.Mutex
-	status *os.File
-	seen   map[string]bool
-	done   bool
+	mu    sync.Mutex
+	write func(string) bool
+	seen  map[string]bool
 }
 
 // deny reports a denial once per operation and path.
 func (r *reporter) deny(d Denial) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.status == nil || r.done {
-		return
-	}
 	key := d.Op + " " + d.Path
-	if r.seen[key] || len(r.seen) >= maxDenials {
+	if r.write == nil || r.seen[key] || len(r.seen) >= maxDenials {
 		return
 	}
 	if r.seen == nil {
 		r.seen = map[string]bool{}
 	}
 	r.seen[key] = true
-	_, _ = fmt.Fprintln(r.status, "deny", d.Op, strconv.Quote(string(d.Kind)), strconv.Quote(d.Path))
-}
-
-// finish writes the status line and closes the pipe.
-func (r *reporter) finish(line string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.status == nil || r.done {
-		return
-	}
-	r.done = true
-	_, _ = fmt.Fprintln(r.status, line)
-	_ = r.status.Close()
-}
-
-// reap waits for every child (orphans that come back to a subreaper
-// included). It sends the status of main, and then, once no child is
-// left, the same status again.
-func reap(main int, exited chan<- syscall.WaitStatus) {
-	var mainStatus syscall.WaitStatus
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			exited <- mainStatus
-			return
-		}
-		if pid == main {
-			mainStatus = ws
-			exited <- ws
-		}
-	}
+	r.write("deny " + d.Op + " " + strconv.Quote(string(d.Kind)) + " " + strconv.Quote(d.Path))
 }
 
 // encodeStatus is the line a lingering supervisor writes: "exit N" or
@@ -256,7 +160,7 @@ func exitLike(ws syscall.WaitStatus) {
 	if ws.Signaled() {
 		sig := ws.Signal()
 		signal.Reset(sig)
-		_ = syscall.Kill(os.Getpid(), sig)
+		killSelf(sig)
 		os.Exit(128 + int(sig))
 	}
 	os.Exit(ws.ExitStatus())

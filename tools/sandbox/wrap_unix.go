@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
 )
 
 // Supervised is a command that runs under the supervisor.
@@ -88,10 +90,20 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		s.closePipes()
 		return nil, err
 	}
+	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
+	plan, err := planEnv(p, argv)
+	if err != nil {
+		s.closePipes()
+		return nil, err
+	}
 	s.Policy = p
-	cmd.Args = append([]string{self, Arg, "--", cmd.Path}, cmd.Args[1:]...)
+	cmd.Args = append([]string{self, Arg, "--"}, argv...)
 	cmd.Path = self
-	cmd.Env = setEnv(env, envPolicy, enc)
+	env = setEnv(env, envPolicy, enc)
+	if plan != "" {
+		env = setEnv(env, launch.EnvPlan, plan)
+	}
+	cmd.Env = env
 	return s, nil
 }
 

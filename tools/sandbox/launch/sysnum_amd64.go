@@ -1,0 +1,5 @@
+//go:build linux
+
+package launch
+
+const sysSeccomp = 317

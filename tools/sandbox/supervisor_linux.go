@@ -1,0 +1,37 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
+)
+
+// startCommand takes over the command package launch started while the
+// binary initialised: the end of the supervisor, and the guard when the
+// policy has one.
+func startCommand(p Policy, _ []string) (command, error) {
+	st := launch.Started()
+	if st == nil {
+		return command{}, errors.New("no launch plan came with the policy: the server and this binary differ")
+	}
+	if st.Listener >= 0 {
+		rep := &reporter{write: st.Report}
+		if err := startGuard(st.Listener, st.Ruleset, 0, p, rep.deny); err != nil {
+			return command{}, fmt.Errorf("guard: %w", err)
+		}
+	}
+	return command{pid: st.Pid, mainDone: st.MainDone}, nil
+}
+
+// killSelf passes a death by a signal on to the supervisor itself.
+func killSelf(sig syscall.Signal) { launch.KillSelf(sig) }
+
+// attachExit hands the end of the supervisor, which the first stage's
+// reaper decides, to exitLike.
+func attachExit() {
+	if st := launch.Started(); st != nil {
+		st.Attach(exitLike)
+	}
+}
