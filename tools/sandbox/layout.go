@@ -312,6 +312,42 @@ func (l Layout) Readable() []string {
 			add(dir)
 		}
 	}
+	return pruneReadable(out)
+}
+
+// pruneReadable drops what does not exist and what another entry already
+// covers once links are resolved (/bin is /usr/bin on most systems): each
+// entry is a rule the supervisor opens and adds for every command.
+func pruneReadable(paths []string) []string {
+	real := make([]string, len(paths))
+	for i, p := range paths {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		real[i] = r
+	}
+	var out []string
+	for i, p := range paths {
+		if real[i] == "" {
+			continue
+		}
+		covered := false
+		for j, q := range real {
+			if j != i && q != "" && q != real[i] && within(real[i], q) {
+				covered = true
+				break
+			}
+			if j < i && q == real[i] {
+				// The same place named twice: the first stays.
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
 	return out
 }
 
