@@ -101,10 +101,15 @@ func startUnasked(t *testing.T, sc unaskedScenario, homeFiles map[string]string)
 		u.mu.Unlock()
 		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "cancel"}}, nil
 	})
-	// After a call runs, the model says "ok" and the turn ends.
+	// After a call runs, the model says "ok" and the turn ends. A long
+	// battery fills the context: the request to summarise it gets a
+	// summary.
 	a.model.SetSide(func(r modeltest.Request) (modeltest.Response, bool) {
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "tool" {
 			return modeltest.Response{Text: "ok"}, true
+		}
+		if len(r.Messages) > 0 && r.Messages[0].Role == "system" && strings.Contains(r.Messages[0].Text(), "You compress a coding agent's conversation") {
+			return modeltest.Response{Text: "Commands were run."}, true
 		}
 		return modeltest.Response{}, false
 	})
@@ -114,6 +119,14 @@ func startUnasked(t *testing.T, sc unaskedScenario, homeFiles map[string]string)
 // run sends one run_shell_command call and returns what the model was
 // told about it ("" when the editor rejected it and the turn ended).
 func (u *unasked) run(t *testing.T, id, command string) string {
+	t.Helper()
+	msg := u.send(t, id, command)
+	t.Logf("%s (asked: %v): %.300q", id, u.wasAsked(id), brief(msg))
+	return msg
+}
+
+// send is run without the log line.
+func (u *unasked) send(t *testing.T, id, command string) string {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": command, "timeout": 30000})
 	u.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: id, Name: "run_shell_command", Arguments: string(args)}}})
@@ -129,7 +142,6 @@ func (u *unasked) run(t *testing.T, id, command string) string {
 			}
 		}
 	}
-	t.Logf("%s (asked: %v): %.300q", id, u.wasAsked(id), brief(msg))
 	return msg
 }
 
