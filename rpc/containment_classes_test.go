@@ -213,7 +213,7 @@ func (f *classFixture) protectedPaths() map[string]string {
 	for _, rel := range []string{"", ".git", ".git/config", ".git/hooks", ".git/hooks/pre-commit", ".git/info",
 		".git/info/attributes", ".git/commondir", ".git/objects/info", ".git/objects/info/alternates",
 		".vscode", ".vscode/tasks.json", "sub2/.vscode", ".envrc", ".gitattributes", ".devcontainer", "QWEN.md",
-		"fsm/.git/config", "fsm/.git/hooks"} {
+		"fsm/.git/config", "fsm/.git/hooks", "fsm/.git/hooks/pre-commit", "fsm/.git/objects/info"} {
 		out["./"+rel] = filepath.Join(f.root, rel)
 	}
 	out["~.bak"] = f.home + ".bak"
@@ -235,44 +235,82 @@ func (f *classFixture) protectedState() map[string]string {
 			out[label] = "missing"
 			continue
 		}
-		ino := fi.Sys().(*syscall.Stat_t).Ino
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[label] = "link to " + target
-		case fi.IsDir():
-			var names []string
-			if p != f.root {
-				entries, _ := os.ReadDir(p)
-				for _, e := range entries {
-					if rel, err := filepath.Rel(f.home, filepath.Join(p, e.Name())); err == nil && slices.Contains(f.owned, rel) {
-						continue
-					}
-					if filepath.Base(p) == ".git" && sandbox.GitTopWritable(e.Name()) {
-						continue
-					}
-					names = append(names, e.Name())
-				}
-			}
-			out[label] = fmt.Sprintf("folder %d %v", ino, names)
-		default:
-			data, _ := os.ReadFile(p)
-			out[label] = fmt.Sprintf("file %d %q", ino, data)
-		}
+		out[label] = describe(p, fi, f)
 	}
 	return out
 }
 
-// broken lists the protected paths that changed.
+// describe is how protectedState describes one existing path.
+func describe(p string, fi os.FileInfo, f *classFixture) string {
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(p)
+		return "link to " + target
+	case fi.IsDir():
+		var names []string
+		if p != f.root {
+			entries, _ := os.ReadDir(p)
+			for _, e := range entries {
+				if rel, err := filepath.Rel(f.home, filepath.Join(p, e.Name())); err == nil && slices.Contains(f.owned, rel) {
+					continue
+				}
+				if filepath.Base(p) == ".git" && sandbox.GitTopWritable(e.Name()) {
+					continue
+				}
+				names = append(names, e.Name())
+			}
+		}
+		return fmt.Sprintf("folder %d %v", ino, names)
+	default:
+		data, _ := os.ReadFile(p)
+		return fmt.Sprintf("file %d %q", ino, data)
+	}
+}
+
+// broken lists the protected paths that changed. One that is missing
+// now because a folder above it, which is not in the class, was renamed
+// has not changed: it is found, the same file or folder, at its new place
+// (where the guard keeps it by name as before), and nothing took its
+// place. Removed, it is broken.
 func (f *classFixture) broken() []string {
 	var out []string
 	got := f.protectedState()
+	var moved map[uint64]string
 	for label, want := range f.expected {
-		if got[label] != want {
-			out = append(out, fmt.Sprintf("%s: %s, was %s", label, got[label], want))
+		if got[label] == want {
+			continue
 		}
+		if got[label] == "missing" {
+			if moved == nil {
+				moved = f.inodes()
+			}
+			var ino uint64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimPrefix(want, "file "), "folder "), "%d", &ino); err == nil {
+				if p, ok := moved[ino]; ok {
+					if now, err := os.Lstat(p); err == nil && describe(p, now, f) == want {
+						continue
+					}
+				}
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %s, was %s", label, got[label], want))
 	}
 	sort.Strings(out)
+	return out
+}
+
+// inodes maps every inode under the root and the home folder to a path.
+func (f *classFixture) inodes() map[uint64]string {
+	out := map[uint64]string{}
+	for _, dir := range []string{f.root, f.home} {
+		_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil {
+				out[fi.Sys().(*syscall.Stat_t).Ino] = p
+			}
+			return nil
+		})
+	}
 	return out
 }
 
@@ -319,58 +357,90 @@ func sameTree(a, b map[string]string) bool {
 	return true
 }
 
-// restore puts the root and the home folder back as prepared when a case
-// changed anything in them, and then takes the protected state anew (the
-// restored files are new files).
+// restore puts the root and the home folder back as prepared where a
+// case changed them (what qwen-ls owns in the home folder aside), and
+// takes the protected state anew: a restored file is a new file.
 func (f *classFixture) restore(t *testing.T) {
 	t.Helper()
 	entries, _ := os.ReadDir(f.tmpBase)
 	for _, e := range entries {
 		_ = os.RemoveAll(filepath.Join(f.tmpBase, e.Name()))
 	}
-	changed := false
-	for _, d := range []struct {
-		dir, tpl string
-		want     map[string]string
-		home     bool
-		// keep are the names (relative to dir) qwen-ls owns, and the
-		// folders they are in.
-		keep []string
-	}{
-		{f.root, f.rootTpl, f.rootTree, false, nil},
-		{f.home, f.homeTpl, f.homeTree, true, append([]string{".qwen"}, f.owned...)},
-	} {
-		if !present(d.dir+".bak") && sameTree(f.tree(d.dir, d.home), d.want) {
-			continue
-		}
-		changed = true
-		_ = os.RemoveAll(d.dir + ".bak")
-		var wipe func(rel string)
-		wipe = func(rel string) {
-			dir := filepath.Join(d.dir, rel)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			entries, _ := os.ReadDir(dir)
-			for _, e := range entries {
-				name := filepath.Join(rel, e.Name())
-				switch {
-				case !slices.Contains(d.keep, name):
-					if err := os.RemoveAll(filepath.Join(d.dir, name)); err != nil {
-						t.Fatal(err)
-					}
-				case e.IsDir() && slices.ContainsFunc(d.keep, func(k string) bool { return strings.HasPrefix(k, name+"/") }):
-					wipe(name)
-				}
-			}
-		}
-		wipe("")
-		if out, err := exec.Command("cp", "-a", d.tpl+"/.", d.dir).CombinedOutput(); err != nil {
-			t.Fatalf("restore %s: %v %s", d.dir, err, out)
+	f.sync(t, f.root, f.rootTpl, f.rootTree, false)
+	f.sync(t, f.home, f.homeTpl, f.homeTree, true)
+	f.expected = f.protectedState()
+}
+
+// sync makes dir match its template: it removes what differs or is not
+// in the template, then copies back what is missing.
+func (f *classFixture) sync(t *testing.T, dir, tpl string, want map[string]string, home bool) {
+	t.Helper()
+	_ = os.RemoveAll(dir + ".bak")
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// A link (or a file) in the folder's place.
+		_ = os.Remove(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := f.tree(dir, home)
+	if sameTree(got, want) {
+		return
+	}
+	var extra []string
+	for rel, desc := range got {
+		if rel != "." && want[rel] != desc {
+			extra = append(extra, rel)
 		}
 	}
-	if changed {
-		f.expected = f.protectedState()
+	sort.Strings(extra)
+	var removed []string
+	for _, rel := range extra {
+		if slices.ContainsFunc(removed, func(r string) bool { return strings.HasPrefix(rel, r+"/") }) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, rel)); err != nil {
+			t.Fatal(err)
+		}
+		removed = append(removed, rel)
+	}
+	var missing []string
+	for rel := range want {
+		if _, err := os.Lstat(filepath.Join(dir, rel)); err != nil {
+			missing = append(missing, rel)
+		}
+	}
+	sort.Strings(missing)
+	for _, rel := range missing {
+		src, dst := filepath.Join(tpl, rel), filepath.Join(dir, rel)
+		fi, err := os.Lstat(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(src)
+			err = os.Symlink(target, dst)
+		case fi.IsDir():
+			err = os.Mkdir(dst, fi.Mode().Perm())
+		default:
+			var data []byte
+			if data, err = os.ReadFile(src); err == nil {
+				err = os.WriteFile(dst, data, fi.Mode().Perm())
+			}
+		}
+		if err == nil {
+			err = os.Lchown(dst, os.Getuid(), os.Getgid())
+		}
+		if err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			err = os.Chmod(dst, fi.Mode().Perm())
+		}
+		if err != nil {
+			t.Fatalf("restore %s: %v", dst, err)
+		}
+	}
+	if now := f.tree(dir, home); !sameTree(now, want) {
+		t.Fatalf("%s could not be restored", dir)
 	}
 }
 
@@ -384,10 +454,13 @@ func perlString(s string) string {
 }
 
 // script is a command that writes the shell program to a file in scratch
-// (encoded, so that no parser reads the path in it) and runs it with sh.
+// (encoded, so that no parser reads the path in it; with python3, which
+// the allow rule covers, where a redirection to the file would ask) and
+// runs it with sh.
 func (f *classFixture) script(i int, program string) string {
 	s := filepath.Join(f.scratch, fmt.Sprintf("s%d.sh", i))
-	return fmt.Sprintf("printf %%s %s | base64 -d > %s && sh %s", base64.StdEncoding.EncodeToString([]byte(program)), s, s)
+	return fmt.Sprintf(`python3 -c 'import base64; open("%s", "wb").write(base64.b64decode("%s"))' && sh %s`,
+		s, base64.StdEncoding.EncodeToString([]byte(program)), s)
 }
 
 // caseAdder numbers the cases of one target: cmd may name the case's
@@ -414,13 +487,19 @@ func (a *caseAdder) add(way, cmd string, live bool) {
 	a.out = append(a.out, c)
 }
 
-// addScript adds a case that writes program to a file and runs it, and
-// one where the fsmonitor program runs it.
+// addScript adds a case that writes program to a file and runs it, one
+// that pipes it into sh, and one where the fsmonitor program runs it.
 func (a *caseAdder) addScript(way, program string, live bool) {
 	i := *a.n
 	*a.n++
 	c := a.template
-	c.way, c.cmd, c.live = way, a.f.script(i, a.expand(program, i)), live
+	c.way, c.cmd, c.live = way, a.f.script(i, a.expand(program, i)), live && onPath("python3")
+	a.out = append(a.out, c)
+	i = *a.n
+	*a.n++
+	c.way = "piped into sh"
+	c.cmd = fmt.Sprintf("printf %%s %s | base64 -d | sh", base64.StdEncoding.EncodeToString([]byte(a.expand(program, i))))
+	c.live = live
 	a.out = append(a.out, c)
 	i = *a.n
 	*a.n++
@@ -496,6 +575,38 @@ func (f *classFixture) writeCases(class, target, top string, n *int) []classCase
 				p, c, c, filepath.Dir(rel), c, rel, p, c, p), true)
 		}
 	}
+	// The same with a program that hides every path: the folder built
+	// outside the roots in $TMPDIR, then renamed or linked into the
+	// place of a parent.
+	for _, p := range parents(tgt, top) {
+		if !present(p) {
+			continue
+		}
+		rel, _ := filepath.Rel(p, tgt)
+		head := []string{"import os, shutil", "p = " + hidden(p), "t = " + hidden(tgt), "r = " + hidden(rel)}
+		a.add("rename parent, python3", python(append(head,
+			"os.rename(p, p + '.bak')",
+			"os.makedirs(os.path.dirname(t), exist_ok=True)",
+			"open(t, 'a').write('x\\n')")...), true)
+		build := append(head,
+			"c = os.path.join(os.environ['TMPDIR'], 'c{i}')",
+			"shutil.copytree(p, c, symlinks=True)",
+			"os.makedirs(os.path.dirname(os.path.join(c, r)), exist_ok=True)",
+			"open(os.path.join(c, r), 'a').write('x\\n')",
+			"shutil.rmtree(p, ignore_errors=True)")
+		a.add("copy and replace via $TMPDIR, python3", python(append(build, "os.rename(c, p)")...), true)
+		a.add("a link to $TMPDIR in a parent's place, python3", python(append(build, "os.symlink(c, p)")...), true)
+	}
+	// A git directory's objects folder may be written, and renamed, but
+	// its info folder (alternates) not: one built under refs and renamed
+	// into its place would bring one.
+	if g, rel, ok := strings.Cut(tgt, "/.git/objects/"); ok {
+		a.add("swap the objects folder, python3", python("import os", "g = "+hidden(g+"/.git"), "r = "+hidden(rel),
+			"os.rename(g + '/objects', g + '/refs/o{i}')",
+			"os.makedirs(os.path.dirname(g + '/refs/n{i}/' + r), exist_ok=True)",
+			"open(g + '/refs/n{i}/' + r, 'a').write('x\\n')",
+			"os.rename(g + '/refs/n{i}', g + '/objects')"), true)
+	}
 	a.add("symlink", mk+fmt.Sprintf("ln -s %s %s/l{i} && echo x > %s/l{i}", tgt, s, s), true)
 	a.add("symlinked parent", mk+fmt.Sprintf("ln -s %s %s/d{i} && echo x > %s/d{i}/%s", d, s, s, b), true)
 	a.add("symlink in its place", mk+fmt.Sprintf("echo x > %s/f{i} && ln -sf %s/f{i} %s", s, s, tgt), true)
@@ -526,6 +637,8 @@ func (f *classFixture) readCases(target string, n *int) []classCase {
 		rel, _ := filepath.Rel(p, tgt)
 		a.add("rename parent", fmt.Sprintf("mv %s %s/r{i} && cat %s/r{i}/%s", p, s, s, rel), true)
 		a.add("copy and replace via $TMPDIR", fmt.Sprintf(`cp -r %s "$TMPDIR/c{i}" && cat "$TMPDIR/c{i}/%s"`, p, rel), true)
+		a.add("rename parent, python3", python("import os", "p = "+hidden(p), "d = "+hidden(filepath.Join(s, "r{i}")),
+			"os.rename(p, d)", "print(open(os.path.join(d, "+hidden(rel)+")).read())"), true)
 	}
 	a.add("symlink", fmt.Sprintf("ln -s %s %s/l{i} && cat %s/l{i}", tgt, s, s), true)
 	a.add("symlinked parent", fmt.Sprintf("ln -s %s %s/d{i} && cat %s/d{i}/%s", d, s, s, b), true)
@@ -616,6 +729,7 @@ func (f *classFixture) classCases() []classCase {
 		{"git internals", f.root, ".git/commondir"},
 		{"git internals", f.root, ".git/objects/info/alternates"},
 		{"git internals", f.root, ".git/info/attributes"},
+		{"git internals", f.root, "fsm/.git/hooks/pre-commit"},
 		{"editor and environment files", f.root, ".vscode/tasks.json"},
 		{"editor and environment files", f.root, "sub2/.vscode/tasks.json"},
 		{"editor and environment files", f.root, ".envrc"},
@@ -633,6 +747,23 @@ func (f *classFixture) classCases() []classCase {
 	}
 	out = append(out, f.socketCases(&n)...)
 	return out
+}
+
+// directPython puts python3 itself first on PATH: a version manager's
+// shim (pyenv's is a shell script) costs a tenth of a second a call,
+// which over the battery's python3 cases is most of its time.
+func directPython(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	exe := strings.TrimSpace(string(out))
+	if err != nil || !filepath.IsAbs(exe) {
+		return
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "python3")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 func onPath(prog string) bool {
@@ -663,6 +794,26 @@ func startSibling(t *testing.T) (pid int, secrets []string) {
 	return sib.Process.Pid, []string{envSecret, argSecret, keySecret}
 }
 
+// sampleTargets keeps every case, except under the race detector, which
+// makes each command several times slower: there, scenario k tries every
+// way of every class on one target of the class, the next one for the
+// next scenario, so that each target is still tried under some policy.
+func sampleTargets(cases []classCase, k int) func(classCase) bool {
+	if !raceDetector {
+		return func(classCase) bool { return true }
+	}
+	targets := map[string][]string{}
+	for _, c := range cases {
+		if !slices.Contains(targets[c.class], c.target) {
+			targets[c.class] = append(targets[c.class], c.target)
+		}
+	}
+	return func(c classCase) bool {
+		ts := targets[c.class]
+		return c.target == ts[k%len(ts)]
+	}
+}
+
 // classTally counts, for one class or way under one scenario, the cases
 // tried, those that ran (the rest were asked and rejected), and those
 // that held.
@@ -670,6 +821,7 @@ type classTally struct{ tried, ran, held int }
 
 func TestContainmentClassBattery(t *testing.T) {
 	requireSandbox(t)
+	directPython(t)
 	serverKey := nonce(t)
 	t.Setenv("OPENAI_API_KEY", serverKey)
 	pid, procSecrets := startSibling(t)
@@ -693,7 +845,7 @@ func TestContainmentClassBattery(t *testing.T) {
 		}
 	}
 	var ways []string
-	for _, sc := range classScenarios {
+	for k, sc := range classScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			secret := nonce(t)
 			u := startUnasked(t, sc, classHomeFiles(secret))
@@ -708,8 +860,9 @@ func TestContainmentClassBattery(t *testing.T) {
 			if len(cases) < 300 {
 				t.Fatalf("%d cases, want at least 300", len(cases))
 			}
+			keep := sampleTargets(cases, k)
 			for i, c := range cases {
-				if c.policies != nil && !slices.Contains(c.policies, sc.name) {
+				if c.policies != nil && !slices.Contains(c.policies, sc.name) || !keep(c) {
 					continue
 				}
 				if !slices.Contains(ways, c.way) {
@@ -747,13 +900,13 @@ func TestContainmentClassBattery(t *testing.T) {
 	}
 	var b strings.Builder
 	table := func(title string, rows []string, m map[string]map[string]*classTally) {
-		fmt.Fprintf(&b, "\n%s (tried / ran unasked / held):\n%-32s", title, "")
+		fmt.Fprintf(&b, "\n%s (tried / ran unasked / held):\n%-48s", title, "")
 		for _, sc := range classScenarios {
 			fmt.Fprintf(&b, " %-18s", sc.name)
 		}
 		total := classTally{}
 		for _, row := range rows {
-			fmt.Fprintf(&b, "\n%-32s", row)
+			fmt.Fprintf(&b, "\n%-48s", row)
 			for _, sc := range classScenarios {
 				c := m[row][sc.name]
 				if c == nil {
@@ -782,6 +935,7 @@ func TestContainmentClassWaysAreLive(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
+	directPython(t)
 	home, _ := filepath.EvalSymlinks(t.TempDir())
 	t.Setenv("HOME", home)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
