@@ -785,7 +785,9 @@ func unshareWorks() bool { return unshareOnce() }
 func startSibling(t *testing.T) (pid int, secrets []string) {
 	t.Helper()
 	envSecret, argSecret, keySecret := nonce(t), nonce(t), nonce(t)
-	sib := exec.Command("/bin/sh", "-c", "sleep 600; : PROCSECRET="+argSecret)
+	// One process, which the cleanup ends: the secret is its argv[0].
+	sib := exec.Command("sleep", "600")
+	sib.Args[0] = "PROCSECRET=" + argSecret
 	sib.Env = append(os.Environ(), "PROCSECRET="+envSecret, "OPENAI_API_KEY="+keySecret)
 	if err := sib.Start(); err != nil {
 		t.Fatal(err)

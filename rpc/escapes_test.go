@@ -455,7 +455,9 @@ func TestEscapeReadOutsideRoots(t *testing.T) {
 func TestEscapeOtherProcesses(t *testing.T) {
 	envSecret, argSecret, keySecret, serverKey := nonce(t), nonce(t), nonce(t), nonce(t)
 	t.Setenv("OPENAI_API_KEY", serverKey)
-	sib := exec.Command("/bin/sh", "-c", "sleep 60; : PROCSECRET="+argSecret)
+	// One process, which the cleanup ends: the secret is its argv[0].
+	sib := exec.Command("sleep", "60")
+	sib.Args[0] = "PROCSECRET=" + argSecret
 	sib.Env = append(os.Environ(), "PROCSECRET="+envSecret, "OPENAI_API_KEY="+keySecret)
 	if err := sib.Start(); err != nil {
 		t.Fatal(err)
