@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -103,19 +104,113 @@ func TestProtectedWritesAlwaysAsk(t *testing.T) {
 	}
 }
 
-// yolo means yolo: protected files are written without a question.
-func TestProtectedWritesInYoloDoNotAsk(t *testing.T) {
-	a := startAgent(t, "yolo")
-	titles := reviewTitles(a)
-	a.model.Push(modeltest.Response{ToolCalls: writeCalls(a.root, ".git/hooks/post-checkout", "QWEN.md")}, modeltest.Response{Text: "done"})
-	if _, err := a.prompt("write them"); err != nil {
-		t.Fatal(err)
-	}
-	if got := titles(); len(got) != 0 {
-		t.Errorf("yolo asked: %q", got)
-	}
-	if _, err := os.Stat(filepath.Join(a.root, ".git/hooks/post-checkout")); err != nil {
-		t.Errorf("yolo did not write: %v", err)
+// protectedClassCases are files of the protected class (sandbox.Class)
+// that a file tool wrote unasked before: files in the git directory that
+// no name listed, files that did not exist yet, a nested repository's
+// config, the editor folders; existing ones are there before the write.
+var protectedClassCases = []struct {
+	rel      string
+	existing bool
+}{
+	{".git/commondir", false},
+	{".git/objects/info/alternates", true},
+	{".gitattributes", false},
+	{".devcontainer/devcontainer.json", false},
+	{"sub/.git/config", true},
+	{".vscode/tasks.json", false},
+}
+
+// write_file and edit treat the protected class as the sandbox does: a
+// write to it asks in auto-edit and in yolo alike, says why, and rejected
+// by the editor leaves the file as it was (no file, for a new one). An
+// ordinary file, even one named like a protected one, does not ask (issue
+// 29, class 3: write_file created .git/commondir unasked in auto-edit).
+func TestProtectedClassWritesAskInEveryMode(t *testing.T) {
+	for _, mode := range []string{"auto-edit", "yolo"} {
+		t.Run(mode, func(t *testing.T) {
+			// A call that runs unasked sends the model one request more
+			// than the script holds: fail it at once, without waiting.
+			a := startAgentWith(t, mode, rpc.Options{Retry: rpc.RetryPolicy{Attempts: 1, Base: time.Millisecond, Max: time.Millisecond}}, func(*rpctest.InitParams) {})
+			var mu sync.Mutex
+			asked := map[string]string{}
+			a.e.Handle("qwen/proposeEdit", func(params json.RawMessage) (any, error) {
+				var p struct {
+					ToolCallID string `json:"toolCallId"`
+					Title      string
+				}
+				json.Unmarshal(params, &p)
+				mu.Lock()
+				asked[p.ToolCallID] = p.Title
+				mu.Unlock()
+				return map[string]any{"outcome": "rejected"}, nil
+			})
+			title := func(id string) (string, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				s, ok := asked[id]
+				return s, ok
+			}
+			const before = "[core]\n\tbare = false\n"
+			for _, c := range protectedClassCases {
+				p := filepath.Join(a.root, c.rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if c.existing {
+					if err := os.WriteFile(p, []byte(before), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, c := range protectedClassCases {
+				p := filepath.Join(a.root, c.rel)
+				var read []modeltest.Response
+				if c.existing {
+					read = []modeltest.Response{{ToolCalls: []modeltest.ToolCall{{ID: "read " + c.rel, Name: "read_file", Arguments: jsonArgs("absolute_path", p)}}}}
+				}
+				calls := map[string]modeltest.ToolCall{
+					"write_file": {ID: "write " + c.rel, Name: "write_file", Arguments: jsonArgs("file_path", p, "content", "[core]\n\tfsmonitor = ./x\n")},
+					"edit":       {ID: "edit " + c.rel, Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "", "new_string", "[core]\n\tfsmonitor = ./x\n")},
+				}
+				if c.existing {
+					calls["edit"] = modeltest.ToolCall{ID: "edit " + c.rel, Name: "edit", Arguments: jsonArgs("file_path", p, "old_string", "bare = false", "new_string", "fsmonitor = ./x")}
+				}
+				for _, tool := range []string{"write_file", "edit"} {
+					call := calls[tool]
+					// Asked and rejected, the turn ends with the call.
+					a.model.Push(append(read, modeltest.Response{ToolCalls: []modeltest.ToolCall{call}})...)
+					if _, err := a.prompt("write " + c.rel); err != nil {
+						t.Errorf("%s %s: %v", tool, c.rel, err)
+					}
+					if got, ok := title(call.ID); !ok || !strings.Contains(got, "(protected: ") {
+						t.Errorf("%s %s in %s: asked %v, title %q", tool, c.rel, mode, ok, got)
+					}
+					data, err := os.ReadFile(p)
+					switch {
+					case c.existing && string(data) != before:
+						t.Errorf("%s %s in %s: the rejected write changed it to %q (%v)", tool, c.rel, mode, data, err)
+					case !c.existing && err == nil:
+						t.Errorf("%s %s in %s: the rejected write created it", tool, c.rel, mode)
+						os.Remove(p)
+					}
+				}
+			}
+
+			// Ordinary files, named like protected ones, run unasked.
+			plain := []string{"src/a.go", ".git2/x", "gitattributes.txt"}
+			a.model.Push(modeltest.Response{ToolCalls: writeCalls(a.root, plain...)}, modeltest.Response{Text: "done"})
+			if _, err := a.prompt("write the plain files"); err != nil {
+				t.Fatal(err)
+			}
+			for _, rel := range plain {
+				if got, ok := title(rel); ok {
+					t.Errorf("%s in %s asked: %q", rel, mode, got)
+				}
+				if _, err := os.Stat(filepath.Join(a.root, rel)); err != nil {
+					t.Errorf("%s in %s was not written: %v", rel, mode, err)
+				}
+			}
+		})
 	}
 }
 

@@ -42,15 +42,23 @@ func toolText(m *modeltest.Server, id string) string {
 	return ""
 }
 
-// In yolo mode a command runs unasked, with the protected paths read-only.
-// One that writes .git/config is stopped by the sandbox; the result says
-// so, and the person is asked, through the ordinary permission request
-// with the reason shown, whether it may run once outside the sandbox.
+// hiddenConfigWrite appends to .git/config through a path the parser
+// cannot see (python builds it), so that the command runs unasked under an
+// allow rule or in yolo and only the sandbox stands in its way.
+const hiddenConfigWrite = `python3 -c 'open(".gi"+"t/config","a").write("changed\n")' && echo written`
+
+// A command that runs unasked because of an allow rule and writes a
+// protected file is refused by the sandbox; the result names the file and
+// why, and the person is asked, through the ordinary permission request
+// with that reason, whether it may run once outside the sandbox.
 func TestBlockedBySandboxAsksToRunOutside(t *testing.T) {
 	requireSandbox(t)
 	for _, answer := range []string{"proceed_once", "cancel"} {
 		t.Run(answer, func(t *testing.T) {
-			a := startAgent(t, "yolo")
+			a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
+				opts := p.InitializationOptions.(map[string]any)
+				opts["settings"] = map[string]any{"permissions": map[string]any{"allow": []any{"Bash(python3 *)"}}}
+			})
 			cfg := filepath.Join(a.root, ".git", "config")
 			if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
 				t.Fatal(err)
@@ -72,21 +80,16 @@ func TestBlockedBySandboxAsksToRunOutside(t *testing.T) {
 				mu.Unlock()
 				return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": answer}}, nil
 			})
-			args, _ := json.Marshal(map[string]any{"command": "echo changed > .git/config && echo written"})
-			a.model.Push(modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "w", Name: "run_shell_command", Arguments: string(args)}}},
-				modeltest.Response{Text: "done"})
-			if _, err := a.prompt("change the config"); err != nil {
-				t.Fatal(err)
-			}
+			text := a.shell(t, "w", hiddenConfigWrite)
 			mu.Lock()
 			defer mu.Unlock()
-			if len(titles) != 1 || !strings.Contains(titles[0], "blocked by the sandbox: write to .git/config") {
-				t.Fatalf("permission requests: %q", titles)
+			want := "blocked by the sandbox: write " + cfg + " (git's own files"
+			if len(titles) != 1 || !strings.Contains(titles[0], want) {
+				t.Fatalf("permission requests: %q, want one that says %q", titles, want)
 			}
 			b, _ := os.ReadFile(cfg)
-			text := toolText(a.model, "w")
 			if answer == "proceed_once" {
-				if string(b) != "changed\n" || !strings.Contains(text, "Stdout: written") {
+				if string(b) != "orig\nchanged\n" || !strings.Contains(text, "Stdout: written") {
 					t.Fatalf("approved to run outside the sandbox, yet config %q, model saw:\n%s", b, text)
 				}
 				return
@@ -94,10 +97,54 @@ func TestBlockedBySandboxAsksToRunOutside(t *testing.T) {
 			if string(b) != "orig\n" {
 				t.Fatalf("refused, yet the config is %q", b)
 			}
-			if !strings.Contains(text, "blocked by the sandbox: write to .git/config") {
+			if !strings.Contains(text, want) {
 				t.Fatalf("the model was not told the sandbox blocked it:\n%s", text)
 			}
 		})
+	}
+}
+
+// In yolo nothing asks: the same refusal comes back to the model, naming
+// the path and why, and the file is unchanged.
+func TestBlockedBySandboxInYoloRefusesWithoutAsking(t *testing.T) {
+	requireSandbox(t)
+	a, asked := rulesAgent(t, "yolo", map[string]any{})
+	cfg := filepath.Join(a.root, ".git", "config")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("orig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := a.shell(t, "w", hiddenConfigWrite)
+	if len(*asked) != 0 {
+		t.Fatalf("yolo asked: %s", (*asked)[0])
+	}
+	if b, _ := os.ReadFile(cfg); string(b) != "orig\n" {
+		t.Fatalf("the config is %q", b)
+	}
+	if want := "blocked by the sandbox: write " + cfg; !strings.Contains(text, want) {
+		t.Fatalf("the model was not told %q:\n%s", want, text)
+	}
+}
+
+// Class 7 of issue 29: a read-only command whose error output says
+// "Permission denied" for a reason that is not the sandbox's (a process's
+// /proc entry, here the supervisor's own, which is not readable) is not
+// reported as blocked by the sandbox, and the person is not offered to run
+// it outside.
+func TestOrdinaryDenialIsNotBlamedOnTheSandbox(t *testing.T) {
+	requireSandbox(t)
+	a, asked := rulesAgent(t, "default", map[string]any{})
+	text := a.shell(t, "g", "grep -s -c SECRET /proc/1/environ; grep SECRET /proc/1/environ")
+	if len(*asked) != 0 {
+		t.Fatalf("asked: %s", (*asked)[0])
+	}
+	if !strings.Contains(text, "Permission denied") {
+		t.Fatalf("the command did not meet the denial this test is about:\n%s", text)
+	}
+	if strings.Contains(text, "sandbox") {
+		t.Fatalf("an ordinary denial was blamed on the sandbox:\n%s", text)
 	}
 }
 

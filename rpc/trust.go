@@ -27,6 +27,7 @@ const (
 // goroutine.
 func (s *Server) checkTrust() {
 	t := s.ws.Settings.Trust()
+	s.noteRefused(t)
 	if t.Trusted || len(t.Ignored) == 0 || s.baseCtx.Err() != nil {
 		return
 	}
@@ -63,6 +64,34 @@ func (s *Server) checkTrust() {
 		return
 	}
 	s.askTrust(t, msg)
+}
+
+// noteRefused tells the user, once per settings file and set of
+// settings, that the workspace settings set what only the user may (full
+// access for the commands that run unasked), trusted or not, and that it
+// was ignored: a warning in the log and, for an LSP client, on screen.
+// Trusting the folder changes nothing, so nothing is asked.
+func (s *Server) noteRefused(t workspace.Trust) {
+	if len(t.Refused) == 0 || s.baseCtx.Err() != nil {
+		return
+	}
+	key := "refused\x00" + t.File + "\x00" + strings.Join(t.Refused, "\x00")
+	s.trustMu.Lock()
+	if s.trustTold == nil {
+		s.trustTold = map[string]bool{}
+	}
+	told := s.trustTold[key]
+	s.trustTold[key] = true
+	s.trustMu.Unlock()
+	if told {
+		return
+	}
+	msg := s.secrets.scrub(fmt.Sprintf("qwen-ls: %s sets %s, which only your user, editor or system settings may set, so it was ignored "+
+		"(a workspace may narrow the sandbox, never turn it off).", t.File, strings.Join(t.Refused, ", ")))
+	s.log.Warnf("%s", msg)
+	if !s.opts.ACP {
+		_ = s.conn.Notify(context.Background(), "window/showMessage", map[string]any{"type": int(LevelWarn), "message": msg})
+	}
 }
 
 // untrustedMessage names what was ignored and how to trust the folder.

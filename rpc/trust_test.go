@@ -453,3 +453,28 @@ func TestDontTrustIsRecordedAndNotAskedAgain(t *testing.T) {
 		t.Errorf("a folder marked DO_NOT_TRUST was asked about again: %s", reqs[0].Params)
 	}
 }
+
+// A workspace's settings cannot turn the sandbox off (tools.sandbox
+// danger-full-access), trusted or not: the value is ignored and the user
+// is told once, on screen, which file tried.
+func TestWorkspaceFullAccessIsIgnoredAndSaid(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	file := filepath.Join(root, ".qwen", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, file, `{"tools": {"sandbox": "danger-full-access"}}`, 0o644)
+	a := startAgentWith(t, "default", rpc.Options{}, func(p *rpctest.InitParams) {
+		p.Roots = []string{root}
+		p.InitializationOptions.(map[string]any)["workspaceTrusted"] = true
+	})
+	p := a.e.WaitNotification("window/showMessage", func(p json.RawMessage) bool {
+		return strings.Contains(string(p), "tools.sandbox (danger-full-access)")
+	})
+	if !strings.Contains(string(p), file) || !strings.Contains(string(p), "only your user, editor or system settings") || !strings.Contains(string(p), `"type":2`) {
+		t.Errorf("notice = %s", p)
+	}
+	if strings.Contains(string(p), "not trusted") {
+		t.Errorf("a trusted folder's notice speaks of trust: %s", p)
+	}
+}

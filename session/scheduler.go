@@ -281,8 +281,9 @@ func (s *Session) prepare(ctx context.Context, r *callRun, cutOff bool) {
 // the sandbox stopped it, whether it may run once outside the sandbox: an
 // ordinary permission request that says what was blocked.
 func (s *Session) offerOutsideSandbox(r *callRun) {
-	// Plan mode changes nothing, even with a yes.
-	if !s.host().CanAsk() || s.Mode() == ModePlan {
+	// Plan mode changes nothing, even with a yes; yolo asks nothing, so
+	// the refusal goes back to the model, naming what was refused.
+	if !s.host().CanAsk() || s.Mode() == ModePlan || s.Mode() == ModeYolo {
 		return
 	}
 	r.call.AskOutsideSandbox = func(ctx context.Context, reason string) (bool, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 )
 
@@ -145,3 +146,11 @@ func (l *Ledger) Lookup(path string) (ledgerEntry, bool) { return l.lookup(path)
 
 // Problems lists the files skipped by the last read.
 func (a *Agents) Problems() []agentProblem { return a.skipped() }
+
+// BlockedBySandbox is blockedBySandbox, for tests.
+func BlockedBySandbox(pol sandbox.Policy, denials []sandbox.Denial, dir, stderr string) string {
+	return blockedBySandbox(pol, denials, dir, stderr)
+}
+
+// ProtectedClass is protectedClass, for tests.
+func (e *Env) ProtectedClass() sandbox.Class { return e.protectedClass() }

@@ -1,18 +1,28 @@
 package tools
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // Protected paths: files whose change can run code later, widen what the
-// agent may do, or steer every future session. A write to one always asks
-// the user, in every approval mode but yolo, whatever the allow rules say;
-// the trusted folders list is never written by a tool at all.
+// agent may do, or steer every future session. Inside the workspace roots
+// they are the protected class the OS sandbox keeps read-only
+// (sandbox.Class: the git directory but what git writes for commits,
+// branches, merges and stashes, .qwen, .vscode, .idea, .devcontainer,
+// .husky, .githooks, .envrc, .gitattributes, .gitmodules, memory files),
+// so that a file tool and a command that runs unasked meet one
+// definition. A write to one by a file tool always asks, in every approval
+// mode, yolo included, whatever the allow rules say; a shell command that
+// names one asks in every mode but yolo, where the sandbox refuses the
+// write itself. The user's settings ask in yolo too, and the trusted
+// folders list is never written by a tool at all.
 
 // Protection says why a path is protected.
 type Protection struct {
@@ -22,9 +32,10 @@ type Protection struct {
 	// Forbidden: no tool may write the path, whatever the mode.
 	Forbidden bool
 	// EvenInYolo: the question is asked in yolo mode too. It is set for
-	// a file that can turn folder trust off (the user's settings) and for
-	// a shell command whose targets cannot all be known before it runs:
-	// it may write the trusted folders list.
+	// a file that can turn folder trust off (the user's settings), for a
+	// file tool's write to the protected class (no sandbox stands behind
+	// a file tool), and for a shell command whose targets cannot all be
+	// known before it runs: it may write the trusted folders list.
 	EvenInYolo bool
 }
 
@@ -48,9 +59,17 @@ func stronger(a, b Protection) Protection {
 	return a
 }
 
-// ProtectedWrite says whether a write to abs is protected, looking at the
-// path as given and with symbolic links resolved.
-func (e *Env) ProtectedWrite(abs string) Protection {
+// ProtectedWrite says whether a file tool's write to abs (write_file,
+// edit, save_memory) is protected, looking at the path as given and with
+// symbolic links resolved. A write to the protected class asks even in
+// yolo: the tool writes with the server's own rights, so the question is
+// the only guard.
+func (e *Env) ProtectedWrite(abs string) Protection { return e.protectedWrite(abs, true) }
+
+// protectedWrite is ProtectedWrite; byFileTool false judges a path a shell
+// command names, whose write to the protected class the sandbox refuses
+// in yolo (and which, as before, asks in every other mode).
+func (e *Env) protectedWrite(abs string, byFileTool bool) Protection {
 	if abs == "" {
 		return Protection{}
 	}
@@ -58,10 +77,49 @@ func (e *Env) ProtectedWrite(abs string) Protection {
 	if pr := e.userFileProtection(clean, real); pr.Reason != "" {
 		return pr
 	}
+	if pr := e.classProtection(clean, real); pr.Reason != "" {
+		pr.EvenInYolo = byFileTool
+		return pr
+	}
+	// Outside the roots (only a shell command writes there) and where
+	// the class reads no paths (Windows), the names decide.
 	if pr := e.protection(clean); pr.Reason != "" || real == clean {
 		return pr
 	}
 	return e.protection(real)
+}
+
+// classProtection protects what the workspace's protected class holds
+// (Env.protectedClass, the sandbox's own): the path as written, with its
+// folder's links resolved (as the kernel opens it), and fully resolved
+// (where a link at the end leads).
+func (e *Env) classProtection(clean, real string) Protection {
+	c := e.protectedClass()
+	if len(c.Roots) == 0 {
+		return Protection{}
+	}
+	viaDir := filepath.Join(workspace.RealPath(filepath.Dir(clean)), filepath.Base(clean))
+	for _, p := range []string{clean, viaDir, real} {
+		if k, ok := c.Protected(p); ok {
+			return Protection{Reason: e.classReason(k, p)}
+		}
+	}
+	return Protection{}
+}
+
+// classReason says why p, of class k, is protected: the reason its names
+// give where they name it (.git/hooks, .vscode, ...), else the class's.
+func (e *Env) classReason(k sandbox.Kind, p string) string {
+	if r := e.protection(p).Reason; r != "" {
+		return r
+	}
+	switch k {
+	case sandbox.KindGit:
+		return gitDirReason
+	case sandbox.KindQwen:
+		return qwenReason
+	}
+	return k.Why()
 }
 
 // userFileProtection protects the user's own settings and trust list,
@@ -83,9 +141,12 @@ func (e *Env) userFileProtection(clean, real string) Protection {
 	return Protection{}
 }
 
-// protection protects p by its folder names (.qwen/settings.json,
-// .qwen/agents, .git/hooks, .git/config, .git/info, .vscode, .idea,
-// .envrc) and memory file names.
+// protection protects p by its names, wherever it is: .qwen/settings.json,
+// .qwen/agents, what a .git folder holds but the entries git writes for
+// commits, branches, merges and stashes, .vscode, .idea, .devcontainer,
+// .husky, .githooks, .envrc, .gitattributes, .gitmodules and memory file
+// names. Inside the roots the class says the same and more; the names
+// judge what a shell command writes outside them, and give the reasons.
 func (e *Env) protection(p string) Protection {
 	parts := strings.Split(filepath.ToSlash(p), "/")
 	n := len(parts)
@@ -101,15 +162,26 @@ func (e *Env) protection(p string) Protection {
 			return Protection{Reason: gitConfigReason}
 		case strings.EqualFold(parts[i], ".git") && strings.EqualFold(parts[i+1], "info"):
 			return Protection{Reason: gitInfoReason}
+		case strings.EqualFold(parts[i], ".git") && !gitWritesFor(parts[i+1:]):
+			return Protection{Reason: gitDirReason}
 		case strings.EqualFold(parts[i], ".vscode"):
 			return Protection{Reason: vscodeReason}
 		case strings.EqualFold(parts[i], ".idea"):
 			return Protection{Reason: ideaReason}
+		case strings.EqualFold(parts[i], ".devcontainer"):
+			return Protection{Reason: devcontainerReason}
+		case strings.EqualFold(parts[i], ".husky") || strings.EqualFold(parts[i], ".githooks"):
+			return Protection{Reason: hookFolderReason}
 		}
 	}
 	base := parts[n-1]
-	if strings.EqualFold(base, ".envrc") {
+	switch {
+	case strings.EqualFold(base, ".envrc"):
 		return Protection{Reason: envrcReason}
+	case strings.EqualFold(base, ".gitattributes"):
+		return Protection{Reason: gitattributesReason}
+	case strings.EqualFold(base, ".gitmodules"):
+		return Protection{Reason: gitmodulesReason}
 	}
 	for _, name := range e.memoryFileNames() {
 		if strings.EqualFold(base, name) {
@@ -117,6 +189,17 @@ func (e *Env) protection(p string) Protection {
 		}
 	}
 	return Protection{}
+}
+
+// gitWritesFor reports whether rel, the parts of a path below a .git
+// folder, is one git writes for commits, branches, merges and stashes
+// (sandbox.GitTopWritable for the entry at the top; objects/info, where
+// alternates live, is not among them).
+func gitWritesFor(rel []string) bool {
+	if len(rel) == 0 || !sandbox.GitTopWritable(rel[0]) {
+		return false
+	}
+	return len(rel) < 2 || !strings.EqualFold(rel[0], "objects") || !strings.EqualFold(rel[1], "info")
 }
 
 // Why each protected path is protected, as the user is told. A path
@@ -129,12 +212,18 @@ const (
 	workspaceSettingsReason = "workspace settings can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
 	settingsFileReason      = "settings files can start processes (MCP servers, discovery commands), add allow rules, raise the approval mode and change the model endpoint"
 	agentsReason            = "subagent definitions in .qwen/agents give instructions and tools to future subagents"
+	qwenReason              = "files in .qwen (settings, subagents, commands) steer every future session"
 	gitHooksReason          = "files in .git/hooks run as programs on your next git command"
 	gitConfigReason         = "git's config can make git run programs (hooks path, fsmonitor, aliases, filters) on your next git command"
+	gitDirReason            = "files in .git/ other than what git writes for commits, branches, merges and stashes (commondir, objects/info/alternates, the configs of worktrees and submodules) make git read another repository's config and run the programs it names"
 	memoryReason            = "memory files are read into the instructions of every future session"
 	gitInfoReason           = "files in .git/info (attributes, exclude) steer git, and attributes name the filters git runs"
+	gitattributesReason     = ".gitattributes names the filters and diff drivers git runs on your files"
+	gitmodulesReason        = ".gitmodules says where git fetches submodules from and where it puts them"
 	vscodeReason            = "files in .vscode run later: tasks.json can run a task when the folder opens, launch.json and settings.json name programs the editor starts"
 	ideaReason              = "files in .idea hold run configurations the IDE runs"
+	devcontainerReason      = "files in .devcontainer say which container the editor builds and which commands it runs there"
+	hookFolderReason        = "hook folders (.husky, .githooks) hold programs git runs on your next commit"
 	envrcReason             = ".envrc runs as a shell script when direnv enters the folder"
 	unresolvedReason        = "the command may write a protected file, such as the trusted folders list: "
 )
@@ -180,11 +269,13 @@ func (e *Env) memoryFileNames() []string {
 }
 
 // ShellCommandProtection is the weightiest shellProtection of the
-// sub-commands of a that are not read-only.
+// sub-commands of a that are not read-only. One that asks only because it
+// reads under the home folder writes nothing, and is left out: reading
+// ~/.qwen/settings.json is not changing it.
 func (e *Env) ShellCommandProtection(a *shellsafe.Analysis) Protection {
 	var best Protection
 	for _, sub := range a.SubCommands {
-		if sub.ReadOnly {
+		if sub.ReadOnly || sub.HomeRead != "" {
 			continue
 		}
 		if best = stronger(best, e.shellProtection(sub)); best.Forbidden {
@@ -214,7 +305,7 @@ func (e *Env) shellProtection(sub shellsafe.SubCommand) Protection {
 		if best.Forbidden {
 			return best
 		}
-		best = stronger(best, e.ProtectedWrite(p))
+		best = stronger(best, e.protectedWrite(p, false))
 		if shellsafe.MovesFolders(sub.Root) {
 			best = stronger(best, e.holdsProtected(p))
 		}
@@ -285,9 +376,9 @@ func (e *Env) holdsProtected(dir string) Protection {
 			if p != d && !strings.HasPrefix(p, d+string(filepath.Separator)) && d != string(filepath.Separator) {
 				continue
 			}
-			pr := e.ProtectedWrite(filepath.Join(p, "x"))
+			pr := e.protectedWrite(filepath.Join(p, "x"), false)
 			if pr.Reason == "" {
-				pr = e.ProtectedWrite(p)
+				pr = e.protectedWrite(p, false)
 			}
 			if pr.Reason == "" && generic.Reason == "" {
 				generic = Protection{Reason: "it writes into a folder that holds " + p}
@@ -321,12 +412,23 @@ func (e *Env) shellTextProtection(text string) Protection {
 		return Protection{Reason: gitConfigReason}
 	case strings.Contains(low, ".git/info"):
 		return Protection{Reason: gitInfoReason}
+	case strings.Contains(low, ".git/commondir"), strings.Contains(low, ".git/objects/info"),
+		strings.Contains(low, ".git/modules"), strings.Contains(low, ".git/worktrees"):
+		return Protection{Reason: gitDirReason}
 	case strings.Contains(low, ".vscode/"):
 		return Protection{Reason: vscodeReason}
 	case strings.Contains(low, ".idea/"):
 		return Protection{Reason: ideaReason}
+	case strings.Contains(low, ".devcontainer/"):
+		return Protection{Reason: devcontainerReason}
+	case strings.Contains(low, ".husky/"), strings.Contains(low, ".githooks/"):
+		return Protection{Reason: hookFolderReason}
 	case strings.Contains(low, ".envrc"):
 		return Protection{Reason: envrcReason}
+	case strings.Contains(low, ".gitattributes"):
+		return Protection{Reason: gitattributesReason}
+	case strings.Contains(low, ".gitmodules"):
+		return Protection{Reason: gitmodulesReason}
 	}
 	for _, name := range e.memoryFileNames() {
 		if strings.Contains(low, strings.ToLower(name)) {
@@ -337,15 +439,19 @@ func (e *Env) shellTextProtection(text string) Protection {
 }
 
 // protectedPaths lists, as absolute paths, what ProtectedWrite protects
-// for the current roots and the user's qwen folders, so that an OS
-// sandbox can make exactly these read-only for the commands it runs. Per
-// root: .qwen, .git/hooks, .git/config, .git/info, .vscode, .idea, .envrc
-// and the memory files (QWEN.md, AGENTS.md or context.fileName); when
-// .git is a file (a worktree or a submodule), the hooks, config and info
-// of the git directories it names as well. Per user folder: settings.json,
-// the trusted folders list and the memory files; and the system settings
-// file. A path in the list need not exist. The list is built afresh on
-// each call, from the roots and settings of that moment.
+// for the current roots and the user's qwen folders, so that a shell
+// command that moves, copies or unpacks folders is judged by what its
+// targets hold. Per root: .git, .qwen, .vscode, .idea, .devcontainer, .husky,
+// .githooks, .envrc, .gitattributes, .gitmodules and the memory files
+// (QWEN.md, AGENTS.md or context.fileName); per git directory (the root's
+// .git folder, and when .git is a file, a worktree's or a submodule's, the
+// git directories it names) what git does not write for commits,
+// branches, merges and stashes: hooks, config, config.worktree, info,
+// commondir, modules, worktrees and objects/info whether they exist or
+// not, and every other entry that is there. Per user folder:
+// settings.json, the trusted folders list and the memory files; and the
+// system settings file. A path in the list need not exist. The list is
+// built afresh on each call, from the roots and settings of that moment.
 func (e *Env) protectedPaths() []string {
 	var out []string
 	add := func(p string) {
@@ -356,13 +462,22 @@ func (e *Env) protectedPaths() []string {
 	memory := e.memoryFileNames()
 	if e.Workspace != nil && e.Workspace.Roots != nil {
 		for _, root := range e.Workspace.Roots.List() {
-			for _, rel := range []string{".qwen", ".git/hooks", ".git/config", ".git/info", ".vscode", ".idea", ".envrc"} {
-				add(filepath.Join(root, filepath.FromSlash(rel)))
+			// .git itself, folder or file: replacing it points git at
+			// another directory.
+			dotGit := filepath.Join(root, ".git")
+			add(dotGit)
+			gitDirs := []string{dotGit}
+			if fi, err := os.Lstat(dotGit); err == nil && !fi.IsDir() {
+				gitDirs = shellsafe.GitDirs(root)
 			}
-			for _, gd := range shellsafe.GitDirs(root) {
-				for _, name := range []string{"hooks", "config", "config.worktree", "info"} {
-					add(filepath.Join(gd, name))
+			for _, gd := range gitDirs {
+				for _, p := range gitReadOnlyEntries(gd) {
+					add(p)
 				}
+			}
+			for _, rel := range []string{".qwen", ".vscode", ".idea", ".devcontainer", ".husky", ".githooks",
+				".envrc", ".gitattributes", ".gitmodules"} {
+				add(filepath.Join(root, rel))
 			}
 			for _, m := range memory {
 				add(filepath.Join(root, m))
@@ -378,6 +493,24 @@ func (e *Env) protectedPaths() []string {
 	}
 	if e.Workspace != nil {
 		add(e.Settings().SystemFile())
+	}
+	return out
+}
+
+// gitReadOnlyEntries are the paths of git directory gd that git does not
+// write for commits, branches, merges and stashes: the ones that steer
+// git, listed whether they exist or not, and whatever else is at its top
+// (sandbox.GitTopWritable says which entries git writes).
+func gitReadOnlyEntries(gd string) []string {
+	var out []string
+	for _, rel := range []string{"hooks", "config", "config.worktree", "info", "commondir", "modules", "worktrees", "objects/info"} {
+		out = append(out, filepath.Join(gd, filepath.FromSlash(rel)))
+	}
+	entries, _ := os.ReadDir(gd)
+	for _, en := range entries {
+		if p := filepath.Join(gd, en.Name()); !sandbox.GitTopWritable(en.Name()) && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
 	}
 	return out
 }

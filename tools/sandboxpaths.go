@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
@@ -55,9 +57,17 @@ func (e *Env) protectedClass() sandbox.Class {
 		if !slices.Contains(c.Roots, real) {
 			c.Roots = append(c.Roots, real)
 		}
+		gitDirs := []string{filepath.Join(real, ".git")}
 		for _, gd := range shellsafe.GitDirs(root) {
-			if g := workspace.RealPath(gd); !slices.Contains(c.GitDirs, g) {
+			g := workspace.RealPath(gd)
+			gitDirs = append(gitDirs, g)
+			if !slices.Contains(c.GitDirs, g) {
 				c.GitDirs = append(c.GitDirs, g)
+			}
+		}
+		for _, g := range gitDirs {
+			if h := hooksPath(g, real); h != "" && !slices.Contains(c.HookDirs, h) {
+				c.HookDirs = append(c.HookDirs, h)
 			}
 		}
 	}
@@ -87,4 +97,57 @@ func (e *Env) sandboxLayout(sessionID string, writes bool) sandbox.Layout {
 		l.TempDir = dir
 	}
 	return l
+}
+
+// hooksPath is the hook folder a repository's own configuration names
+// (core.hooksPath in gitDir/config; relative to the working tree root,
+// as git reads it), or "" when it names none. Include files are not
+// followed: what they name is not protected by name, though the guard
+// keeps .husky and .githooks wherever they are.
+func hooksPath(gitDir, root string) string {
+	f, err := os.Open(filepath.Join(gitDir, "config"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256<<10))
+	if err != nil {
+		return ""
+	}
+	inCore, value := false, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			section := strings.ToLower(strings.TrimSpace(strings.Trim(line, "[]")))
+			inCore = section == "core"
+			continue
+		}
+		if !inCore {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "hooksPath") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if rest, quoted := strings.CutPrefix(v, `"`); quoted {
+			v, _, _ = strings.Cut(rest, `"`)
+		} else if i := strings.IndexAny(v, "#;"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
+		}
+		value = v
+	}
+	switch {
+	case value == "":
+		return ""
+	case value == "~" || strings.HasPrefix(value, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		value = filepath.Join(home, value[1:])
+	case !filepath.IsAbs(value):
+		value = filepath.Join(root, value)
+	}
+	return filepath.Clean(value)
 }

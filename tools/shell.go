@@ -329,7 +329,7 @@ func (s *Shell) Execute(ctx context.Context, call *Call, params map[string]any, 
 	}
 	reason := "blocked by the sandbox: " + res.blocked
 	if call == nil || call.AskOutsideSandbox == nil {
-		return withSandboxNote(res.Result, reason+". The person can allow it to run outside the sandbox."), nil
+		return withSandboxNote(res.Result, reason+". A command that runs unasked cannot do this; the person can run it themselves, or approve it when it asks."), nil
 	}
 	ok, aerr := call.AskOutsideSandbox(ctx, reason)
 	if ctx.Err() != nil {
@@ -418,17 +418,22 @@ func (s *Shell) runPolicy(ctx context.Context, call *Call, command, dir, dirLabe
 	return s.finishPolicy(run, command, dirLabel, note, timedOut, timeout), nil
 }
 
-// finishPolicy is finish, and what the sandbox seems to have blocked when
-// the command failed.
+// finishPolicy is finish, and what the sandbox blocked when the command
+// failed. A command that succeeded although the sandbox refused it
+// something (a hook's write during a commit) says so in its result.
 func (s *Shell) finishPolicy(run *shellRun, command, dirLabel, note string, timedOut bool, timeout int) policyResult {
 	var blocked string
 	if !timedOut && run.status.Code != 0 {
 		run.mu.Lock()
 		stderr, _ := run.streams[1].displayText()
 		run.mu.Unlock()
-		blocked = blockedBySandbox(run.policy, stderr)
+		blocked = blockedBySandbox(run.policy, run.denials, run.dir, stderr)
 	}
-	return policyResult{Result: s.finish(run, command, dirLabel, note, timedOut, timeout), blocked: blocked}
+	res := s.finish(run, command, dirLabel, note, timedOut, timeout)
+	if blocked == "" && len(run.denials) > 0 {
+		res = withSandboxNote(res, "refused "+blockedBySandbox(run.policy, run.denials, run.dir, "")+".")
+	}
+	return policyResult{Result: res, blocked: blocked}
 }
 
 func stringParam(params map[string]any, name string) string {

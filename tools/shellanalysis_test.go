@@ -186,7 +186,7 @@ func TestShellProtectionResolvesPaths(t *testing.T) {
 	}
 	for cmd, w := range map[string]want{
 		"cd .git && echo x > config":                                           {why: "git's config"},
-		"cd .git; cp a.txt hooks/pre-commit":                                   {why: ".git/hooks"},
+		"cd .git; cp ../a.txt hooks/pre-commit":                                {why: ".git/hooks"},
 		"echo x > .gi?/config":                                                 {why: "git's config"},
 		"echo x > .g''it/con\"fig\"":                                           {why: "git's config"},
 		"echo x >> .git/config":                                                {why: "git's config"},
@@ -221,10 +221,10 @@ func TestShellProtectionResolvesPaths(t *testing.T) {
 		"git config --unset user.name":                                         {why: "git's config"},
 		"git config user.name":                                                 {},
 		"git config --get core.pager":                                          {},
-		"tar xzf evil.tgz":                                                     {why: ".git/hooks"},
+		"tar xzf evil.tgz":                                                     {why: ".git/"},
 		"cd sub && unzip ../evil.zip":                                          {},
-		"unzip evil.zip":                                                       {why: ".git/hooks"},
-		"patch -p1 < evil.diff":                                                {why: ".git/hooks"},
+		"unzip evil.zip":                                                       {why: ".git/"},
+		"patch -p1 < evil.diff":                                                {why: ".git/"},
 		"cd $D && tar -xf x.tar":                                               {why: "may write a protected file", evenYolo: true},
 		"tar czf out.tgz src":                                                  {},
 		"echo x > hooks-link/../config":                                        {why: "git's config"},
@@ -259,11 +259,25 @@ func TestShellProtectionResolvesPaths(t *testing.T) {
 // sandbox must keep read-only.
 func TestProtectedPathsList(t *testing.T) {
 	e := newTestEnv(t, nil)
+	// What is at the top of the git directory and git does not write for
+	// commits and branches is listed, and what it writes is not.
+	e.write(t, ".git/description", "x\n")
+	e.write(t, ".git/HEAD", "ref: refs/heads/main\n")
 	got := e.Env.ProtectedPaths()
+	for _, p := range []string{filepath.Join(e.Root, ".git", "HEAD"), filepath.Join(e.Root, ".git", "refs"), filepath.Join(e.Root, ".git", "objects")} {
+		if slices.Contains(got, p) {
+			t.Errorf("%s, which git writes for commits, is listed", p)
+		}
+	}
 	for _, p := range []string{
 		filepath.Join(e.Root, ".qwen"), filepath.Join(e.Root, ".git", "hooks"), filepath.Join(e.Root, ".git", "config"),
 		filepath.Join(e.Root, ".git", "info"), filepath.Join(e.Root, ".vscode"), filepath.Join(e.Root, ".idea"),
 		filepath.Join(e.Root, ".envrc"), filepath.Join(e.Root, "QWEN.md"), filepath.Join(e.Root, "AGENTS.md"),
+		filepath.Join(e.Root, ".devcontainer"), filepath.Join(e.Root, ".husky"), filepath.Join(e.Root, ".githooks"),
+		filepath.Join(e.Root, ".gitattributes"), filepath.Join(e.Root, ".gitmodules"), filepath.Join(e.Root, ".git"),
+		filepath.Join(e.Root, ".git", "commondir"), filepath.Join(e.Root, ".git", "objects", "info"),
+		filepath.Join(e.Root, ".git", "modules"), filepath.Join(e.Root, ".git", "worktrees"),
+		filepath.Join(e.Root, ".git", "description"),
 		filepath.Join(e.Home, "settings.json"), filepath.Join(e.Home, workspace.TrustFileName),
 	} {
 		if !slices.Contains(got, p) {
@@ -289,10 +303,11 @@ func TestProtectedPathsList(t *testing.T) {
 	other, _ := filepath.EvalSymlinks(t.TempDir())
 	os.MkdirAll(filepath.Join(other, "wt"), 0o755)
 	os.WriteFile(filepath.Join(other, "wt", "commondir"), []byte("../common\n"), 0o644)
+	os.RemoveAll(filepath.Join(e.Root, ".git"))
 	e.write(t, ".git", "gitdir: "+filepath.Join(other, "wt")+"\n")
-	os.RemoveAll(filepath.Join(e.Root, ".git", "config"))
 	got = e.Env.ProtectedPaths()
-	for _, p := range []string{filepath.Join(other, "wt", "config"), filepath.Join(other, "common", "hooks"), filepath.Join(other, "common", "config")} {
+	for _, p := range []string{filepath.Join(other, "wt", "config"), filepath.Join(other, "common", "hooks"), filepath.Join(other, "common", "config"),
+		filepath.Join(other, "wt", "commondir"), filepath.Join(other, "common", "objects", "info")} {
 		if !slices.Contains(got, p) {
 			t.Errorf("%s is not listed in %q", p, got)
 		}

@@ -11,12 +11,17 @@ import (
 // command, listing subs (the sub-commands that still need approval):
 // their texts, their unique roots joined with ", ", and one suggested rule
 // per sub-command (§6.3), without repeats. The session's rule engine calls
-// it again with only the sub-commands its allow rules do not cover.
+// it again with only the sub-commands its allow rules do not cover. A
+// sub-command that asks only because it reads under the home folder says
+// so in the title.
 func ShellConfirmation(command string, subs []shellsafe.SubCommand) *Confirmation {
 	d := &ExecConfirmation{Command: command, Commands: []string{}, PermissionRules: []string{}}
-	var roots []string
+	var roots, homeReads []string
 	for _, s := range subs {
 		d.Commands = append(d.Commands, s.Text)
+		if s.HomeRead != "" && !slices.Contains(homeReads, s.HomeRead) {
+			homeReads = append(homeReads, s.HomeRead)
+		}
 		if s.Root == "" {
 			continue
 		}
@@ -28,5 +33,9 @@ func ShellConfirmation(command string, subs []shellsafe.SubCommand) *Confirmatio
 		}
 	}
 	d.RootCommand = strings.Join(roots, ", ")
-	return &Confirmation{Title: "Confirm Shell Command", Details: d}
+	title := "Confirm Shell Command"
+	if len(homeReads) > 0 {
+		title += " (reads " + strings.Join(homeReads, ", ") + " under your home folder, outside the workspace)"
+	}
+	return &Confirmation{Title: title, Details: d}
 }

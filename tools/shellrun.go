@@ -84,10 +84,11 @@ func (s *Shell) start(command, dir string, background bool, sessionID string, po
 		run.decoders = [2]*outputDecoder{newOutputDecoder(cp), newOutputDecoder(cp)}
 	}
 	closeFiles(nil, writers[:])
-	run.cmd, run.pgid, run.pipes, run.policy = cmd, cmd.Process.Pid, readers, sup.Policy
+	run.cmd, run.pgid, run.pipes, run.policy, run.dir = cmd, cmd.Process.Pid, readers, sup.Policy, dir
 	s.env.Processes.Track(run.pgid, sessionID)
 	go func() {
 		run.status = sup.WaitMain()
+		run.denials = sup.Denials()
 		close(run.waitDone)
 	}()
 	var wg sync.WaitGroup
@@ -152,8 +153,11 @@ type shellRun struct {
 	decoders [2]*outputDecoder
 	// status is how bash ended, set before waitDone is closed.
 	status sandbox.Status
-	// policy is the sandbox the command ran in.
-	policy sandbox.Policy
+	// policy is the sandbox the command ran in, dir the folder it ran
+	// in; denials are what the sandbox refused it, set with status.
+	policy  sandbox.Policy
+	dir     string
+	denials []sandbox.Denial
 	// waitDone is closed when bash has exited; readDone when both pipes
 	// are at their end (or were given up); tickDone when the live-output
 	// goroutine has stopped after stopTick was closed.

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // The values of the tools.sandbox setting.
@@ -15,17 +18,23 @@ const (
 	sandboxWorkspaceWrite = "workspace-write"
 )
 
-// sandboxSetting is tools.sandbox: off, read-only (the default: commands
+// sandboxSetting is tools.sandbox: read-only (the default: commands
 // judged read-only run in the read-only sandbox, other unasked commands
-// with the protected paths read-only) or workspace-write (every unasked
-// command writes only inside the roots and a private temporary folder,
-// without network). An unknown value counts as the default.
+// write by allow-list), workspace-write (every unasked command writes only
+// inside the roots and a private temporary folder, without network) or
+// danger-full-access, also spelled off (unasked commands run with no
+// sandbox; both come back as sandboxOff). Full access is honoured only from
+// the user, editor and system settings: the settings merge leaves it out
+// of a workspace's layer, trusted or not (workspace.SandboxFullAccess). An
+// unknown value counts as the default.
 func (e *Env) sandboxSetting() string {
 	if e == nil || e.Workspace == nil || e.Settings() == nil {
 		return sandboxReadOnly
 	}
-	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); v {
-	case sandboxOff, sandboxWorkspaceWrite:
+	switch v := e.Settings().String("tools.sandbox", sandboxReadOnly); {
+	case workspace.SandboxFullAccess(v):
+		return sandboxOff
+	case v == sandboxWorkspaceWrite:
 		return v
 	}
 	return sandboxReadOnly
@@ -74,38 +83,127 @@ func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
 	return p
 }
 
-// sandboxDenials are the messages of a command stopped by the sandbox:
-// EACCES and EPERM from Landlock, EROFS and EBUSY from the read-only bind
-// mounts.
+// sandboxDenials are the messages of a command an operation was refused
+// to: EACCES and EPERM from Landlock and the system call filter, EROFS and
+// EBUSY from the read-only bind mounts.
 var sandboxDenials = regexp.MustCompile(`(?m)^(.*?)(?:: )?(Permission denied|Read-only file system|Operation not permitted|Device or resource busy)\s*$`)
+
+// networkDenials are the messages of a command that found no network.
+var networkDenials = regexp.MustCompile(`(?i)(connect|socket|bind|/dev/tcp|network is unreachable|could not resolve|name resolution|name or service not known)`)
 
 // quotedName finds the file a tool's message names ('x', ‘x’ or "x").
 var quotedName = regexp.MustCompile(`['‘"]([^'’"]+)['’"]`)
 
-// blockedBySandbox says what the sandbox stopped, judging by the
-// command's error output, or "" when nothing points to it.
-func blockedBySandbox(pol sandbox.Policy, stderr string) string {
+// maxBlocked bounds the refusals a result names.
+const maxBlocked = 3
+
+// blockedBySandbox says what the sandbox refused the command, or "" when
+// nothing shows that it did. The supervisor's own reports come first:
+// they name the exact path and why. What Landlock refuses without a report
+// (a read, a removal, a connection) is taken from the error output only
+// when the message names a path the policy forbids and the person's own
+// rights allow, or, in a policy without network, a failed connection: an
+// ordinary "Permission denied" (a file the person may not read either, a
+// process's /proc entry) is not the sandbox's doing.
+func blockedBySandbox(pol sandbox.Policy, denials []sandbox.Denial, dir, stderr string) string {
 	if pol.Mode == sandbox.None {
 		return ""
 	}
-	m := sandboxDenials.FindStringSubmatch(stderr)
-	if m == nil {
+	if len(denials) > 0 {
+		var parts []string
+		for i, d := range denials {
+			if i == maxBlocked {
+				parts = append(parts, fmt.Sprintf("and %d more", len(denials)-maxBlocked))
+				break
+			}
+			parts = append(parts, d.String())
+		}
+		return strings.Join(parts, "; ")
+	}
+	for _, m := range sandboxDenials.FindAllStringSubmatch(stderr, 8) {
+		line := m[1]
+		if !pol.Network() && networkDenials.MatchString(line) && !strings.Contains(line, "/proc/") {
+			return "network access (this policy has no network)"
+		}
+		name := ""
+		if q := quotedName.FindAllStringSubmatch(line, -1); len(q) > 0 {
+			name = q[len(q)-1][1]
+		} else if parts := strings.Split(strings.TrimSuffix(line, ":"), ": "); len(parts) > 1 {
+			name = strings.TrimSpace(parts[len(parts)-1])
+		}
+		if name == "" || strings.ContainsAny(name, "\n") {
+			continue
+		}
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		if what := refusedAccess(pol, filepath.Clean(name)); what != "" {
+			return what
+		}
+	}
+	return ""
+}
+
+// refusedAccess says which access to path the policy refuses and the
+// person's rights allow ("" when none): a read outside the read
+// allow-list, else a write outside the write allow-list or into the
+// protected class.
+func refusedAccess(pol sandbox.Policy, path string) string {
+	if path == "/proc" || strings.HasPrefix(path, "/proc/") {
+		// The command's /proc is its own namespace's, not this one's.
 		return ""
 	}
-	line := m[1]
-	lower := strings.ToLower(line)
-	if strings.Contains(lower, "connect") || strings.Contains(lower, "socket") || strings.Contains(lower, "bind") ||
-		strings.Contains(lower, "/dev/tcp") || strings.Contains(lower, "network") {
-		return "network access"
+	if len(pol.Readable) > 0 && !withinAny(path, pol.Readable) {
+		if f, err := os.Open(path); err == nil {
+			f.Close()
+			return "read " + path + " (outside what a command that runs unasked may read: the workspace roots, the system, the toolchains and the caches, not the home folder)"
+		}
+		return ""
 	}
-	name := ""
-	if q := quotedName.FindAllStringSubmatch(line, -1); len(q) > 0 {
-		name = q[len(q)-1][1]
-	} else if parts := strings.Split(strings.TrimSuffix(line, ":"), ": "); len(parts) > 1 {
-		name = strings.TrimSpace(parts[len(parts)-1])
+	if !pol.Mode.Writes() {
+		if personCanWrite(path) {
+			return "write " + path + " (a command judged read-only writes nothing)"
+		}
+		return ""
 	}
-	if name == "" || strings.ContainsAny(name, "\n") {
-		return "a write (" + m[2] + ")"
+	if k, ok := pol.Class.Protected(path); ok {
+		return sandbox.Denial{Op: "write", Path: path, Kind: k}.String()
 	}
-	return "write to " + filepath.Clean(name)
+	if withinAny(path, append(append([]string(nil), pol.Writable...), pol.TempDir)) {
+		return ""
+	}
+	if personCanWrite(path) {
+		return sandbox.Denial{Op: "write", Path: path}.String()
+	}
+	return ""
+}
+
+func withinAny(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if path == d || strings.HasPrefix(path, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// personCanWrite reports whether the server's own rights let it write
+// path, or create it in its folder.
+func personCanWrite(path string) bool {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return false
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return false
+		}
+		f.Close()
+		return true
+	}
+	fi, err := os.Stat(filepath.Dir(path))
+	return err == nil && fi.IsDir() && fi.Mode().Perm()&0o222 != 0
 }

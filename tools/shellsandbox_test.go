@@ -46,14 +46,14 @@ func TestShellReadOnlyVerdictRunsSandboxed(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the read-only sandbox let touch write")
 	}
-	if !strings.Contains(res.Text(), "blocked by the sandbox: write to marker") {
+	if !strings.Contains(res.Text(), "blocked by the sandbox: write "+marker+" (a command judged read-only writes nothing)") {
 		t.Fatalf("the result does not say the sandbox blocked it:\n%s", res.Text())
 	}
 
 	var asked []string
 	no := func(_ context.Context, reason string) (bool, error) { asked = append(asked, reason); return false, nil }
 	res = runWith(t, sh, tools.ApprovalNotNeeded, "echo x > marker", no)
-	if len(asked) != 1 || asked[0] != "blocked by the sandbox: write to marker" {
+	if len(asked) != 1 || asked[0] != "blocked by the sandbox: write "+marker+" (a command judged read-only writes nothing)" {
 		t.Fatalf("asked %q", asked)
 	}
 	if _, err := os.Stat(marker); err == nil || !strings.Contains(res.Text(), "declined") {

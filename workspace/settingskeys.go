@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -120,6 +121,85 @@ var untrustedAllowed = map[string]func(v any) bool{
 	"tools.truncateToolOutputThreshold": nil,
 	// Narrowing only: false.
 	"tools.webFetch.allowPrivateAddresses": func(v any) bool { return v == false },
+	// Narrowing only: any value but full access (which no workspace may
+	// set, trusted or not: workspaceNarrowOnly); an unknown one counts as
+	// read-only.
+	"tools.sandbox": func(v any) bool { return !SandboxFullAccess(v) },
+}
+
+// The values of tools.sandbox. The reader is tools/shellsandbox.go.
+const (
+	// SandboxReadOnly is the default: commands judged read-only run in
+	// the read-only sandbox, others that run unasked write by allow-list.
+	SandboxReadOnly = "read-only"
+	// SandboxWorkspaceWrite confines every command that runs unasked to
+	// the roots and a private temporary folder, without TCP or UDP.
+	SandboxWorkspaceWrite = "workspace-write"
+	// SandboxDangerFullAccess runs commands that run unasked with no
+	// sandbox at all; SandboxOff is its older name.
+	SandboxDangerFullAccess = "danger-full-access"
+	SandboxOff              = "off"
+)
+
+// SandboxFullAccess reports whether v, a value of tools.sandbox, turns the
+// sandbox off for the commands that run unasked. The settings merge
+// (which keeps it from a workspace) and the reader both ask this, so no
+// spelling is full access to one and not to the other.
+func SandboxFullAccess(v any) bool {
+	s, ok := v.(string)
+	return ok && (s == SandboxDangerFullAccess || s == SandboxOff)
+}
+
+// workspaceNarrowOnly are settings a workspace's .qwen/settings.json may
+// only narrow, trusted or not: a value for which the func returns false
+// widens what runs unasked beyond what the person chose, so it is left out
+// of the workspace layer and the user's, editor's or system's value holds.
+// Trusting the folder does not change that, so an untrusted folder's
+// notice does not name it (Trust.Refused does).
+var workspaceNarrowOnly = map[string]func(v any) bool{
+	// Full access is the person's own decision.
+	"tools.sandbox": func(v any) bool { return !SandboxFullAccess(v) },
+}
+
+// narrowOnlyView returns the workspace layer values, a canonical tree,
+// without the settings of workspaceNarrowOnly that widen (a copy where it
+// differs; values is not changed), and names what it left out, with the
+// value when it is one of the known ones.
+func narrowOnlyView(values map[string]any) (kept map[string]any, refused []string) {
+	kept = values
+	for _, key := range slices.Sorted(maps.Keys(workspaceNarrowOnly)) {
+		v, ok := lookupCanonical(kept, key)
+		if !ok || workspaceNarrowOnly[key](v) {
+			continue
+		}
+		kept = withoutKey(kept, strings.Split(key, "."))
+		name := key
+		if s, _ := v.(string); key == "tools.sandbox" && SandboxFullAccess(s) {
+			name += " (" + s + ")"
+		}
+		refused = append(refused, name)
+	}
+	return kept, refused
+}
+
+// withoutKey returns m without the setting at path, copying the maps on
+// the way down (the others are shared), and dropping a map left empty.
+func withoutKey(m map[string]any, path []string) map[string]any {
+	out := maps.Clone(m)
+	if len(path) == 1 {
+		delete(out, path[0])
+		return out
+	}
+	sub, ok := out[path[0]].(map[string]any)
+	if !ok {
+		return out
+	}
+	if sub = withoutKey(sub, path[1:]); len(sub) > 0 {
+		out[path[0]] = sub
+	} else {
+		delete(out, path[0])
+	}
+	return out
 }
 
 func isNotARaise(v any) bool {
@@ -242,6 +322,10 @@ func reportIgnored(obj map[string]any, prefix string, ignored *[]string) {
 		}
 		p := joinKey(prefix, k)
 		if ok, listed := untrustedAllowed[p]; listed && (ok == nil || ok(v)) {
+			continue
+		}
+		if narrows, listed := workspaceNarrowOnly[p]; listed && !narrows(v) {
+			// Trusting the folder would not apply it either.
 			continue
 		}
 		if ks, known := knownSettingAt(p); known {

@@ -268,7 +268,7 @@ var wantUntrustedAllowed = []string{
 	"context.fileFiltering.respectGitIgnore", "context.fileFiltering.respectQwenIgnore", "context.fileName",
 	"context.loadMemoryFromIncludeDirectories", "general.defaultFileEncoding", "mcp.allowed", "mcp.excluded",
 	"permissions.ask", "permissions.deny", "tools.approvalMode", "tools.core", "tools.disabled", "tools.exclude",
-	"tools.truncateToolOutputLines", "tools.truncateToolOutputThreshold", "tools.webFetch.allowPrivateAddresses",
+	"tools.sandbox", "tools.truncateToolOutputLines", "tools.truncateToolOutputThreshold", "tools.webFetch.allowPrivateAddresses",
 }
 
 func TestUntrustedAllowListIsTheReviewedOne(t *testing.T) {

@@ -16,9 +16,17 @@ func (s *Settings) remergeLocked() bool {
 	for i := range s.layers {
 		s.effective[i] = s.layers[i].values
 	}
-	// Every layer is a canonical tree (settingscanon.go), so the filter
-	// below sees each setting under its one name.
-	if ws := s.layers[layerWorkspace].values; !s.trust.Trusted {
+	// Every layer is a canonical tree (settingscanon.go), so the filters
+	// below see each setting under its one name. First what no workspace
+	// may widen, trusted or not (tools.sandbox's full access): the user's,
+	// editor's or system's value holds.
+	ws, refused := narrowOnlyView(s.layers[layerWorkspace].values)
+	s.effective[layerWorkspace] = ws
+	s.trust.Refused = refused
+	if len(refused) > 0 {
+		s.trust.File = s.layers[layerWorkspace].file
+	}
+	if !s.trust.Trusted {
 		s.effective[layerWorkspace], s.trust.Ignored = untrustedView(ws)
 		if len(s.trust.Ignored) > 0 {
 			s.trust.File = s.layers[layerWorkspace].file

@@ -85,7 +85,7 @@ func folderTrustEnabled(values map[string]any) (on, set bool) {
 }
 
 func sameTrust(a, b Trust) bool {
-	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored)
+	return a.Root == b.Root && a.Trusted == b.Trusted && a.Denied == b.Denied && a.Why == b.Why && a.File == b.File && slices.Equal(a.Ignored, b.Ignored) && slices.Equal(a.Refused, b.Refused)
 }
 
 // Trust returns the folder-trust decision for the primary root and the
@@ -95,6 +95,7 @@ func (s *Settings) Trust() Trust {
 	defer s.mu.RUnlock()
 	t := s.trust
 	t.Ignored = slices.Clone(t.Ignored)
+	t.Refused = slices.Clone(t.Refused)
 	return t
 }
 

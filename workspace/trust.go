@@ -165,7 +165,13 @@ type Trust struct {
 	// is not trusted ("mcpServers (evil)", "tools.approvalMode (yolo)"),
 	// in a stable order. Empty when trusted.
 	Ignored []string
-	// File is the workspace settings file the ignored settings are in.
+	// Refused names the workspace settings left out because no
+	// workspace may set them to that value, trusted or not
+	// ("tools.sandbox (danger-full-access)"): trusting the folder does
+	// not apply them. Set whether the folder is trusted or not.
+	Refused []string
+	// File is the workspace settings file the ignored or refused
+	// settings are in.
 	File string
 }
 

@@ -136,11 +136,7 @@ func bindClass(c Class) error {
 			return err
 		}
 	}
-	var hooks []string
-	for _, h := range c.HookDirs {
-		hooks = append(hooks, h)
-	}
-	return bindReadOnly(hooks)
+	return bindReadOnly(c.HookDirs)
 }
 
 // bindGitDir makes g a mount point (read-write, so that git can take its

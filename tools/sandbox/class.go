@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,8 +117,10 @@ func gitWritable(rel string) bool {
 		return false
 	}
 	if first == "objects" {
+		// In any case: a case-insensitive file system (macOS's, a FAT
+		// volume) opens objects/INFO/alternates as objects/info's.
 		sub, _, _ := strings.Cut(rest, "/")
-		return sub != "info"
+		return !strings.EqualFold(sub, "info")
 	}
 	return true
 }
@@ -152,7 +155,9 @@ type Class struct {
 // part as written). Outside the roots and the known git directories the
 // class says nothing: the write allow-list decides there.
 func (c Class) Protected(p string) (Kind, bool) {
-	p = filepath.Clean(p)
+	// Compared with slashes, so that Windows paths (where the file
+	// tools use the class too) match the same way.
+	p = filepath.ToSlash(filepath.Clean(p))
 	if _, rel, ok := c.gitDir(p); ok {
 		if rel == "" || !gitWritable(rel) {
 			return KindGit, true
@@ -160,7 +165,7 @@ func (c Class) Protected(p string) (Kind, bool) {
 		return "", false
 	}
 	for _, h := range c.HookDirs {
-		if h != "" && within(p, h) {
+		if h = filepath.ToSlash(h); h != "" && within(p, h) {
 			return KindHooks, true
 		}
 	}
@@ -237,7 +242,7 @@ func (c Class) TreeMoveKeeps(from, to string) bool {
 // relative to it, with slashes.
 func (c Class) gitDir(p string) (dir, rel string, ok bool) {
 	for _, g := range c.GitDirs {
-		if g != "" && within(p, g) {
+		if g = filepath.ToSlash(g); g != "" && within(p, g) {
 			return g, relSlash(g, p), true
 		}
 	}
@@ -251,7 +256,7 @@ func (c Class) gitDir(p string) (dir, rel string, ok bool) {
 		if part == "" {
 			break
 		}
-		dir = filepath.Join(dir, part)
+		dir = path.Join(dir, part)
 		if strings.EqualFold(part, ".git") {
 			return dir, strings.Join(parts[i+1:], "/"), true
 		}
@@ -262,7 +267,7 @@ func (c Class) gitDir(p string) (dir, rel string, ok bool) {
 // root is the first root that holds p.
 func (c Class) root(p string) (string, bool) {
 	for _, r := range c.Roots {
-		if r != "" && within(p, r) {
+		if r = filepath.ToSlash(r); r != "" && within(p, r) {
 			return r, true
 		}
 	}

@@ -65,17 +65,19 @@ type guard struct {
 	class    Class
 	writable []string
 	calls    map[uint32]call
-	// work runs a function on the confined worker thread.
-	work chan func()
+	// work runs a function on the confined worker thread, which starts
+	// with the first call (started; only the serving goroutine reads it).
+	work    chan func()
+	started bool
 	// ruleset and rulesetFlags confine the worker threads.
 	ruleset      int
 	rulesetFlags uint32
 	report       func(Denial)
 }
 
-// startGuard starts the guard's threads: one that receives the
-// notifications, and a worker confined by ruleset, which performs the
-// calls. It returns once the worker is confined.
+// startGuard starts the goroutine that receives the notifications. The
+// worker confined by ruleset, which performs the calls, starts with the
+// first call: a command that writes nothing does not wait for it.
 func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report func(Denial)) error {
 	writable := p.Writable
 	if p.TempDir != "" {
@@ -84,9 +86,6 @@ func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report fun
 	g := &guard{
 		listener: listener, class: p.Class, writable: writable, calls: guardedCalls(),
 		work: make(chan func()), ruleset: ruleset, rulesetFlags: rulesetFlags, report: report,
-	}
-	if err := g.startWorker(g.work); err != nil {
-		return err
 	}
 	go g.serve()
 	return nil
@@ -114,6 +113,12 @@ func (g *guard) startWorker(work <-chan func()) error {
 
 // onWorker runs f on the confined worker and returns its result.
 func (g *guard) onWorker(f func() (int, error)) (int, error) {
+	if !g.started {
+		if err := g.startWorker(g.work); err != nil {
+			return -1, unix.EPERM
+		}
+		g.started = true
+	}
 	type res struct {
 		n   int
 		err error

@@ -30,12 +30,17 @@ type Layout struct {
 
 // homeToolchains are the folders under a home folder that hold
 // toolchains and the configuration they need to run: readable, not
-// writable. Paths use slashes.
+// writable. Paths use slashes. Go's settings file (what go env -w
+// writes, in the user config folder: .config on Linux, Library/Application
+// Support on macOS) is read as git's are: without it go falls back to its
+// defaults without a word, and builds without the person's GOFLAGS or
+// fetches their GOPRIVATE modules through the public proxy.
 var homeToolchains = []string{
 	"go", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".nvm", ".volta", ".fnm", ".bun/bin",
 	".deno/bin", ".sdkman", ".asdf", ".local/bin", ".local/lib", ".local/share/mise",
 	".local/share/fnm", ".dotnet", ".ghcup", ".cabal/bin", ".elan", ".opam", ".nix-profile",
-	".gem", ".terminfo", ".gitconfig", ".config/git",
+	".gem", ".terminfo", ".gitconfig", ".config/git", ".config/go/env",
+	"Library/Application Support/go/env",
 }
 
 // cache is a build cache a command may write: where it is, relative to
@@ -78,6 +83,10 @@ var caches = []cache{
 	{Home: ".bun/install/cache"},
 	{UserCache: "node-gyp"},
 	{Env: []string{"PRE_COMMIT_HOME"}, UserCache: "pre-commit"},
+	// Go's local telemetry counters, which every go command updates (in
+	// the user config folder); they run nothing.
+	{Home: ".config/go/telemetry"},
+	{Home: "Library/Application Support/go/telemetry"},
 }
 
 func (l Layout) getenv(k string) string {
@@ -183,18 +192,32 @@ func (l Layout) excluded() []string {
 		out = append(out, p)
 	}
 	add(l.Home)
-	switch runtime.GOOS {
-	case "darwin":
-		add("/Users")
-		add("/var/root")
-	default:
-		add("/home")
-		add("/root")
+	for _, h := range homeFolders(runtime.GOOS) {
+		add(h)
 	}
 	for _, p := range l.Private {
 		add(p)
 	}
 	return out
+}
+
+// homeFolders are the system's folders of home folders and root's home.
+// On macOS /var is a link to /private/var, and the data volume shows
+// /Users and /private again below /System/Volumes/Data (firmlinks): each
+// spelling is excluded, since a link is followed and a firmlinked path
+// may be named either way.
+func homeFolders(goos string) []string {
+	if goos == "darwin" {
+		return []string{"/Users", "/var/root", "/private/var/root",
+			"/System/Volumes/Data/Users", "/System/Volumes/Data/private/var/root"}
+	}
+	return []string{"/home", "/root"}
+}
+
+// isUsersFolder reports whether ex holds one home folder per person, each
+// the next part below it.
+func isUsersFolder(ex string) bool {
+	return ex == "/home" || ex == "/Users" || ex == "/System/Volumes/Data/Users"
 }
 
 // homes are the home folders toolchains may live in: the person's, and
@@ -207,7 +230,7 @@ func (l Layout) homes() []string {
 	}
 	for _, dir := range filepath.SplitList(l.getenv("PATH")) {
 		for _, ex := range l.excluded() {
-			if ex == "/home" || ex == "/Users" {
+			if isUsersFolder(ex) {
 				// The home folder is the next part below.
 				if rel, ok := strings.CutPrefix(dir, ex+"/"); ok {
 					user, _, _ := strings.Cut(rel, "/")

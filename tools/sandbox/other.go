@@ -54,3 +54,6 @@ func (s *Supervised) Exited() <-chan struct{} { return s.exited }
 func Probe() Support {
 	return Support{OS: runtime.GOOS, Reason: "no sandbox on " + runtime.GOOS}
 }
+
+// Denials: without a sandbox nothing is refused.
+func (s *Supervised) Denials() []Denial { return nil }

@@ -26,7 +26,13 @@ func init() {
 	if !ok {
 		return
 	}
-	supervise(enc, os.Args[3:])
+	// The runtime keeps the main goroutine on the main thread while the
+	// packages initialise, and the supervisor never leaves init: every
+	// time the main goroutine blocked and woke, the runtime handed the
+	// thread over and back. The supervisor runs on goroutines of its own,
+	// and the main goroutine waits for ever (os.Exit ends the process).
+	go supervise(enc, os.Args[3:])
+	select {}
 }
 
 // statusFD is the descriptor a lingering supervisor reports the command's
@@ -35,9 +41,6 @@ const statusFD = 3
 
 // supervise never returns.
 func supervise(enc string, argv []string) {
-	// The Landlock domain is put on this thread alone (restrictThread),
-	// so the command must be started from it: keep this goroutine on it.
-	runtime.LockOSThread()
 	p, err := decodePolicy(enc)
 	if err != nil {
 		fail("%v", err)
@@ -65,32 +68,15 @@ func supervise(enc string, argv []string) {
 		status = os.NewFile(statusFD, "status")
 	}
 	rep := &reporter{status: status}
-	name, args, err := apply(p, argv, rep.deny)
+	pid, err := confineAndStart(p, argv, rep)
 	if err != nil {
 		fail("%v", err)
 	}
 	if p.ProbeOnly {
 		os.Exit(0)
 	}
-	env := os.Environ()
-	if p.UnsetGORACE {
-		env = removeEnv(env, "GORACE")
-	}
-	if p.Mode == ReadOnly {
-		env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
-	}
-	if p.Mode.Writes() && p.TempDir != "" {
-		env = setEnv(env, "TMPDIR", p.TempDir)
-	}
-	attr := &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: childAttr()}
-	child, err := os.StartProcess(name, args, attr)
-	if err != nil {
-		fail("cannot run %s: %v", argv[0], err)
-	}
-	// The command does not inherit the status pipe: StartProcess passes
-	// only Files.
 	exited := make(chan syscall.WaitStatus, 1)
-	go reap(child.Pid, exited)
+	go reap(pid, exited)
 	var ws syscall.WaitStatus
 	mainDone := false
 	for {
@@ -121,7 +107,7 @@ func supervise(enc string, argv []string) {
 				continue
 			}
 			if !mainDone {
-				_ = syscall.Kill(child.Pid, sig)
+				_ = syscall.Kill(pid, sig)
 			} else {
 				for _, pid := range descendants() {
 					_ = syscall.Kill(pid, sig)
@@ -129,6 +115,54 @@ func supervise(enc string, argv []string) {
 			}
 		}
 	}
+}
+
+// confineAndStart confines a thread of its own with p and starts the
+// command from it, which inherits the confinement (the Landlock domain and
+// the system call filter are the thread's, not the process's). The thread
+// is never given back to the runtime, so no other code of the supervisor
+// runs confined, and it stays, parked, for the supervisor's life: the
+// command's parent-death signal fires when the thread that started it
+// ends. With ProbeOnly it confines and starts nothing (pid 0).
+func confineAndStart(p Policy, argv []string, rep *reporter) (int, error) {
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		name, args, err := apply(p, argv, rep.deny)
+		if err != nil || p.ProbeOnly {
+			ch <- started{err: err}
+			return
+		}
+		env := os.Environ()
+		if p.UnsetGORACE {
+			env = removeEnv(env, "GORACE")
+		}
+		if p.Mode == ReadOnly {
+			env = setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
+		}
+		if p.Mode.Writes() && p.TempDir != "" {
+			env = setEnv(env, "TMPDIR", p.TempDir)
+		}
+		// syscall.ForkExec rather than os.StartProcess: the os package
+		// first probes, once per process, whether clone gives pidfds, by
+		// starting a throwaway child, and the supervisor is a new
+		// process every time. reap waits for the children itself. The
+		// command does not inherit the status pipe or the server's
+		// pidfd: both are close-on-exec, and ForkExec passes only Files.
+		attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}, Sys: childAttr()}
+		pid, err := syscall.ForkExec(name, args, attr)
+		if err != nil {
+			err = fmt.Errorf("cannot run %s: %w", argv[0], err)
+		}
+		ch <- started{pid, err}
+		select {}
+	}()
+	s := <-ch
+	return s.pid, s.err
 }
 
 // awaitGone polls, for a short while, whether the server has gone (used

@@ -25,6 +25,8 @@ type Context struct {
 	// Inside reports whether an absolute path is inside the workspace
 	// roots, links resolved. Nil means nothing is.
 	Inside func(abs string) bool
+
+	realHome string // Home with its links resolved, worked out once by Analyze
 }
 
 // Analyze parses cmd as Parse does and judges it for a workspace:
@@ -40,6 +42,9 @@ type Context struct {
 //     command's directory are followed, and git's own search upward for a
 //     .git (or a bare repository) is repeated. Another repository's
 //     configuration and hooks are not the workspace's.
+//   - A read-only sub-command that reads a path under the home folder,
+//     outside the roots, is not read-only (HomeRead names the path): it
+//     asks, as the file tools refuse that path.
 //   - Each sub-command gets its directory (Dir), the paths it may write
 //     (Targets) and why some could not be known (Unresolved), for the
 //     protected-path check of the caller.
@@ -47,6 +52,9 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 	a, err := Parse(cmd)
 	if err != nil {
 		return a, err
+	}
+	if home, _ := ctx.homeDirs(); home != "" {
+		ctx.realHome = physicalPath(home)
 	}
 	dir := ctx.Dir
 	for _, s := range a.SubCommands {
@@ -83,6 +91,12 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 		if s.Root == "git" && (!ctx.RepoConfigTrusted || !ctx.gitRepoInside(s.Dir, s.Words[1:])) {
 			s.ReadOnly = false
 			s.ForeignGit = true
+		}
+		if s.ReadOnly {
+			if shown := ctx.homeRead(s); shown != "" {
+				s.ReadOnly = false
+				s.HomeRead = shown
+			}
 		}
 		ctx.resolveTargets(s)
 	}
@@ -344,7 +358,9 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 		}
 		add(r.Value, r.Pattern)
 	}
-	if s.ReadOnly || len(s.Words) == 0 {
+	if s.ReadOnly || s.HomeRead != "" || len(s.Words) == 0 {
+		// A sub-command that reads under the home folder is read-only
+		// otherwise: its arguments name nothing it writes.
 		return
 	}
 	writer := !s.Words[0].Expanded && fileWriters[s.Root]

@@ -12,6 +12,8 @@
 //     whether the folder's repository configuration is trusted).
 //   - Analysis.ReadOnly is the verdict "may run unasked";
 //     Analysis.NeedingApproval lists the sub-commands that are not.
+//     A sub-command that would be read-only but reads a path under the
+//     home folder, outside the roots, is not; its HomeRead names the path.
 //   - Each SubCommand carries the directory it runs in (Dir), the paths it
 //     may write (Targets) and why some cannot be known (Unresolved), for the
 //     caller's protected-path check; MovesFolders names the programs judged

@@ -74,7 +74,8 @@ type SubCommand struct {
 	Dir string
 	// Targets are the absolute paths the sub-command may write, as
 	// Analyze resolved them: its redirection targets, and for a
-	// sub-command that is not read-only every argument that names a path
+	// sub-command that is not read-only (and not only because of
+	// HomeRead) every argument that names a path
 	// (globs expanded against the file system, ~ resolved). Each is
 	// given as written (made absolute), not with links resolved.
 	Targets []string
@@ -84,8 +85,34 @@ type SubCommand struct {
 	// expansion, a relative target in an unknown directory.
 	Unresolved string
 
-	loop   bool  // inside a loop or function body
-	scopes []int // the subshells (pipeline parts, substitutions) it is in, outermost first
+	// HomeRead names, as the person is shown it (~/.ssh/id_rsa), a path
+	// under the home folder and outside the roots that the sub-command
+	// reads; "" when it reads none. Such a sub-command would be
+	// read-only otherwise: it writes nothing, but it asks, as the file
+	// tools refuse the same path.
+	HomeRead string
+
+	loop   bool       // inside a loop or function body
+	scopes []int      // the subshells (pipeline parts, substitutions) it is in, outermost first
+	paths  []pathWord // Words again, as paths: how bash expands a leading ~ or $HOME in each
+	reads  []pathWord // the files its input redirections (<) and the groups around it read
+}
+
+// pathWord is a word as the path it may name. bash expands a tilde only
+// when it starts the word unquoted (~"/x" stays as written), and a word
+// built around $HOME names a path under the home folder although it
+// holds an expansion.
+type pathWord struct {
+	Word
+	// tilde: the word starts with a tilde-prefix bash expands (~, ~/…,
+	// ~name/…).
+	tilde bool
+	// home: the word is literal text (before, after) around one plain
+	// $HOME or ${HOME}, quoted or not; homePattern reports glob or brace
+	// characters in its unquoted text.
+	home          bool
+	before, after string
+	homePattern   bool
 }
 
 // Analysis is a command line taken apart for approval (tools.md §3.8,
@@ -211,17 +238,21 @@ func (w *shellWalker) stmts(list []*syntax.Stmt, outer redirs) {
 }
 
 // redirs are the file-writing redirections of the groups around a
-// statement.
+// statement, and the files their input redirections read.
 type redirs struct {
 	write   bool
 	targets []Word
+	reads   []pathWord
 }
 
 func (r redirs) with(list []*syntax.Redirect) redirs {
+	if reads := readTargets(list); len(reads) > 0 {
+		r.reads = append(append([]pathWord(nil), r.reads...), reads...)
+	}
 	if !hasWriteRedirect(list) {
 		return r
 	}
-	return redirs{write: true, targets: append(append([]Word(nil), r.targets...), writeTargets(list)...)}
+	return redirs{write: true, targets: append(append([]Word(nil), r.targets...), writeTargets(list)...), reads: r.reads}
 }
 
 // clause records the header of a compound command (a for list, a case
@@ -351,7 +382,7 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 			end = e
 		}
 	}
-	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, loop: w.loop > 0, scopes: w.scopes}
+	sub := SubCommand{Text: w.text(s.Pos(), end), WriteRedirect: write.write, Redirects: write.targets, reads: write.reads, loop: w.loop > 0, scopes: w.scopes}
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, a := range c.Assigns {
@@ -360,7 +391,9 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 			}
 		}
 		for _, a := range c.Args {
-			sub.Words = append(sub.Words, w.word(a))
+			pw := w.pathWord(a)
+			sub.Words = append(sub.Words, pw.Word)
+			sub.paths = append(sub.paths, pw)
 		}
 	case *syntax.DeclClause:
 		sub.Words = append(sub.Words, Word{Value: c.Variant.Value})
@@ -530,6 +563,18 @@ func writeTargets(list []*syntax.Redirect) []Word {
 	return out
 }
 
+// readTargets are the files the input redirections (<) in list read.
+func readTargets(list []*syntax.Redirect) []pathWord {
+	var out []pathWord
+	w := &shellWalker{}
+	for _, r := range list {
+		if r.Word != nil && r.Op == syntax.RdrIn {
+			out = append(out, w.pathWord(r.Word))
+		}
+	}
+	return out
+}
+
 func isHeredoc(op syntax.RedirOperator) bool {
 	return op == syntax.Hdoc || op == syntax.DashHdoc || op == syntax.WordHdoc
 }
@@ -585,6 +630,88 @@ func (w *shellWalker) word(wd *syntax.Word) Word {
 	}
 	out.Value = b.String()
 	return out
+}
+
+// pathWord is word with what bash does to a leading tilde or $HOME.
+func (w *shellWalker) pathWord(wd *syntax.Word) pathWord {
+	pw := pathWord{Word: w.word(wd)}
+	if len(wd.Parts) > 0 {
+		if l, ok := wd.Parts[0].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "~") {
+			// The tilde-prefix runs to the first unquoted slash and
+			// must hold no quoted character.
+			prefix, _, slash := strings.Cut(l.Value, "/")
+			pw.tilde = !strings.Contains(prefix, "\\") && (slash || len(wd.Parts) == 1)
+		}
+	}
+	if pw.Expanded {
+		pw.before, pw.after, pw.homePattern, pw.home = homeParts(wd)
+	}
+	return pw
+}
+
+// homeParts reads a word that is literal text around one plain $HOME or
+// ${HOME} (quoted or not): the text before and after it, and whether the
+// unquoted text holds glob or brace characters. ok is false for any other
+// word.
+func homeParts(wd *syntax.Word) (before, after string, pattern, ok bool) {
+	var b strings.Builder
+	seen := false
+	lit := func(v string, quoted bool) {
+		if !quoted {
+			u, p := unescapeUnquoted(v)
+			pattern = pattern || p
+			v = u
+		} else {
+			v = unescapeDouble(v)
+		}
+		b.WriteString(v)
+	}
+	param := func(p *syntax.ParamExp) bool {
+		if seen || p.Param == nil || p.Param.Value != "HOME" || p.Exp != nil || !safeParamExp(p) {
+			return false
+		}
+		seen = true
+		before = b.String()
+		b.Reset()
+		return true
+	}
+	for _, part := range wd.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			lit(p.Value, false)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", "", false, false
+			}
+			b.WriteString(p.Value)
+		case *syntax.ParamExp:
+			if !param(p) {
+				return "", "", false, false
+			}
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", "", false, false
+			}
+			for _, q := range p.Parts {
+				switch q := q.(type) {
+				case *syntax.Lit:
+					lit(q.Value, true)
+				case *syntax.ParamExp:
+					if !param(q) {
+						return "", "", false, false
+					}
+				default:
+					return "", "", false, false
+				}
+			}
+		default:
+			return "", "", false, false
+		}
+	}
+	if !seen {
+		return "", "", false, false
+	}
+	return before, b.String(), pattern, true
 }
 
 // unescapeUnquoted removes the backslashes of an unquoted literal, and

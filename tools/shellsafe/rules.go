@@ -141,8 +141,11 @@ type Coverage struct {
 // such a sub-command asks; discarding output (2>/dev/null) and
 // duplicating descriptors (2>&1) are not writes. Likewise an expansion
 // that bash evaluates as code (UnsafeExpansion): Bash(echo *) allows echo,
-// not the command hidden in x='a[$(rm -rf ~)]'; echo $((x)). Only a bare
-// Bash rule, which allows every command, covers them.
+// not the command hidden in x='a[$(rm -rf ~)]'; echo $((x)). Nor does it
+// cover a read under the home folder, outside the roots (HomeRead):
+// Bash(cat *) is cat of the workspace's files, not cat ~/.ssh/id_rsa,
+// which the person is asked about each time. Only a bare Bash rule, which
+// allows every command, covers them.
 func Cover(subs []SubCommand, allow, deny []string) Coverage {
 	cov := Coverage{Deny: -1, DeniedSubCommand: -1}
 	for di, spec := range deny {
@@ -170,7 +173,7 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 				}
 				continue
 			}
-			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion && !sub.ForeignGit)) {
+			if RuleMatches(spec, sub) && (bare || (allowCoversAssigns(sub) && !sub.WriteRedirect && !sub.UnsafeExpansion && !sub.ForeignGit && sub.HomeRead == "")) {
 				allowed = true
 				break
 			}
