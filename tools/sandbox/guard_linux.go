@@ -831,6 +831,14 @@ func (g *guard) unlink(t *target, dirfd int32, addr uint64, flags int) outcome {
 	if e != 0 {
 		return failed(e)
 	}
+	if _, ok := g.class.Protected(n.path); ok && n.path != "" {
+		// What would fail anyway fails as it would: git removes the
+		// folders above a file it deleted until one is not empty, up
+		// to the git directory itself.
+		if e := unlinkFails(n, flags); e != 0 {
+			return failed(e)
+		}
+	}
 	if g.refused(n) {
 		return failed(unix.EACCES)
 	}
@@ -839,6 +847,35 @@ func (g *guard) unlink(t *target, dirfd int32, addr uint64, flags int) outcome {
 		return g.denied(n, err, true)
 	}
 	return okOutcome
+}
+
+// unlinkFails is the error unlinkat would give for a reason of its own:
+// the name is missing, a folder is not empty, or the kind is not the
+// one asked for.
+func unlinkFails(n node, flags int) unix.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstatat(n.dir, n.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err.(unix.Errno)
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	switch {
+	case flags&unix.AT_REMOVEDIR == 0 && dir:
+		return unix.EISDIR
+	case flags&unix.AT_REMOVEDIR != 0 && !dir:
+		return unix.ENOTDIR
+	case dir:
+		fd, err := unix.Openat(n.dir, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0
+		}
+		f := os.NewFile(uintptr(fd), n.path)
+		names, _ := f.Readdirnames(1)
+		f.Close()
+		if len(names) > 0 {
+			return unix.ENOTEMPTY
+		}
+	}
+	return 0
 }
 
 func (g *guard) chmod(n node, mode uint32) outcome {
