@@ -797,11 +797,12 @@ func startSibling(t *testing.T) (pid int, secrets []string) {
 }
 
 // sampleTargets keeps every case, except under the race detector, which
-// makes each command several times slower: there, scenario k tries every
-// way of every class on one target of the class, the next one for the
-// next scenario, so that each target is still tried under some policy.
+// makes each command several times slower, and with -short: there,
+// scenario k tries every way of every class on one target of the class,
+// the next one for the next scenario, so that each target is still tried
+// under some policy.
 func sampleTargets(cases []classCase, k int) func(classCase) bool {
-	if !raceDetector {
+	if !raceDetector && !testing.Short() {
 		return func(classCase) bool { return true }
 	}
 	targets := map[string][]string{}
