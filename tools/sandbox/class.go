@@ -192,6 +192,51 @@ func (c Class) Protected(p string) (Kind, bool) {
 	return "", false
 }
 
+// Within reports whether p is where the class is kept: inside a root, a
+// known git directory or a hook folder. Below such a place, what a name
+// means depends on where it is, not on how it got there.
+func (c Class) Within(p string) bool {
+	p = filepath.Clean(p)
+	if _, ok := c.root(p); ok {
+		return true
+	}
+	for _, d := range append(append([]string(nil), c.GitDirs...), c.HookDirs...) {
+		if d != "" && within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// TreeMoveKeeps reports whether a folder or a symbolic link may be
+// renamed from from to to without bringing protected names into the
+// class. Protected only checks the moved name itself; what is below it
+// comes along unchecked:
+//
+//   - from outside (the command's temporary folder, a cache), a folder may
+//     hold anything: an .envrc, a .vscode folder, a whole git directory
+//     with hooks; a link may lead to such a folder;
+//   - a git directory's objects folder may be written, but not its info
+//     folder (alternates): a folder built under refs and renamed to
+//     objects would bring one.
+//
+// A file is judged by its new name alone. The caller answers a refusal
+// with EXDEV, on which mv and its kin copy instead, name by name, through
+// the guard.
+func (c Class) TreeMoveKeeps(from, to string) bool {
+	to = filepath.Clean(to)
+	if !c.Within(to) {
+		return true
+	}
+	if !c.Within(from) {
+		return false
+	}
+	if _, rel, ok := c.gitDir(to); ok && strings.EqualFold(rel, "objects") {
+		return false
+	}
+	return true
+}
+
 // gitDir finds the git directory p is in (or is): a known git directory,
 // or, inside the roots, the nearest folder named .git above p. rel is p
 // relative to it, with slashes.

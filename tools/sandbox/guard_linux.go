@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -78,8 +79,12 @@ type guard struct {
 // worker confined by ruleset, which performs the calls, starts with the
 // first call: a command that writes nothing does not wait for it.
 func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report func(Denial)) error {
+	writable := p.Writable
+	if p.TempDir != "" {
+		writable = append(slices.Clip(writable), p.TempDir)
+	}
 	g := &guard{
-		listener: listener, class: p.Class, writable: p.Writable, calls: guardedCalls(),
+		listener: listener, class: p.Class, writable: writable, calls: guardedCalls(),
 		work: make(chan func()), ruleset: ruleset, rulesetFlags: rulesetFlags, report: report,
 	}
 	go g.serve()
@@ -514,7 +519,12 @@ func (g *guard) do(t *target, c call, a [6]uint64) outcome {
 		if e != 0 {
 			return failed(e)
 		}
-		return g.create(t, dirfd, p, func(n node) error { return unix.Symlinkat(dest, n.dir, n.name) })
+		return g.create(t, dirfd, p, func(n node) error {
+			if g.linkLeadsOut(n, dest) {
+				return unix.EACCES
+			}
+			return unix.Symlinkat(dest, n.dir, n.name)
+		})
 	case callLinkat:
 		return g.link(t, int32(a[0]), a[1], int32(a[2]), a[3], int(a[4]))
 	case callLink:
@@ -525,6 +535,12 @@ func (g *guard) do(t *target, c call, a [6]uint64) outcome {
 		return g.rename(t, int32(a[0]), a[1], int32(a[2]), a[3], 0)
 	case callRename:
 		return g.rename(t, atFDCWD, a[0], atFDCWD, a[1], 0)
+	case callUnlinkat:
+		return g.unlink(t, int32(a[0]), a[1], int(a[2]))
+	case callUnlink:
+		return g.unlink(t, atFDCWD, a[0], 0)
+	case callRmdir:
+		return g.unlink(t, atFDCWD, a[0], unix.AT_REMOVEDIR)
 	case callTruncate:
 		n, e := t.resolve(atFDCWD, a[0], true)
 		if e != 0 {
@@ -692,6 +708,17 @@ func (g *guard) link(t *target, olddirfd int32, oldaddr uint64, newdirfd int32, 
 	if g.refused(old) || g.refused(n) {
 		return failed(unix.EACCES)
 	}
+	if old.magic < 0 && n.path != "" {
+		// A hard link to a symbolic link is a symbolic link with the
+		// same target under the new name.
+		var st unix.Stat_t
+		buf := make([]byte, unix.PathMax)
+		if unix.Fstatat(old.dir, old.name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			if k, err := unix.Readlinkat(old.dir, old.name, buf); err != nil || g.linkLeadsOut(n, string(buf[:k])) {
+				return failed(unix.EACCES)
+			}
+		}
+	}
 	_, err := g.onWorker(func() (int, error) {
 		if old.magic >= 0 {
 			return 0, unix.Linkat(atFDCWD, old.procPath(), n.dir, n.name, unix.AT_SYMLINK_FOLLOW)
@@ -718,6 +745,11 @@ func (g *guard) rename(t *target, olddirfd int32, oldaddr uint64, newdirfd int32
 	if g.refused(old) || g.refused(n) {
 		return failed(unix.EACCES)
 	}
+	// A folder or a link brings what is below it (Class.TreeMoveKeeps);
+	// an exchange moves both ways.
+	if !g.treeMoveKeeps(old, n) || (flags&unix.RENAME_EXCHANGE != 0 && !g.treeMoveKeeps(n, old)) {
+		return failed(unix.EXDEV)
+	}
 	_, err := g.onWorker(func() (int, error) {
 		return 0, unix.Renameat2(old.dir, old.name, n.dir, n.name, flags)
 	})
@@ -725,6 +757,125 @@ func (g *guard) rename(t *target, olddirfd int32, oldaddr uint64, newdirfd int32
 		return g.denied(n, err, false)
 	}
 	return okOutcome
+}
+
+// treeMoveKeeps reports whether from, when it is a folder or a link, may
+// be renamed to to.
+func (g *guard) treeMoveKeeps(from, to node) bool {
+	var st unix.Stat_t
+	if to.path == "" || from.magic >= 0 || unix.Fstatat(from.dir, from.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		// The kernel will say what a rename from nothing, or to a
+		// folder that is gone, comes to.
+		return true
+	}
+	if k := st.Mode & unix.S_IFMT; k != unix.S_IFDIR && k != unix.S_IFLNK {
+		return true
+	}
+	return g.class.TreeMoveKeeps(from.path, to.path)
+}
+
+// linkLeadsOut reports whether a symbolic link n, made where the class is
+// kept, with target dest, would lead into a folder the command may write
+// outside the roots (its temporary folder, a cache, or a folder above
+// one) or into /proc. The names below the link would then be reached from
+// inside the roots (a .envrc, a .vscode folder, a git directory) without
+// the guard seeing them made.
+func (g *guard) linkLeadsOut(n node, dest string) bool {
+	if n.path == "" || !g.class.Within(n.path) {
+		return false
+	}
+	abs := dest
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(filepath.Dir(n.path), dest)
+	}
+	abs = filepath.Clean(abs)
+	real := realPath(abs)
+	for _, p := range []string{abs, real} {
+		if within(p, "/proc") || within(p, "/dev/fd") {
+			return true
+		}
+	}
+	for _, w := range g.writable {
+		if g.class.Within(w) {
+			continue
+		}
+		for _, wr := range []string{w, realPath(w)} {
+			if within(real, wr) || within(wr, real) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// realPath is p with the links of its longest existing part resolved.
+func realPath(p string) string {
+	rest := ""
+	for q := p; ; q = filepath.Dir(q) {
+		if r, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if q == filepath.Dir(q) {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+	}
+}
+
+// unlink removes a name (a folder with AT_REMOVEDIR) unless it is in the
+// class: read-only means it cannot be removed either, where no read-only
+// mount keeps it (a nested repository's git directory, an .envrc below
+// the top of a root).
+func (g *guard) unlink(t *target, dirfd int32, addr uint64, flags int) outcome {
+	n, e := t.resolve(dirfd, addr, false)
+	if e != 0 {
+		return failed(e)
+	}
+	if _, ok := g.class.Protected(n.path); ok && n.path != "" {
+		// What would fail anyway fails as it would: git removes the
+		// folders above a file it deleted until one is not empty, up
+		// to the git directory itself.
+		if e := unlinkFails(n, flags); e != 0 {
+			return failed(e)
+		}
+	}
+	if g.refused(n) {
+		return failed(unix.EACCES)
+	}
+	_, err := g.onWorker(func() (int, error) { return 0, unix.Unlinkat(n.dir, n.name, flags) })
+	if err != nil {
+		return g.denied(n, err, true)
+	}
+	return okOutcome
+}
+
+// unlinkFails is the error unlinkat would give for a reason of its own:
+// the name is missing, a folder is not empty, or the kind is not the
+// one asked for.
+func unlinkFails(n node, flags int) unix.Errno {
+	var st unix.Stat_t
+	if err := unix.Fstatat(n.dir, n.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err.(unix.Errno)
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	switch {
+	case flags&unix.AT_REMOVEDIR == 0 && dir:
+		return unix.EISDIR
+	case flags&unix.AT_REMOVEDIR != 0 && !dir:
+		return unix.ENOTDIR
+	case dir:
+		fd, err := unix.Openat(n.dir, n.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0
+		}
+		f := os.NewFile(uintptr(fd), n.path)
+		names, _ := f.Readdirnames(1)
+		f.Close()
+		if len(names) > 0 {
+			return unix.ENOTEMPTY
+		}
+	}
+	return 0
 }
 
 func (g *guard) chmod(n node, mode uint32) outcome {

@@ -528,3 +528,67 @@ func TestProtectAsNonRoot(t *testing.T) {
 		t.Fatalf("the workspace write failed or the uid was not kept:\n%s", text)
 	}
 }
+
+// What is below a moved folder or a link comes along unchecked by name:
+// a folder built in the command's temporary folder, outside the roots,
+// holds whatever names it likes. Renamed, linked or copied into the roots,
+// none of its protected names may arrive there; a git directory's objects
+// folder may not be swapped for one that brings info/alternates; nor may
+// a protected name where no read-only mount keeps it (a nested
+// repository's git directory, an .envrc below the top) be removed.
+// Ordinary moves, links and removals still work.
+func TestProtectKeepsTreesMovedIn(t *testing.T) {
+	needLandlock(t)
+	needMounts(t)
+	root, _, p := protectFixture(t)
+	tmp := t.TempDir()
+	p.TempDir = tmp
+	for _, d := range []string{".git/objects/info", ".git/refs/heads", "src/n/.git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"src/n/.envrc", "src/n/.git/config"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("orig\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNot := []string{"src/sub/.envrc", "src/sub/.vscode", "src/r/.git", "src/link", "src/link2", "src/link3",
+		"src/link4", ".git/objects/info/alternates", "src/py/.envrc"}
+	for i, script := range []string{
+		`mkdir -p "$TMPDIR/d/.vscode" && echo x > "$TMPDIR/d/.envrc" && echo x > "$TMPDIR/d/.vscode/tasks.json" && echo x > "$TMPDIR/d/f" && mv "$TMPDIR/d" src/sub`,
+		`python3 -c 'import os; d = os.environ["TMPDIR"] + "/p"; os.makedirs(d); open(d + "/.env" + "rc", "w").write("x"); os.rename(d, "src/py")'`,
+		`mkdir -p "$TMPDIR/r/.git/hooks" && echo x > "$TMPDIR/r/.git/hooks/pre-commit" && mv "$TMPDIR/r" src/r`,
+		`mkdir -p "$TMPDIR/l" && echo x > "$TMPDIR/l/.envrc" && ln -s "$TMPDIR/l" src/link`,
+		`mkdir -p "$TMPDIR/l" && ln -s "$TMPDIR/l" "$TMPDIR/lnk" && mv "$TMPDIR/lnk" src/link2`,
+		`mkdir -p "$TMPDIR/l" && ln -s "$TMPDIR/l" "$TMPDIR/lnk3" && ln -P "$TMPDIR/lnk3" src/link3`,
+		`ln -s /proc/self/cwd/../.. src/link4`,
+		`mv .git/objects .git/refs/o && mkdir -p .git/refs/n/info && echo /x > .git/refs/n/info/alternates && mv .git/refs/n .git/objects`,
+		`rm -f src/n/.envrc; rm -rf src/n/.git; rmdir src/n/.git/hooks`,
+	} {
+		r := runIn(t, p, root, script)
+		for _, f := range mustNot {
+			if _, err := os.Lstat(filepath.Join(root, f)); err == nil {
+				t.Errorf("%d: %q made %s: %+v", i, script, f, r)
+				os.RemoveAll(filepath.Join(root, f))
+			}
+		}
+		checkOrig(t, script, filepath.Join(root, "src/n/.envrc"), filepath.Join(root, "src/n/.git/config"))
+		if _, err := os.Stat(filepath.Join(root, ".git/objects/info")); os.IsNotExist(err) {
+			// The swap's first step is allowed (objects may be renamed
+			// within the git directory): put it back for the next case.
+			os.Rename(filepath.Join(root, ".git/refs/o"), filepath.Join(root, ".git/objects"))
+		}
+	}
+	// What these forms do to ordinary names still works: a folder from
+	// the temporary folder arrives (copied), links inside the roots and
+	// to the system are made, plain files are removed. Removing a
+	// protected folder that is not empty fails as it would anyway (git
+	// tries its git directory when it cleans up empty folders).
+	r := runIn(t, p, root, `mkdir -p "$TMPDIR/plain" && echo x > "$TMPDIR/plain/f" && mv "$TMPDIR/plain" src/plain && `+
+		`ln -s plain/f src/l1 && ln -s /usr/bin src/l2 && mv src/plain src/plain2 && rm src/plain2/f && rmdir src/plain2 && cat src/l2/env > /dev/null && `+
+		`{ rmdir src/n/.git 2>&1 | grep -q 'not empty'; } && { rm src/n/.gone 2>&1 | grep -q 'No such file'; } && echo ok`)
+	if r.code != 0 || r.out != "ok\n" {
+		t.Fatalf("ordinary moves, links and removals failed: %+v", r)
+	}
+}

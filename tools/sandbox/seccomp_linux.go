@@ -33,18 +33,21 @@ const (
 	callFchmodat2
 	callChmod
 	callFchmod
+	callUnlinkat
+	callUnlink
+	callRmdir
 )
 
 // guardedCalls maps the system calls the guard sees to what they are:
-// every call that creates, replaces, renames, links, truncates or changes
-// the mode of a file by name (open and openat only when they write or
-// create).
+// every call that creates, replaces, renames, links, removes, truncates or
+// changes the mode of a file by name (open and openat only when they
+// write or create).
 func guardedCalls() map[uint32]call {
 	m := map[uint32]call{
 		unix.SYS_OPENAT: callOpenat, unix.SYS_MKDIRAT: callMkdirat, unix.SYS_MKNODAT: callMknodat,
 		unix.SYS_SYMLINKAT: callSymlinkat, unix.SYS_LINKAT: callLinkat, unix.SYS_RENAMEAT2: callRenameat2,
 		unix.SYS_RENAMEAT: callRenameat, unix.SYS_TRUNCATE: callTruncate, unix.SYS_FCHMODAT: callFchmodat,
-		unix.SYS_FCHMODAT2: callFchmodat2, unix.SYS_FCHMOD: callFchmod,
+		unix.SYS_FCHMODAT2: callFchmodat2, unix.SYS_FCHMOD: callFchmod, unix.SYS_UNLINKAT: callUnlinkat,
 	}
 	for nr, c := range legacyCalls {
 		m[nr] = c

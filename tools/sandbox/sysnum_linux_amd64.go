@@ -14,7 +14,7 @@ const x32Bit = 0x40000000
 var legacyCalls = map[uint32]call{
 	unix.SYS_OPEN: callOpen, unix.SYS_CREAT: callCreat, unix.SYS_MKDIR: callMkdir,
 	unix.SYS_MKNOD: callMknod, unix.SYS_LINK: callLink, unix.SYS_SYMLINK: callSymlink,
-	unix.SYS_RENAME: callRename, unix.SYS_CHMOD: callChmod,
+	unix.SYS_RENAME: callRename, unix.SYS_CHMOD: callChmod, unix.SYS_UNLINK: callUnlink, unix.SYS_RMDIR: callRmdir,
 }
 
 const guardArch = true
