@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
 )
 
 // The guard keeps the protected class (class.go) of a command that may
@@ -78,7 +80,7 @@ type guard struct {
 // startGuard starts the goroutine that receives the notifications. The
 // worker confined by ruleset, which performs the calls, starts with the
 // first call: a command that writes nothing does not wait for it.
-func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report func(Denial)) error {
+func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report func(Denial), next func() launch.Notification) error {
 	writable := p.Writable
 	if p.TempDir != "" {
 		writable = append(slices.Clip(writable), p.TempDir)
@@ -87,7 +89,7 @@ func startGuard(listener, ruleset int, rulesetFlags uint32, p Policy, report fun
 		listener: listener, class: p.Class, writable: writable, calls: guardedCalls(),
 		work: make(chan func()), ruleset: ruleset, rulesetFlags: rulesetFlags, report: report,
 	}
-	go g.serve()
+	go g.serve(next)
 	return nil
 }
 
@@ -132,15 +134,13 @@ func (g *guard) onWorker(f func() (int, error)) (int, error) {
 	return r.n, r.err
 }
 
-func (g *guard) serve() {
+// serve handles the notifications the supervisor's first stage receives
+// and leaves to the guard (next).
+func (g *guard) serve(next func() launch.Notification) {
 	for {
-		var n seccompNotif
-		if err := ioctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
-			if err == unix.EINTR || err == unix.ENOENT {
-				continue
-			}
-			return
-		}
+		ln := next()
+		n := seccompNotif{ID: ln.ID, Pid: ln.Pid, Flags: ln.Flags,
+			Data: seccompData{Nr: ln.Nr, Arch: ln.Arch, IP: ln.IP, Args: ln.Args}}
 		g.handle(&n)
 	}
 }

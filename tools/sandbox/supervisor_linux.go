@@ -18,7 +18,7 @@ func startCommand(p Policy, _ []string) (command, error) {
 	}
 	if st.Listener >= 0 {
 		rep := &reporter{write: st.Report}
-		if err := startGuard(st.Listener, st.Ruleset, 0, p, rep.deny); err != nil {
+		if err := startGuard(st.Listener, st.Ruleset, 0, p, rep.deny, st.Next); err != nil {
 			return command{}, fmt.Errorf("guard: %w", err)
 		}
 	}

@@ -56,6 +56,13 @@ type State struct {
 	finished bool
 	mainDone bool
 	exit     func(syscall.WaitStatus)
+
+	// q holds the notifications left to the guard; work feeds the
+	// confined worker that opens devices (notify_linux.go).
+	q          queue
+	workerOnce sync.Once
+	work       chan func()
+	workerOK   bool
 }
 
 // MainDone reports whether the command itself has ended (what it started
@@ -93,6 +100,13 @@ func init() {
 	}
 	started = st
 	go st.reap()
+	if st.Listener >= 0 {
+		st.q.cond = sync.NewCond(&st.q.mu)
+		go st.serve()
+		// The worker that opens devices starts now, beside the command:
+		// a shell opens /dev/tty first thing.
+		go st.onWorker(func() (int, syscall.Errno) { return 0, 0 })
+	}
 }
 
 func fail(msg string) {
