@@ -52,10 +52,10 @@ func probeMounts() bool {
 
 // serverAttr adds the supervisor's process attributes: pdeathSignal when
 // the server dies, and, where the kernel gives them: for a confined
-// command, a user namespace (with an identity map, for root too, so that
-// a command run as root holds no capability outside it), a mount
-// namespace and a PID namespace; for a command the person approved, run
-// as root, a mount namespace for the read-only trust list and settings.
+// command, a mount namespace and a PID namespace (and, for a server that
+// is not root, a user namespace with an identity map to make them in);
+// for a command the person approved, run as root, a mount namespace for
+// the read-only trust list and settings.
 func serverAttr(a *syscall.SysProcAttr, p *Policy) {
 	a.Pdeathsig = pdeathSignal
 	root := os.Geteuid() == 0
@@ -76,11 +76,17 @@ func serverAttr(a *syscall.SysProcAttr, p *Policy) {
 		return
 	}
 	p.Mounts = true
-	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	a.Cloneflags |= syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	if root {
+		// Root makes the namespaces itself; the command then holds no
+		// capability because the supervisor empties its bounding set
+		// (DropBounding). A user namespace would cost its identity map,
+		// which the server writes while the supervisor waits.
+		return
+	}
+	a.Cloneflags |= syscall.CLONE_NEWUSER
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	a.GidMappingsEnableSetgroups = false
-	if !root {
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
-	}
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 }
