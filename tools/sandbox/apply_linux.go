@@ -96,6 +96,9 @@ func launchPlan(p Policy, path string, args []string) (launch.Plan, error) {
 		lp.Filter = append(lp.Filter, launch.Instruction{Op: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K})
 	}
 	lp.Listener = p.Mode.Writes()
+	if lp.Listener {
+		lp.Devices = devices
+	}
 	return lp, nil
 }
 

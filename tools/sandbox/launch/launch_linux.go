@@ -57,12 +57,10 @@ type State struct {
 	mainDone bool
 	exit     func(syscall.WaitStatus)
 
-	// q holds the notifications left to the guard; work feeds the
-	// confined worker that opens devices (notify_linux.go).
-	q          queue
-	workerOnce sync.Once
-	work       chan func()
-	workerOK   bool
+	// q holds the notifications left to the guard; devices are those
+	// this stage opens itself (notify_linux.go).
+	q       queue
+	devices []string
 }
 
 // MainDone reports whether the command itself has ended (what it started
@@ -102,10 +100,8 @@ func init() {
 	go st.reap()
 	if st.Listener >= 0 {
 		st.q.cond = sync.NewCond(&st.q.mu)
+		st.devices = p.Devices
 		go st.serve()
-		// The worker that opens devices starts now, beside the command:
-		// a shell opens /dev/tty first thing.
-		go st.onWorker(func() (int, syscall.Errno) { return 0, 0 })
 	}
 }
 

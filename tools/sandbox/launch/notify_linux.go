@@ -3,7 +3,6 @@
 package launch
 
 import (
-	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -13,9 +12,9 @@ import (
 // package sandbox's guard, which judges them against the protected class,
 // comes up only once the rest of the binary has initialised, and a shell
 // opens /dev/tty for reading and writing before anything else. An open
-// for writing of an existing character device under /dev (the terminal,
-// /dev/null) concerns no file, so this stage performs it itself; every
-// other notification waits in a queue for the guard (Next).
+// of one of the devices the command may write (the terminal, /dev/null)
+// concerns no file, so this stage performs it itself; every other
+// notification waits in a queue for the guard (Next).
 
 // Notification is a guarded system call: struct seccomp_notif.
 type Notification struct {
@@ -99,9 +98,13 @@ func (st *State) Next() Notification {
 	return n
 }
 
-// device performs an open of an existing character device under /dev
-// named by an absolute path, on a thread confined like the command, and
-// reports whether it answered the notification.
+// device performs an open of one of the devices a confined command may
+// write (Plan.Devices, the same list its Landlock rules grant: the null
+// sink, the terminal), named by an absolute path, and reports whether it
+// answered the notification. The path is resolved by the kernel to an
+// open file of this process's, which must be a character device that the
+// list names; the open is then of that file. Anything else goes to the
+// guard.
 func (st *State) device(n *Notification) bool {
 	var path uint64
 	var flags uint64
@@ -113,7 +116,7 @@ func (st *State) device(n *Notification) bool {
 	default:
 		return false
 	}
-	if flags&(syscall.O_EXCL|oTmpfile) != 0 {
+	if flags&(syscall.O_EXCL|oTmpfile) != 0 || len(st.devices) == 0 {
 		return false
 	}
 	name, ok := readPath(int(n.Pid), path)
@@ -137,19 +140,13 @@ func (st *State) device(n *Notification) bool {
 	}
 	buf := make([]byte, 256)
 	k, err := syscall.Readlink("/proc/self/fd/"+itoa(fd), buf)
-	if err != nil || !hasPrefix(string(buf[:k]), "/dev/") {
+	if err != nil || !st.allowedDevice(string(buf[:k])) {
 		return false
 	}
 	open := int(flags)&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW) | syscall.O_CLOEXEC
-	got, errno := st.onWorker(func() (int, syscall.Errno) {
-		f, err := syscall.Open("/proc/self/fd/"+itoa(fd), open, 0)
-		if err != nil {
-			return -1, err.(syscall.Errno)
-		}
-		return f, 0
-	})
-	if errno != 0 {
-		resp := notifResp{ID: n.ID, Error: -int32(errno)}
+	got, err := syscall.Open("/proc/self/fd/"+itoa(fd), open, 0)
+	if err != nil {
+		resp := notifResp{ID: n.ID, Error: -int32(err.(syscall.Errno))}
 		ioctlPtr(st.Listener, ioctlNotifSend, unsafe.Pointer(&resp))
 		return true
 	}
@@ -162,53 +159,13 @@ func (st *State) device(n *Notification) bool {
 	return true
 }
 
-// onWorker runs f on a thread confined by the command's ruleset, started
-// with the first call.
-func (st *State) onWorker(f func() (int, syscall.Errno)) (int, syscall.Errno) {
-	st.workerOnce.Do(func() {
-		st.work = make(chan func())
-		ready := make(chan bool)
-		go func() {
-			// Never given back to the runtime: the thread stays confined
-			// and ends with the process.
-			runtime.LockOSThread()
-			ok := restrictSelf(st.Ruleset)
-			ready <- ok
-			if !ok {
-				return
-			}
-			for w := range st.work {
-				w()
-			}
-		}()
-		st.workerOK = <-ready
-	})
-	if !st.workerOK {
-		return -1, syscall.EPERM
+func (st *State) allowedDevice(p string) bool {
+	for _, d := range st.devices {
+		if p == d {
+			return true
+		}
 	}
-	type res struct {
-		fd int
-		e  syscall.Errno
-	}
-	done := make(chan res, 1)
-	st.work <- func() {
-		fd, e := f()
-		done <- res{fd, e}
-	}
-	r := <-done
-	return r.fd, r.e
-}
-
-// restrictSelf confines the calling thread with the ruleset.
-func restrictSelf(ruleset int) bool {
-	if ruleset < 0 {
-		return false
-	}
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
-		return false
-	}
-	_, _, e := syscall.RawSyscall(sysLandlockRestrictSelf, uintptr(ruleset), 0, 0)
-	return e == 0
+	return false
 }
 
 // readPath reads a NUL-terminated path of at most 4 KiB from the

@@ -19,9 +19,11 @@ type Plan struct {
 	Landlock *Ruleset
 	Optional bool
 	// Filter is the system call filter (empty: none); Listener makes it
-	// notify the guard of the calls it marks.
+	// notify the guard of the calls it marks. Devices are the devices the
+	// command may write, whose opens this stage answers itself.
 	Filter   []Instruction
 	Listener bool
+	Devices  []string
 	// Path and Args are the program and its argument vector; Unset and
 	// Set change the environment it gets (Set holds NAME=VALUE).
 	Path  string
@@ -182,6 +184,9 @@ func (p Plan) Encode() string {
 		num("bpf", uint64(in.Op)|uint64(in.Jt)<<16|uint64(in.Jf)<<24|uint64(in.K)<<32)
 	}
 	flag("listener", p.Listener)
+	for _, d := range p.Devices {
+		str("device", d)
+	}
 	str("path", p.Path)
 	for _, a := range p.Args {
 		str("arg", a)
@@ -219,7 +224,7 @@ func Decode(s string) (p Plan, ok bool) {
 		var text string
 		var good bool
 		switch k {
-		case "ro", "rw", "rule", "path", "arg", "unset", "set":
+		case "ro", "rw", "rule", "path", "arg", "unset", "set", "device":
 			text, good = hexDecode(v)
 		default:
 			n, good = atou(v)
@@ -265,6 +270,8 @@ func Decode(s string) (p Plan, ok bool) {
 			p.Filter = append(p.Filter, Instruction{Op: uint16(n), Jt: uint8(n >> 16), Jf: uint8(n >> 24), K: uint32(n >> 32)})
 		case "listener":
 			p.Listener = n == 1
+		case "device":
+			p.Devices = append(p.Devices, text)
 		case "path":
 			p.Path = text
 		case "arg":
