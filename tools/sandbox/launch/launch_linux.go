@@ -98,11 +98,6 @@ func init() {
 	}
 	started = st
 	go st.reap()
-	if st.Listener >= 0 {
-		st.q.cond = sync.NewCond(&st.q.mu)
-		st.devices = p.Devices
-		go st.serve()
-	}
 }
 
 func fail(msg string) {
@@ -127,6 +122,14 @@ func start(p Plan) (*State, string) {
 		if err != "" || p.ProbeOnly {
 			ch <- result{err: err}
 			return
+		}
+		if st.Listener >= 0 {
+			// The notifications are received from before the command
+			// starts: its first call (a shell's open of /dev/tty) then
+			// finds the receiver waiting.
+			st.q.cond = sync.NewCond(&st.q.mu)
+			st.devices = p.Devices
+			go st.serve()
 		}
 		env := environ(p)
 		attr := &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2},
