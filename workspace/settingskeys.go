@@ -129,16 +129,16 @@ var untrustedAllowed = map[string]func(v any) bool{
 
 // The values of tools.sandbox. The reader is tools/shellsandbox.go.
 const (
-	// SandboxReadOnly is the default: commands judged read-only run in
+	// sandboxReadOnly is the default: commands judged read-only run in
 	// the read-only sandbox, others that run unasked write by allow-list.
-	SandboxReadOnly = "read-only"
-	// SandboxWorkspaceWrite confines every command that runs unasked to
+	sandboxReadOnly = "read-only"
+	// sandboxWorkspaceWrite confines every command that runs unasked to
 	// the roots and a private temporary folder, without TCP or UDP.
-	SandboxWorkspaceWrite = "workspace-write"
-	// SandboxDangerFullAccess runs commands that run unasked with no
-	// sandbox at all; SandboxOff is its older name.
-	SandboxDangerFullAccess = "danger-full-access"
-	SandboxOff              = "off"
+	sandboxWorkspaceWrite = "workspace-write"
+	// sandboxDangerFullAccess runs commands that run unasked with no
+	// sandbox at all; sandboxOff is its older name.
+	sandboxDangerFullAccess = "danger-full-access"
+	sandboxOff              = "off"
 )
 
 // SandboxFullAccess reports whether v, a value of tools.sandbox, turns the
@@ -147,7 +147,7 @@ const (
 // spelling is full access to one and not to the other.
 func SandboxFullAccess(v any) bool {
 	s, ok := v.(string)
-	return ok && (s == SandboxDangerFullAccess || s == SandboxOff)
+	return ok && (s == sandboxDangerFullAccess || s == sandboxOff)
 }
 
 // workspaceNarrowOnly are settings a workspace's .qwen/settings.json may

@@ -43,17 +43,17 @@ func TestWorkspaceCannotGrantFullAccess(t *testing.T) {
 		if !*trusted {
 			mode = "untrusted"
 		}
-		for _, v := range []string{SandboxDangerFullAccess, SandboxOff} {
+		for _, v := range []string{sandboxDangerFullAccess, sandboxOff} {
 			refused := []string{"tools.sandbox (" + v + ")"}
 			for _, spelled := range []string{`{"tools": {"sandbox": "` + v + `", "exclude": ["web_search"]}}`, `{"tools.sandbox": "` + v + `", "tools.exclude": ["web_search"]}`} {
 				load(`{}`, spelled)
-				check(mode+" workspace "+spelled, SandboxReadOnly, refused)
+				check(mode+" workspace "+spelled, sandboxReadOnly, refused)
 				// The rest of the workspace's tools settings stays.
 				if got := s.Strings("tools.exclude"); !reflect.DeepEqual(got, []string{"web_search"}) {
 					t.Errorf("%s %s: tools.exclude = %q", mode, spelled, got)
 				}
-				load(`{"tools": {"sandbox": "`+SandboxDangerFullAccess+`"}}`, spelled)
-				check(mode+" user full access, workspace "+v, SandboxDangerFullAccess, refused)
+				load(`{"tools": {"sandbox": "`+sandboxDangerFullAccess+`"}}`, spelled)
+				check(mode+" user full access, workspace "+v, sandboxDangerFullAccess, refused)
 			}
 			// Trusting the folder would not apply it either, so the
 			// untrusted folder's notice does not offer it.
@@ -65,12 +65,12 @@ func TestWorkspaceCannotGrantFullAccess(t *testing.T) {
 			}
 		}
 		// A workspace narrows what the user chose.
-		for _, v := range []string{SandboxWorkspaceWrite, SandboxReadOnly} {
-			load(`{"tools": {"sandbox": "`+SandboxDangerFullAccess+`"}}`, `{"tools": {"sandbox": "`+v+`"}}`)
+		for _, v := range []string{sandboxWorkspaceWrite, sandboxReadOnly} {
+			load(`{"tools": {"sandbox": "`+sandboxDangerFullAccess+`"}}`, `{"tools": {"sandbox": "`+v+`"}}`)
 			check(mode+" workspace narrows to "+v, v, nil)
 		}
 		// The user's own full access, in either spelling, holds.
-		for _, v := range []string{SandboxDangerFullAccess, SandboxOff} {
+		for _, v := range []string{sandboxDangerFullAccess, sandboxOff} {
 			load(`{"tools": {"sandbox": "`+v+`"}}`, `{}`)
 			check(mode+" user "+v, v, nil)
 		}
@@ -79,8 +79,8 @@ func TestWorkspaceCannotGrantFullAccess(t *testing.T) {
 	// The editor's layer and the system file may grant it too.
 	s.SetEditorTrust(&yes)
 	load(`{}`, `{"tools": {"sandbox": "off"}}`)
-	s.SetEditorLayer(map[string]any{"tools": map[string]any{"sandbox": SandboxDangerFullAccess}})
-	check("editor full access", SandboxDangerFullAccess, []string{"tools.sandbox (off)"})
+	s.SetEditorLayer(map[string]any{"tools": map[string]any{"sandbox": sandboxDangerFullAccess}})
+	check("editor full access", sandboxDangerFullAccess, []string{"tools.sandbox (off)"})
 	s.SetEditorLayer(nil)
 	sys := filepath.Join(base, "system.json")
 	rtWriteFile(t, sys, `{"tools": {"sandbox": "danger-full-access"}}`)
@@ -89,7 +89,7 @@ func TestWorkspaceCannotGrantFullAccess(t *testing.T) {
 	t.Cleanup(s2.Close)
 	s2.SetEditorTrust(&yes)
 	s2.Load()
-	if got := s2.String("tools.sandbox", ""); got != SandboxDangerFullAccess {
+	if got := s2.String("tools.sandbox", ""); got != sandboxDangerFullAccess {
 		t.Errorf("system full access: tools.sandbox = %q", got)
 	}
 	if tr := s2.Trust(); !slices.Equal(tr.Refused, []string{"tools.sandbox (off)"}) || tr.File != wsFile {

@@ -45,7 +45,11 @@ var importRules = map[string]struct {
 	// The shell analysis gets what it needs of the workspace as values,
 	// so that the parser and the sandbox meet at one small interface.
 	"tools/shellsafe": {},
-	"workspace":       {},
+	// The sandbox supervisor's first stage runs among the first of the
+	// binary's initialisers only because it imports nothing but the
+	// standard library's runtime, os, sync and syscall.
+	"tools/sandbox/launch": {},
+	"workspace":            {},
 	// A build check of the VS Code package, not part of the server.
 	"editors/vscode/scripts/vsixcheck": {},
 }

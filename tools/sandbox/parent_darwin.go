@@ -66,3 +66,7 @@ func apply(p Policy, argv []string, _ func(Denial)) (string, []string, error) {
 // planEnv: macOS has no first stage; the supervisor applies the policy
 // itself.
 func planEnv(Policy, []string) (string, error) { return "", nil }
+
+// armParentDeath: macOS has no parent-death signal; kqueue watches the
+// server.
+func armParentDeath() {}

@@ -83,3 +83,10 @@ func serverPidfd() *os.File {
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// armParentDeath asks the kernel for pdeathSignal when the server thread
+// that started the supervisor ends. It must run on the main thread, the
+// one that thread started.
+func armParentDeath() {
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(pdeathSignal), 0, 0, 0)
+}

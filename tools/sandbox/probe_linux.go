@@ -50,14 +50,14 @@ func probeMounts() bool {
 	return cmd.Run() == nil
 }
 
-// serverAttr adds the supervisor's process attributes: pdeathSignal when
-// the server dies, and, where the kernel gives them: for a confined
+// serverAttr adds the supervisor's process attributes, where the kernel
+// gives them (the supervisor asks for its parent-death signal itself,
+// armParentDeath): for a confined
 // command, a mount namespace and a PID namespace (and, for a server that
 // is not root, a user namespace with an identity map to make them in);
 // for a command the person approved, run as root, a mount namespace for
 // the read-only trust list and settings.
 func serverAttr(a *syscall.SysProcAttr, p *Policy) {
-	a.Pdeathsig = pdeathSignal
 	root := os.Geteuid() == 0
 	if !p.Mode.Confined() {
 		if len(p.AlwaysProtected) == 0 || !root {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -50,6 +51,9 @@ func startCommand(p Policy, argv []string) (command, error) {
 			}
 			if err != nil {
 				// Every descendant is gone.
+				if stopping.Load() {
+					return
+				}
 				exitLike(main)
 			}
 			if got != pid {
@@ -59,6 +63,9 @@ func startCommand(p Policy, argv []string) (command, error) {
 			mu.Lock()
 			done = true
 			mu.Unlock()
+			if stopping.Load() {
+				continue
+			}
 			if status == nil {
 				exitLike(ws)
 			}
@@ -75,6 +82,12 @@ func killSelf(sig syscall.Signal) {
 	_ = syscall.Kill(os.Getpid(), sig)
 	time.Sleep(100 * time.Millisecond)
 }
+
+// stopping keeps the reaper from ending the supervisor once stopAll runs.
+var stopping atomic.Bool
+
+// holdExit keeps the reaper from ending the supervisor.
+func holdExit() { stopping.Store(true) }
 
 // attachExit: on macOS the supervisor's own reaper calls exitLike.
 func attachExit() {}

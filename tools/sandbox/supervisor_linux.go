@@ -35,3 +35,10 @@ func attachExit() {
 		st.Attach(exitLike)
 	}
 }
+
+// holdExit keeps the first stage's reaper from ending the supervisor.
+func holdExit() {
+	if st := launch.Started(); st != nil {
+		st.Hold()
+	}
+}

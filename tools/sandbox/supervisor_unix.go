@@ -28,12 +28,28 @@ func init() {
 	if !ok {
 		return
 	}
+	// The end of the supervisor passes to exitLike before the handlers
+	// are installed: a command that ends in between is passed on with
+	// the handler reset.
+	attachExit()
+	// Signals first: a parent-death signal that arrives from here on is
+	// handled. The parent-death signal is asked for only now, on the
+	// main thread (the one the server started, whose parent's end it
+	// reports), once its handler is in place: had it been set at the
+	// start, a server that died while the binary initialised would have
+	// killed the supervisor outright, leaving what the command started
+	// behind. A server that died before is seen by supervise's first
+	// check.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
+	armParentDeath()
 	// The runtime keeps the main goroutine on the main thread while the
 	// packages initialise, and the supervisor never leaves init: every
 	// time the main goroutine blocked and woke, the runtime handed the
 	// thread over and back. The supervisor runs on goroutines of its own,
 	// and the main goroutine waits for ever (os.Exit ends the process).
-	go supervise(enc, os.Args[3:])
+	go supervise(enc, os.Args[3:], sigs)
 	select {}
 }
 
@@ -42,7 +58,7 @@ func init() {
 const statusFD = 3
 
 // supervise never returns.
-func supervise(enc string, argv []string) {
+func supervise(enc string, argv []string, sigs <-chan os.Signal) {
 	p, err := decodePolicy(enc)
 	if err != nil {
 		fail("%v", err)
@@ -50,23 +66,12 @@ func supervise(enc string, argv []string) {
 	_ = os.Unsetenv(envPolicy)
 	parent := os.Getppid()
 
-	// The end of the supervisor passes to exitLike before the handlers
-	// are installed: a command that ends in between is passed on with
-	// the handler reset.
-	attachExit()
-	// Signals first: a parent-death signal that arrives from here on is
-	// handled; one that came before would have killed us (and the
-	// command, in its PID namespace or by its own parent-death signal).
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, pdeathSignal)
 	died, gone, err := watchServer(p, parent)
 	if err != nil {
 		fail("cannot watch the server: %v", err)
 	}
 	if gone() {
-		killDescendants()
-		os.Exit(exitCode)
+		stopAll()
 	}
 	cmd, err := startCommand(p, argv)
 	if err != nil {
@@ -75,16 +80,14 @@ func supervise(enc string, argv []string) {
 	for {
 		select {
 		case <-died:
-			killDescendants()
-			os.Exit(exitCode)
+			stopAll()
 		case s := <-sigs:
 			sig := s.(syscall.Signal)
 			if sig == pdeathSignal {
 				// A thread of the server that started us ended; the
 				// server may be dying (died then fires) or not.
 				if died == nil && awaitGone(gone) {
-					killDescendants()
-					os.Exit(exitCode)
+					stopAll()
 				}
 				continue
 			}
@@ -185,6 +188,15 @@ func descendants() []int {
 		}
 	}
 	return out
+}
+
+// stopAll ends the supervisor and everything below it, when the server
+// has died: the reaper must not end the supervisor when the command
+// dies of it, before the rest is killed.
+func stopAll() {
+	holdExit()
+	killDescendants()
+	os.Exit(exitCode)
 }
 
 // killDescendants kills every process below the supervisor, again until

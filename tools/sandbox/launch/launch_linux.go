@@ -55,6 +55,7 @@ type State struct {
 	status   *os.File
 	finished bool
 	mainDone bool
+	holding  bool
 	exit     func(syscall.WaitStatus)
 
 	// q holds the notifications left to the guard; devices are those
@@ -361,7 +362,12 @@ func (st *State) reap() {
 			continue
 		}
 		if err != nil {
-			st.exitLike(main)
+			st.mu.Lock()
+			holding := st.holding
+			st.mu.Unlock()
+			if !holding {
+				st.exitLike(main)
+			}
 			return
 		}
 		if pid != st.Pid {
@@ -370,6 +376,10 @@ func (st *State) reap() {
 		main = ws
 		st.mu.Lock()
 		st.mainDone = true
+		if st.holding {
+			st.mu.Unlock()
+			continue
+		}
 		if st.status == nil {
 			st.mu.Unlock()
 			st.exitLike(ws)
@@ -410,6 +420,14 @@ func (st *State) Report(line string) bool {
 	}
 	_, err := st.status.WriteString(line + "\n")
 	return err == nil
+}
+
+// Hold keeps the reaper from ending the supervisor: the second stage
+// is killing what the command started (the server died) and exits itself.
+func (st *State) Hold() {
+	st.mu.Lock()
+	st.holding = true
+	st.mu.Unlock()
 }
 
 // Attach hands the end of the supervisor to exit, which the second stage
