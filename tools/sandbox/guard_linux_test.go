@@ -211,3 +211,42 @@ func TestGuardLetsOrdinaryWritesThrough(t *testing.T) {
 		t.Fatalf("git's index was not written: %q", b)
 	}
 }
+
+// Without namespaces (a system that refuses unprivileged user
+// namespaces) the guard alone keeps the class: every form of
+// TestGuardKeepsTheClass that goes through a path is still refused.
+func TestGuardWithoutNamespaces(t *testing.T) {
+	needLandlock(t)
+	t.Setenv(EnvNoNamespaces, "1")
+	if Probe().Mounts {
+		t.Fatal("Probe still reports namespaces")
+	}
+	for _, form := range []string{
+		"echo x >> .git/config",
+		"echo x > .git/commondir",
+		"mv .git g && mkdir .git && echo x > .git/config",
+		"echo x > .envrc",
+		"mkdir -p .devcontainer && echo x > .devcontainer/devcontainer.json",
+		"ln .git/config h && echo x >> h",
+		"ln -s .git g && echo x > g/commondir",
+		"chmod 777 .git/hooks/pre-commit.sample",
+		"python3 -c 'open(\".gi\"+\"t/com\"+\"mondir\",\"w\").write(\"x\")'",
+	} {
+		t.Run(form, func(t *testing.T) {
+			root, p := guardFixture(t)
+			before := snapshot(t, root)
+			r := runIn(t, p, root, form, "TMPDIR="+p.TempDir)
+			if ch := protectedChanges(p.Class, root, before, snapshot(t, root)); len(ch) > 0 {
+				t.Errorf("%q changed the protected class without namespaces:\n%s\noutput: %s%s", form, strings.Join(ch, "\n"), r.out, r.err)
+			}
+		})
+	}
+	// Ordinary writes still go through, and the command did run in
+	// this process's PID namespace.
+	root, p := guardFixture(t)
+	own, _ := os.Readlink("/proc/self/ns/pid")
+	r := runIn(t, p, root, "echo y > src/b.go && cat src/b.go && readlink /proc/self/ns/pid", "TMPDIR="+p.TempDir)
+	if r.code != 0 || r.out != "y\n"+own+"\n" {
+		t.Fatalf("an ordinary write failed, or the command ran in a namespace of its own (ours: %s): %+v", own, r)
+	}
+}

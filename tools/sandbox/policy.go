@@ -121,6 +121,12 @@ const envPolicy = "QWEN_LS_SANDBOX_POLICY"
 // kernel without Landlock (developers on old kernels). CI never sets it.
 const EnvOptional = "QWEN_LS_SANDBOX_OPTIONAL"
 
+// EnvNoNamespaces, set to 1, makes Probe report no namespaces, as on a
+// system that refuses unprivileged user namespaces: confined commands
+// then get Landlock, the filter and the guard without the bind mounts and
+// the private /proc. Tests use it.
+const EnvNoNamespaces = "QWEN_LS_SANDBOX_NO_NAMESPACES"
+
 // EnvDisable, set to 1, makes Probe report no sandbox, as on a kernel
 // without one: read-only commands then ask. Tests use it.
 const EnvDisable = "QWEN_LS_NO_SANDBOX"

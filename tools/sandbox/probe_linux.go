@@ -30,6 +30,11 @@ func Probe() Support {
 			probed.Reason = "the kernel offers no Landlock with network rules (ABI 4 or later)"
 		}
 	})
+	if os.Getenv(EnvNoNamespaces) == "1" {
+		s := probed
+		s.Mounts = false
+		return s
+	}
 	return probed
 }
 
