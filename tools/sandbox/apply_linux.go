@@ -272,12 +272,11 @@ func ABI() int {
 	return v
 }
 
-// planEnv is the launch plan of p for the command argv, as the value of
-// launch.EnvPlan.
-func planEnv(p Policy, argv []string) (string, error) {
+// planFor is the launch plan of p for the command argv.
+func planFor(p Policy, argv []string) (*launch.Plan, error) {
 	lp, err := launchPlan(p, argv[0], argv)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return lp.Encode(), nil
+	return &lp, nil
 }

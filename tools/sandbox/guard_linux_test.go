@@ -3,12 +3,15 @@
 package sandbox
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // guardFixture is a workspace with a git repository (with a hook and a
@@ -248,5 +251,80 @@ func TestGuardWithoutNamespaces(t *testing.T) {
 	r := runIn(t, p, root, "echo y > src/b.go && cat src/b.go && readlink /proc/self/ns/pid", "TMPDIR="+p.TempDir)
 	if r.code != 0 || r.out != "y\n"+own+"\n" {
 		t.Fatalf("an ordinary write failed, or the command ran in a namespace of its own (ours: %s): %+v", own, r)
+	}
+}
+
+// runPiped runs `bash -c script` in dir under p the way the shell tool
+// does (its output on pipes, lingering) and returns the output, the
+// status, the denials, and whether a warm supervisor took it.
+func runPiped(t *testing.T, p Policy, dir, script string) (string, Status, []Denial, bool) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+p.TempDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	p.Linger = true
+	s, err := Wrap(cmd, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	out, _ := io.ReadAll(r)
+	r.Close()
+	st := s.WaitMain()
+	<-s.Exited()
+	return string(out), st, s.Denials(), s.warm != nil
+}
+
+// A warm supervisor, started ahead, takes the next confined command: the
+// command runs in its folder with its environment and output, under its
+// policy (the guard included), and reports its status and refusals as a
+// cold one does.
+func TestWarmSupervisorTakesTheNextCommand(t *testing.T) {
+	needLandlock(t)
+	needMounts(t)
+	root, p := guardFixture(t)
+	warm := false
+	for i := 0; i < 20 && !warm; i++ {
+		var out string
+		var st Status
+		var denials []Denial
+		out, st, denials, warm = runPiped(t, p, root, `echo "$PWD" "$TMPDIR"; echo x > .envrc; echo ok > src/b.go; exit 3`)
+		if want := root + " " + p.TempDir + "\n"; !strings.HasPrefix(out, want) || st.Code != 3 {
+			t.Fatalf("run %d (warm %v): output %q status %+v, want %q and exit 3", i, warm, out, st, want)
+		}
+		if len(denials) != 1 || denials[0].Path != filepath.Join(root, ".envrc") || denials[0].Kind != KindEnv {
+			t.Fatalf("run %d (warm %v): denials %+v", i, warm, denials)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "src", "b.go")); string(b) != "ok\n" {
+			t.Fatalf("run %d (warm %v): the ordinary write did not happen", i, warm)
+		}
+		if _, err := os.Lstat(filepath.Join(root, ".envrc")); err == nil {
+			t.Fatalf("run %d (warm %v): .envrc was written", i, warm)
+		}
+		if !warm {
+			// The first confined command started the pool's supervisor:
+			// wait until it is ready (the bound only ends a test that
+			// would hang).
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				pool.mu.Lock()
+				ready := pool.ready != nil
+				pool.mu.Unlock()
+				if ready {
+					break
+				}
+			}
+		}
+	}
+	if !warm {
+		t.Fatal("no command went to a warm supervisor")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
 )
 
 // pdeathSignal is not used on macOS (kqueue watches the server): an
@@ -63,9 +65,9 @@ func apply(p Policy, argv []string, _ func(Denial)) (string, []string, error) {
 	return SeatbeltPath, args, nil
 }
 
-// planEnv: macOS has no first stage; the supervisor applies the policy
+// planFor: macOS has no first stage; the supervisor applies the policy
 // itself.
-func planEnv(Policy, []string) (string, error) { return "", nil }
+func planFor(Policy, []string) (*launch.Plan, error) { return nil, nil }
 
 // armParentDeath: macOS has no parent-death signal; kqueue watches the
 // server.

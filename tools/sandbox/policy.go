@@ -127,6 +127,10 @@ const EnvOptional = "QWEN_LS_SANDBOX_OPTIONAL"
 // the private /proc. Tests use it.
 const EnvNoNamespaces = "QWEN_LS_SANDBOX_NO_NAMESPACES"
 
+// EnvNoWarm, set to 1, starts every command's supervisor when the command
+// starts, with none started ahead (the benchmark measures both ways).
+const EnvNoWarm = "QWEN_LS_SANDBOX_NO_WARM"
+
 // EnvDisable, set to 1, makes Probe report no sandbox, as on a kernel
 // without one: read-only commands then ask. Tests use it.
 const EnvDisable = "QWEN_LS_NO_SANDBOX"

@@ -91,3 +91,6 @@ func holdExit() { stopping.Store(true) }
 
 // attachExit: on macOS the supervisor's own reaper calls exitLike.
 func attachExit() {}
+
+// awaitCommand: a supervisor on macOS has its policy from the start.
+func awaitCommand(enc string) string { return enc }

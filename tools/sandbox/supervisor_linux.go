@@ -42,3 +42,14 @@ func holdExit() {
 		st.Hold()
 	}
 }
+
+// awaitCommand waits, in a warm supervisor, for the command and its
+// policy (package launch receives them); a cold one has its policy
+// already.
+func awaitCommand(enc string) string {
+	<-launch.Ready()
+	if pol := launch.Policy(); pol != "" {
+		return pol
+	}
+	return enc
+}

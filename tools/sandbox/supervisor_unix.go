@@ -59,6 +59,7 @@ const statusFD = 3
 
 // supervise never returns.
 func supervise(enc string, argv []string, sigs <-chan os.Signal) {
+	enc = awaitCommand(enc)
 	p, err := decodePolicy(enc)
 	if err != nil {
 		fail("%v", err)

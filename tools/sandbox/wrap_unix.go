@@ -23,11 +23,16 @@ type Supervised struct {
 	Policy Policy
 
 	statusR, statusW *os.File
-	mainOnce         sync.Once
-	main             Status
-	denials          []Denial
-	exited           chan struct{}
-	waitErr          error
+	// plan and enc are what the supervisor gets (a warm one over its
+	// socket); warm is the warm supervisor the command went to.
+	plan     *launch.Plan
+	enc      string
+	warm     *warmSup
+	mainOnce sync.Once
+	main     Status
+	denials  []Denial
+	exited   chan struct{}
+	waitErr  error
 }
 
 // Wrap changes cmd, made for the real command by exec.Command, so that it
@@ -91,17 +96,17 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		return nil, err
 	}
 	argv := append([]string{cmd.Path}, cmd.Args[1:]...)
-	plan, err := planEnv(p, argv)
+	plan, err := planFor(p, argv)
 	if err != nil {
 		s.closePipes()
 		return nil, err
 	}
-	s.Policy = p
+	s.Policy, s.plan, s.enc = p, plan, enc
 	cmd.Args = append([]string{self, Arg, "--"}, argv...)
 	cmd.Path = self
 	env = setEnv(env, envPolicy, enc)
-	if plan != "" {
-		env = setEnv(env, launch.EnvPlan, plan)
+	if plan != nil {
+		env = setEnv(env, launch.EnvPlan, plan.Encode())
 	}
 	cmd.Env = env
 	return s, nil
@@ -117,6 +122,17 @@ func (s *Supervised) closePipes() {
 // Start starts the supervisor. With Linger, a goroutine then waits for it
 // (Exited); the command's own end is WaitMain.
 func (s *Supervised) Start() error {
+	if s.warmEligible() {
+		if w := pool.take(s.Cmd.Path); w != nil && s.startOnWarm(w) == nil {
+			_ = s.statusW.Close()
+			go func() {
+				s.waitErr = w.cmd.Wait()
+				s.Cmd.ProcessState = w.cmd.ProcessState
+				close(s.exited)
+			}()
+			return nil
+		}
+	}
 	err := s.Cmd.Start()
 	if s.statusW != nil {
 		_ = s.statusW.Close()

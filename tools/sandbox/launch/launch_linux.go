@@ -80,8 +80,16 @@ func Started() *State { return started }
 
 func init() {
 	if len(os.Args) < 4 || os.Args[1] != Arg || os.Args[2] != "--" {
+		close(ready)
 		return
 	}
+	if v, _ := syscall.Getenv(EnvWarm); v == "1" {
+		// The rest of the binary initialises while the command is on
+		// its way.
+		go waitWarm()
+		return
+	}
+	defer close(ready)
 	text, ok := syscall.Getenv(EnvPlan)
 	if !ok {
 		return
@@ -321,10 +329,15 @@ func filter(prog []Instruction, listener bool) (int, string) {
 	return int(r), ""
 }
 
-// environ is the supervisor's environment with the plan's changes.
+// environ is the command's environment: the plan's, or the supervisor's
+// own, with the plan's changes.
 func environ(p Plan) []string {
+	base := p.Env
+	if base == nil {
+		base = os.Environ()
+	}
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range base {
 		drop := false
 		for _, name := range p.Unset {
 			if len(kv) > len(name) && kv[:len(name)] == name && kv[len(name)] == '=' {

@@ -25,9 +25,14 @@ type Plan struct {
 	Listener bool
 	Devices  []string
 	// Path and Args are the program and its argument vector; Unset and
-	// Set change the environment it gets (Set holds NAME=VALUE).
+	// Set change the environment it gets (Set holds NAME=VALUE), which is
+	// Env when set (a warm supervisor's own environment is not the
+	// command's), else the supervisor's. Dir is the folder it starts in
+	// ("": the supervisor's).
 	Path  string
 	Args  []string
+	Env   []string
+	Dir   string
 	Unset []string
 	Set   []string
 	// StatusFD is where the command's status is reported (0: nowhere;
@@ -191,6 +196,15 @@ func (p Plan) Encode() string {
 	for _, a := range p.Args {
 		str("arg", a)
 	}
+	if p.Env != nil {
+		num("env", 1)
+		for _, e := range p.Env {
+			str("envvar", e)
+		}
+	}
+	if p.Dir != "" {
+		str("dir", p.Dir)
+	}
 	for _, u := range p.Unset {
 		str("unset", u)
 	}
@@ -224,7 +238,7 @@ func Decode(s string) (p Plan, ok bool) {
 		var text string
 		var good bool
 		switch k {
-		case "ro", "rw", "rule", "path", "arg", "unset", "set", "device":
+		case "ro", "rw", "rule", "path", "arg", "unset", "set", "device", "envvar", "dir":
 			text, good = hexDecode(v)
 		default:
 			n, good = atou(v)
@@ -276,6 +290,15 @@ func Decode(s string) (p Plan, ok bool) {
 			p.Path = text
 		case "arg":
 			p.Args = append(p.Args, text)
+		case "env":
+			p.Env = []string{}
+		case "envvar":
+			if p.Env == nil {
+				return p, false
+			}
+			p.Env = append(p.Env, text)
+		case "dir":
+			p.Dir = text
 		case "unset":
 			p.Unset = append(p.Unset, text)
 		case "set":

@@ -15,7 +15,7 @@ func TestPlanRoundTrip(t *testing.T) {
 			{Path: "/usr", Access: 7}, {Path: "/w", Access: 1<<16 - 1}, {Path: "", Access: 0}}},
 		Filter:   []Instruction{{Op: 0x20, K: 4}, {Op: 0x15, Jt: 1, Jf: 255, K: 0xC000003E}, {Op: 6, K: 0x7fff0000}},
 		Listener: true, Devices: []string{"/dev/null", "/dev/tty"},
-		Path: "/usr/bin/bash", Args: []string{"/usr/bin/bash", "-c", "echo 'x y'\n"},
+		Path: "/usr/bin/bash", Args: []string{"/usr/bin/bash", "-c", "echo 'x y'\n"}, Env: []string{"A=b", "C="}, Dir: "/w/sub dir",
 		Unset: []string{"QWEN_LS_SANDBOX_POLICY"}, Set: []string{"TMPDIR=/t/x=y"},
 		StatusFD: 3, CloseOnExec: []int{4}, Optional: true,
 	}

@@ -1,0 +1,17 @@
+package sandbox
+
+import "os/exec"
+
+// macOS has no warm supervisors: every command starts its own.
+
+type warmSup struct{ cmd *exec.Cmd }
+
+type warmPool struct{}
+
+var pool warmPool
+
+func (warmPool) take(string) *warmSup { return nil }
+
+func (s *Supervised) warmEligible() bool { return false }
+
+func (s *Supervised) startOnWarm(*warmSup) error { return nil }
