@@ -11,6 +11,40 @@ local function alive(pid)
   return not s:match('^%d+ %b() Z')
 end
 
+local function slurp(path)
+  local f = io.open(path, 'rb')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+-- The processes of the scripted shell command, as this machine sees them:
+-- the shell whose command line writes shell.pid, and its children. The
+-- command runs in a PID namespace of its own, so the number it writes with
+-- $$ means nothing out here.
+local function command_tree()
+  local pids = {}
+  for _, name in ipairs(vim.fn.readdir('/proc')) do
+    if name:match('^%d+$') then
+      local cmd = (slurp('/proc/' .. name .. '/cmdline') or ''):gsub('%z', ' ')
+      if cmd:find('echo $$ > shell.pid', 1, true) and alive(name) then
+        table.insert(pids, name)
+      end
+    end
+  end
+  for _, name in ipairs(vim.fn.readdir('/proc')) do
+    local stat = name:match('^%d+$') and slurp('/proc/' .. name .. '/stat')
+    local ppid = stat and stat:match('^%d+ %b() %a (%d+)')
+    if ppid and vim.tbl_contains(pids, ppid) then
+      table.insert(pids, name)
+    end
+  end
+  return pids
+end
+
 return {
   {
     name = 'permission: a shell command is asked through vim.ui.select',
@@ -97,15 +131,20 @@ return {
         local s = H.read(ws .. '/shell.pid')
         return s and s:match('%d+')
       end, 'the command to start')
-      local pid = H.read(ws .. '/shell.pid'):match('%d+')
-      H.ok(alive(pid), 'the shell to be running')
+      local tree = command_tree()
+      H.ok(#tree >= 2, 'the shell and its sleep running, found ' .. vim.inspect(tree))
       H.contains(require('qwen').statusline(), 'qwen: working', 'statusline while running')
       vim.cmd('QwenCancel')
       local res = H.wait_turn(5000)
       H.eq('cancelled', res.stopReason, 'stop reason')
       H.wait(5000, function()
-        return not alive(pid)
-      end, 'the shell process ' .. pid .. ' to end')
+        for _, pid in ipairs(tree) do
+          if alive(pid) then
+            return false
+          end
+        end
+        return true
+      end, 'the command\'s processes ' .. table.concat(tree, ' ') .. ' to end')
       H.contains(H.chat_lines(), '— cancelled', 'the chat says cancelled')
       -- the command's line says cancelled, not failed (_meta.qwen.outcome)
       local line
