@@ -31,15 +31,27 @@ func killSelf(sig syscall.Signal) { launch.KillSelf(sig) }
 // attachExit hands the end of the supervisor, which the first stage's
 // reaper decides, to exitLike.
 func attachExit() {
-	if st := launch.Started(); st != nil {
+	if st := startedState(); st != nil {
 		st.Attach(exitLike)
 	}
 }
 
 // holdExit keeps the first stage's reaper from ending the supervisor.
 func holdExit() {
-	if st := launch.Started(); st != nil {
+	if st := startedState(); st != nil {
 		st.Hold()
+	}
+}
+
+// startedState is the first stage's state once it has started the
+// command; nil before (a warm supervisor still waiting for its command)
+// and in a process that started none.
+func startedState() *launch.State {
+	select {
+	case <-launch.Ready():
+		return launch.Started()
+	default:
+		return nil
 	}
 }
 
@@ -48,6 +60,7 @@ func holdExit() {
 // already.
 func awaitCommand(enc string) string {
 	<-launch.Ready()
+	attachExit()
 	if pol := launch.Policy(); pol != "" {
 		return pol
 	}
