@@ -12,6 +12,8 @@ var pool warmPool
 
 func (warmPool) take(string) *warmSup { return nil }
 
+func (warmPool) replenish(string) {}
+
 func (s *Supervised) warmEligible() bool { return false }
 
 func (s *Supervised) startOnWarm(*warmSup) error { return nil }

@@ -14,9 +14,9 @@ import (
 // confined command, waiting for its command with the Go runtime and the
 // whole binary initialised (package launch, warm_linux.go). A shell
 // command that runs confined takes it and does not wait for a process to
-// start; the next one is started as soon as it is taken. The first
-// confined command of a server starts cold, and starts the first warm
-// one: a server that runs no command keeps none.
+// start; the next one is started when that command has ended. The first
+// confined command of a server starts cold, and its end starts the first
+// warm one: a server that runs no command keeps none.
 
 type warmSup struct {
 	cmd  *exec.Cmd
@@ -33,7 +33,9 @@ type warmPool struct {
 var pool warmPool
 
 // take returns the warm supervisor for a command of the binary self, if
-// one is ready, and has the next one started.
+// one is ready. The next one starts once the command has ended
+// (replenish): started at once, it would compete with the command for
+// the processor just when the command starts.
 func (wp *warmPool) take(self string) *warmSup {
 	if os.Getenv(EnvNoWarm) == "1" {
 		return nil
@@ -50,11 +52,22 @@ func (wp *warmPool) take(self string) *warmSup {
 		wp.self = self
 	}
 	wp.ready = nil
-	if !wp.starting {
-		wp.starting = true
-		go wp.refill(self)
-	}
 	return w
+}
+
+// replenish starts a warm supervisor for the binary self unless one is
+// ready or starting.
+func (wp *warmPool) replenish(self string) {
+	if os.Getenv(EnvNoWarm) == "1" {
+		return
+	}
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	if wp.self != self || wp.ready != nil || wp.starting {
+		return
+	}
+	wp.starting = true
+	go wp.refill(self)
 }
 
 // refill starts a warm supervisor.

@@ -31,8 +31,10 @@ type Supervised struct {
 	mainOnce sync.Once
 	main     Status
 	denials  []Denial
-	exited   chan struct{}
-	waitErr  error
+	// mainEnded is closed when WaitMain has the command's status.
+	mainEnded chan struct{}
+	exited    chan struct{}
+	waitErr   error
 }
 
 // Wrap changes cmd, made for the real command by exec.Command, so that it
@@ -60,7 +62,7 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return nil, &os.PathError{Op: "exec", Path: cmd.Path, Err: syscall.EACCES}
 	}
-	s := &Supervised{Cmd: cmd, exited: make(chan struct{})}
+	s := &Supervised{Cmd: cmd, exited: make(chan struct{}), mainEnded: make(chan struct{})}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -122,14 +124,16 @@ func (s *Supervised) closePipes() {
 // Start starts the supervisor. With Linger, a goroutine then waits for it
 // (Exited); the command's own end is WaitMain.
 func (s *Supervised) Start() error {
-	if s.warmEligible() {
-		if w := pool.take(s.Cmd.Path); w != nil && s.startOnWarm(w) == nil {
+	eligible, self := s.warmEligible(), s.Cmd.Path
+	if eligible {
+		if w := pool.take(self); w != nil && s.startOnWarm(w) == nil {
 			_ = s.statusW.Close()
 			go func() {
 				s.waitErr = w.cmd.Wait()
 				s.Cmd.ProcessState = w.cmd.ProcessState
 				close(s.exited)
 			}()
+			s.replenishAfter(self)
 			return nil
 		}
 	}
@@ -149,7 +153,23 @@ func (s *Supervised) Start() error {
 			close(s.exited)
 		}()
 	}
+	if eligible {
+		s.replenishAfter(self)
+	}
 	return nil
+}
+
+// replenishAfter has the next warm supervisor started once this command
+// has ended: started at once, it would compete with the command for the
+// processor just as the command starts.
+func (s *Supervised) replenishAfter(self string) {
+	go func() {
+		select {
+		case <-s.mainEnded:
+		case <-s.exited:
+		}
+		pool.replenish(self)
+	}()
 }
 
 // WaitMain returns when the command itself has ended (with Linger), and
@@ -157,6 +177,7 @@ func (s *Supervised) Start() error {
 // Without Linger, use Cmd.Wait.
 func (s *Supervised) WaitMain() Status {
 	s.mainOnce.Do(func() {
+		defer close(s.mainEnded)
 		r := bufio.NewReader(s.statusR)
 		line, _ := r.ReadString('\n')
 		for {
