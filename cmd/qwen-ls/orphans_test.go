@@ -116,3 +116,62 @@ func TestKill9DuringMCPStartLeavesNoProcess(t *testing.T) {
 		return true
 	})
 }
+
+// startWithMCP starts the server with one MCP server, command bash -c
+// script, and waits until n processes named marker run.
+func startWithMCP(t *testing.T, script, marker string, n int) *exec.Cmd {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	cmd := exec.Command(binPath, "--stdio")
+	cmd.Env = execEnv(t)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"mcpServers": map[string]any{
+			"tree": map[string]any{"command": "bash", "args": []any{"-c", script}},
+		}},
+	}})
+	settle(t, fmt.Sprintf("the MCP server's %d processes did not start", n), func() bool { return len(markedProcesses(marker)) == n })
+	return cmd
+}
+
+// An MCP server that exits when its input closes, as most do, with a
+// child of its own: kill -9 of the server ends both, although the MCP
+// server's own end, not the server's, is what its supervisor sees first
+// (issue 30, item 7).
+func TestKill9LeavesNoChildOfAnMCPServerThatExits(t *testing.T) {
+	marker := fmt.Sprintf("qwen-mcp-child-%d", os.Getpid())
+	cmd := startWithMCP(t, fmt.Sprintf("(exec -a %s sleep 900) & exec cat >/dev/null", marker), marker, 1)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, "the MCP server's child survived the server's kill -9", func() bool { return len(markedProcesses(marker)) == 0 })
+}
+
+// A shell command that kills its own supervisor: in the sandbox's PID
+// namespace the supervisor is the namespace's init, which a signal from
+// inside cannot kill, so what the command started still ends with the
+// server (issue 30, item 7).
+func TestCommandCannotKillItsSupervisor(t *testing.T) {
+	marker := fmt.Sprintf("qwen-ppid-%d", os.Getpid())
+	command := fmt.Sprintf("(exec -a %[1]s sleep 310) & kill -9 $PPID; exec -a %[1]s sleep 311", marker)
+	args, _ := json.Marshal(map[string]any{"command": command})
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: string(args)}}})
+	cmd := exec.Command(binPath, "--stdio")
+	cmd.Env = execEnv(t)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"approvalMode": "yolo", "model": map[string]any{"name": "s", "baseUrl": m.URL}}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	_ = json.Unmarshal(res, &ns)
+	e.Send("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "run it"}}})
+	settle(t, "the two sleeps did not start", func() bool { return len(markedProcesses(marker)) == 2 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, "processes of the command survived the server's kill -9", func() bool { return len(markedProcesses(marker)) == 0 })
+}

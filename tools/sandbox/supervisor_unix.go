@@ -159,8 +159,13 @@ func encodeStatus(ws syscall.WaitStatus) string {
 }
 
 // exitLike ends the supervisor the way the command ended: with its exit
-// code, or killed by the same signal.
+// code, or killed by the same signal. What the command left running ends
+// first: a supervisor that does not linger (an MCP server's) exits when
+// its command does, which for most MCP servers is when the server's end
+// closes their input; the supervisor may see that before it sees the
+// server gone.
 func exitLike(ws syscall.WaitStatus) {
+	killDescendants()
 	if ws.Signaled() {
 		sig := ws.Signal()
 		signal.Reset(sig)
