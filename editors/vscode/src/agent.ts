@@ -4,8 +4,7 @@
 import * as vscode from 'vscode';
 import * as path from 'path';
 import MarkdownIt from 'markdown-it';
-import { State } from 'vscode-languageclient/node';
-import type { Extension } from './extension';
+import { LanguageClient, State } from 'vscode-languageclient/node';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
 import { parseCommands, SlashCommand } from './chat/commands';
@@ -31,6 +30,18 @@ function errorText(err: unknown): string {
   return String(err);
 }
 
+/**
+ * What the agent needs of the extension that owns it: the language client
+ * (started on demand) and the output channel. Declared here, and met by
+ * Extension, so that agent.ts does not import extension.ts, which imports
+ * it.
+ */
+export interface AgentHost {
+  readonly client: LanguageClient | undefined;
+  ensureClient(): Promise<LanguageClient | undefined>;
+  readonly output: vscode.LogOutputChannel;
+}
+
 export class Agent {
   sessionId: string | undefined;
   mode: string | undefined;
@@ -51,7 +62,7 @@ export class Agent {
   private clearedInTurn = false;
 
   constructor(
-    private readonly ext: Extension,
+    private readonly ext: AgentHost,
     private readonly chat: ChatViewProvider,
     private readonly status: StatusBar,
     private readonly modelStatus: ModelStatusBar,

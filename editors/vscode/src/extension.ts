@@ -14,7 +14,7 @@ import {
 } from 'vscode-languageclient/node';
 import { resolveServerPath } from './serverPath';
 import { ChatViewProvider } from './chat/view';
-import { Agent } from './agent';
+import { Agent, AgentHost } from './agent';
 import { ReviewController, ProposeEditParams } from './review/controller';
 import { askPermission, PermissionParams } from './permission';
 import { ModelStatusBar, SandboxInfo, StatusBar } from './status';
@@ -56,7 +56,7 @@ function editorSettings(): Record<string, unknown> {
   return settings;
 }
 
-export class Extension implements vscode.Disposable {
+export class Extension implements vscode.Disposable, AgentHost {
   client: LanguageClient | undefined;
   readonly output = vscode.window.createOutputChannel('Qwen', { log: true });
   readonly status: StatusBar;
