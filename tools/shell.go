@@ -281,6 +281,9 @@ func (e *Env) shellContext(dir string) shellsafe.Context {
 	}
 	d := cleanPathArg(dir)
 	primary := roots.Primary()
+	if primary != "" {
+		ctx.Base = filepath.Clean(primary)
+	}
 	switch {
 	case d == "":
 		d = primary
