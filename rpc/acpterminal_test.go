@@ -119,7 +119,7 @@ func TestACPTerminalTimeout(t *testing.T) {
 	c.async = true
 	sid, _ := acpSession(t, c, map[string]any{"terminal": true})
 	m.Push(
-		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: `{"command":"echo started; sleep 30","timeout":700}`}}},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: `{"command":"echo started; sleep 30","timeout":1000}`}}},
 		modeltest.Response{Text: "ok"},
 	)
 	res := c.call("session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "run"}}})
@@ -127,7 +127,7 @@ func TestACPTerminalTimeout(t *testing.T) {
 		t.Fatalf("stopReason = %s", res["stopReason"])
 	}
 	got := toolMessageOf(t, m, "s")
-	for _, want := range []string{"started", "ran past its 700 ms timeout", "Signal: killed", "Exit Code: (none)"} {
+	for _, want := range []string{"started", "ran past its 1000 ms timeout", "Signal: killed", "Exit Code: (none)"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("the model was told %q, want it to contain %q", got, want)
 		}

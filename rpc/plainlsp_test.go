@@ -638,8 +638,9 @@ func TestPlainPermissionOffersTheServersOptions(t *testing.T) {
 		titles = append(titles, a.Title)
 	}
 	mu.Unlock()
-	// An untrusted folder: no project-rule option.
-	if len(titles) != 4 || titles[0] != "Allow" || titles[1] != "Allow echo for this session" ||
+	// An untrusted folder: no project-rule option. A redirection to a
+	// file is allowed by its exact rule, which the session option names.
+	if len(titles) != 4 || titles[0] != "Allow" || titles[1] != "Allow for this session: Bash(echo one > out.txt)" ||
 		!strings.HasPrefix(titles[2], "Always allow for this user: ") || titles[3] != "Reject" {
 		t.Fatalf("actions = %q", titles)
 	}

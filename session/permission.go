@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
@@ -97,8 +99,12 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		s.askPlan(ctx, r, conf)
 		return
 	}
+	always := alwaysNone
+	if !r.forced {
+		always = s.alwaysHonoured(r, conf)
+	}
 	req := PermissionRequest{ToolCallID: r.tc.ID, Title: conf.Title, Kind: kindOf(r.tool), RawInput: rawInput(r.tc.Arguments),
-		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf, r.forced, s.mgr.opts.Env.Settings().Trust().Trusted), Confirmation: conf}
+		Locations: locations(r.tool, r.params), Options: optionsFor(r.tool, conf, always, s.mgr.opts.Env.Settings().Trust().Trusted), Confirmation: conf}
 	if text := promptText(conf); text != "" {
 		req.Content = []ToolContent{{Type: "content", Content: textBlock(text)}}
 	}
@@ -107,7 +113,9 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		return
 	}
 	switch {
-	case ans.Cancelled || ans.OptionID == OptionCancel || ans.OptionID == "":
+	case ans.Cancelled || ans.OptionID == OptionCancel || ans.OptionID == "" || !offered(req.Options, ans.OptionID):
+		// An option we did not offer is never an allow: an "always" left
+		// out because its rule could not be honoured records nothing.
 		r.state, r.reason, r.userRejected = stateCancelled, reasonRejected, true
 	case ans.OptionID == OptionProceedAlways || ans.OptionID == OptionAlwaysProject || ans.OptionID == OptionAlwaysUser:
 		s.remember(rulesOf(conf))
@@ -134,35 +142,107 @@ func (s *Session) persistRules(option string, rules []string) error {
 	return s.mgr.opts.Env.Settings().AppendAllowRules(scope, rules)
 }
 
-// optionsFor are the options of a permission prompt. "Always allow in this
-// project" is left out unless the folder is trusted: the rule would go to
-// the workspace settings, whose allow rules an untrusted folder ignores.
-func optionsFor(t tools.Tool, c *tools.Confirmation, forced, projectTrusted bool) []PermissionOption {
-	if forced {
+// alwaysScope says which "always" options a prompt may offer.
+type alwaysScope int
+
+const (
+	// alwaysNone: no "always" option (an ask rule forced the prompt, or
+	// the rules an answer would record would not spare the next one).
+	alwaysNone alwaysScope = iota
+	// alwaysSession: "Allow … for this session" only.
+	alwaysSession
+	// alwaysPersist: the session option, and the settings-file ones.
+	alwaysPersist
+)
+
+// alwaysHonoured says which "always" options the call's prompt may offer:
+// only those whose recorded rules really suppress the same prompt next
+// time (tools.md §6.5). A shell call is checked by judging it again with
+// the rules added: a rule never covers a command substitution, nor, with
+// no sandbox, a command made only of read-only programs (they always ask
+// there), nor a redirection that no exact rule can name (a here-document,
+// a group's redirection, a target known only when it runs) or a command
+// run outside the primary root, where an exact rule's file is another. The
+// settings-file options also need rules without "$": the settings files
+// expand $VAR when they are read, so such a rule would come back as
+// another.
+func (s *Session) alwaysHonoured(r *callRun, conf *tools.Confirmation) alwaysScope {
+	rules := rulesOf(conf)
+	if sh := shellOf(s.mgr.opts.Env, r.tool, r.params); sh != nil {
+		added := parseRules(rules)
+		if conf.Unconfined || len(rules) == 0 || len(added) != len(rules) {
+			return alwaysNone
+		}
+		rs := s.rules()
+		rs.allow = append(rs.allow, added...)
+		if d := s.decideWith(rs, r.tool, r.params); !d.allowed || d.ask || d.deniedBy != "" {
+			return alwaysNone
+		}
+	}
+	for _, rule := range rules {
+		if strings.Contains(rule, "$") {
+			return alwaysSession
+		}
+	}
+	return alwaysPersist
+}
+
+func offered(opts []PermissionOption, id string) bool {
+	for _, o := range opts {
+		if o.OptionID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// optionsFor are the options of a permission prompt; always says which
+// "always" options it has. "Always allow in this project" is left out
+// unless the folder is trusted: the rule would go to the workspace
+// settings, whose allow rules an untrusted folder ignores. When an exact
+// shell rule is among the rules (shellsafe.ExactRule), the session option
+// names the rules, as the others do: it allows that one command, not its
+// program.
+func optionsFor(t tools.Tool, c *tools.Confirmation, always alwaysScope, projectTrusted bool) []PermissionOption {
+	if always == alwaysNone {
 		return []PermissionOption{{OptionProceedOnce, "Allow", kindAllowOnce}, {OptionCancel, "Reject", kindRejectOnce}}
 	}
-	what := t.DisplayName()
+	rules := strings.Join(rulesOf(c), ", ")
+	what := "Allow " + t.DisplayName() + " for this session"
 	switch d := c.Details.(type) {
 	case *tools.ExecConfirmation:
-		what = d.RootCommand
+		what = "Allow " + d.RootCommand + " for this session"
+		if hasExactRule(d.PermissionRules) {
+			what = "Allow for this session: " + rules
+		}
 	case *tools.InfoConfirmation:
 		if len(d.URLs) > 0 {
 			if u, err := url.Parse(d.URLs[0]); err == nil {
-				what = u.Hostname()
+				what = "Allow " + u.Hostname() + " for this session"
 			}
 		}
 	}
-	rules := strings.Join(rulesOf(c), ", ")
 	opts := []PermissionOption{
 		{OptionProceedOnce, "Allow", kindAllowOnce},
-		{OptionProceedAlways, "Allow " + what + " for this session", kindAllowAlways},
+		{OptionProceedAlways, what, kindAllowAlways},
 	}
-	if projectTrusted {
+	if always == alwaysPersist && projectTrusted {
 		opts = append(opts, PermissionOption{OptionAlwaysProject, "Always allow in this project: " + rules, kindAllowAlways})
 	}
-	return append(opts,
-		PermissionOption{OptionAlwaysUser, "Always allow for this user: " + rules, kindAllowAlways},
-		PermissionOption{OptionCancel, "Reject", kindRejectOnce})
+	if always == alwaysPersist {
+		opts = append(opts, PermissionOption{OptionAlwaysUser, "Always allow for this user: " + rules, kindAllowAlways})
+	}
+	return append(opts, PermissionOption{OptionCancel, "Reject", kindRejectOnce})
+}
+
+// hasExactRule reports an exact shell rule among rules.
+func hasExactRule(rules []string) bool {
+	for _, raw := range rules {
+		if r, ok := parseRule(raw); ok && r.hasSpec && slices.Contains(r.names, "run_shell_command") && shellsafe.ExactRule(r.spec) {
+			return true
+		}
+	}
+	return false
 }
 
 func promptText(c *tools.Confirmation) string {

@@ -233,7 +233,11 @@ type ruleDecision struct {
 }
 
 func (s *Session) decide(t tools.Tool, params map[string]any) ruleDecision {
-	rs := s.rules()
+	return s.decideWith(s.rules(), t, params)
+}
+
+// decideWith is decide under the rules rs.
+func (s *Session) decideWith(rs ruleSet, t tools.Tool, params map[string]any) ruleDecision {
 	var d ruleDecision
 	if sh := shellOf(s.mgr.opts.Env, t, params); sh != nil {
 		allow, _ := specsFor(rs.allow, t)

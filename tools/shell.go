@@ -43,7 +43,7 @@ const shellSchema = `{
     },
     "timeout": {
       "type": "number",
-      "description": "Timeout in milliseconds for a foreground command (default 120000, at most 600000)."
+      "description": "Timeout of a foreground command in milliseconds, not seconds: a whole number from 1000 (1 second) to 600000 (10 minutes). Default 120000 (2 minutes)."
     }
   },
   "required": ["command"]
@@ -52,7 +52,10 @@ const shellSchema = `{
 // The limits of tools.md §3.8.
 const (
 	shellDefaultTimeout = 120000
-	shellMaxTimeout     = 600000
+	// shellMinTimeout is qwen-ls's own floor: under one second the
+	// model most likely meant seconds.
+	shellMinTimeout = 1000
+	shellMaxTimeout = 600000
 	// shellLiveLimit is how much of the end of the output a live update
 	// (and the final display) shows.
 	shellLiveLimit = 64 << 10
@@ -127,24 +130,41 @@ func (s *Shell) Validate(params map[string]any) *ToolError {
 	return terr
 }
 
-// shellTimeout reads the timeout argument in whole milliseconds: the
-// default when it is absent, and a fraction rounded up (the schema declares
-// a number, and models send 1.5 or 2500.0). Not a finite number, not more
-// than 0, or past the maximum is an error.
+// shellTimeout reads the timeout argument: the default when it is absent,
+// else a whole number of milliseconds from shellMinTimeout to
+// shellMaxTimeout. Models now and then send seconds (1.5, 30): rounding
+// 1.5 up to 2 ms would kill the command at once, so a fraction and a value
+// under one second are refused with an error that names the unit, and,
+// when the value reads as seconds, the number to send instead.
 func shellTimeout(params map[string]any) (int, *ToolError) {
 	if _, given := params["timeout"]; !given {
 		return shellDefaultTimeout, nil
 	}
+	const unit = `Argument "timeout" is in milliseconds and must be a whole number from 1000 (1 second) to 600000 (10 minutes)`
 	f, ok := floatParam(params, "timeout")
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, InvalidParams(unit + ".")
+	}
+	shown := strconv.FormatFloat(f, 'g', -1, 64)
 	switch {
-	case !ok || math.IsNaN(f) || math.IsInf(f, 0):
-		return 0, InvalidParams(`Argument "timeout" must be a number of milliseconds.`)
-	case f <= 0:
-		return 0, InvalidParams(`Argument "timeout" must be more than 0.`)
 	case f > shellMaxTimeout:
 		return 0, InvalidParams(`Argument "timeout" can be at most 600000 (10 minutes).`)
+	case f != math.Trunc(f):
+		return 0, InvalidParams(unit + "; " + shown + " is not a whole number." + asSeconds(f, shown))
+	case f < shellMinTimeout:
+		return 0, InvalidParams(unit + "; " + shown + " is less than 1 second." + asSeconds(f, shown))
 	}
-	return int(math.Ceil(f)), nil
+	return int(f), nil
+}
+
+// asSeconds suggests the milliseconds for a timeout the model may have
+// meant in seconds, when that is a whole number in range.
+func asSeconds(f float64, shown string) string {
+	ms := math.Round(f * 1000)
+	if f <= 0 || ms < shellMinTimeout || ms > shellMaxTimeout || math.Abs(ms-f*1000) > 1e-6 {
+		return ""
+	}
+	return fmt.Sprintf(" For %s seconds, send %d.", shown, int(ms))
 }
 
 // directory resolves the directory argument (tools.md §3.8 step 6).
@@ -261,6 +281,9 @@ func (e *Env) shellContext(dir string) shellsafe.Context {
 	}
 	d := cleanPathArg(dir)
 	primary := roots.Primary()
+	if primary != "" {
+		ctx.Base = filepath.Clean(primary)
+	}
 	switch {
 	case d == "":
 		d = primary

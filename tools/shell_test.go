@@ -169,11 +169,11 @@ func TestShellValidation(t *testing.T) {
 		{map[string]any{"command": `echo "hi`}, "", "Could not parse the command: 1:6: reached EOF without closing quote `\"`. Check the quoting and try again."},
 		{map[string]any{"command": "A=1 B=2"}, "", "The command runs no program (it only sets variables), so there is nothing to approve or run."},
 		{map[string]any{"command": "sleep 1 &", "is_background": true}, "", `With is_background true, do not end the command with "&": remove the trailing "&", and the command still runs in the background.`},
-		{map[string]any{"command": "ls", "timeout": -0.5}, "", `Argument "timeout" must be more than 0.`},
+		{map[string]any{"command": "ls", "timeout": -0.5}, "", timeoutRange + "; -0.5 is not a whole number."},
 		{map[string]any{"command": "ls", "timeout": 1e300}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
 		{map[string]any{"command": "ls", "timeout": 600000.5}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
-		{map[string]any{"command": "ls", "timeout": 0}, "", `Argument "timeout" must be more than 0.`},
-		{map[string]any{"command": "ls", "timeout": -5}, "", `Argument "timeout" must be more than 0.`},
+		{map[string]any{"command": "ls", "timeout": 0}, "", timeoutRange + "; 0 is less than 1 second."},
+		{map[string]any{"command": "ls", "timeout": -5}, "", timeoutRange + "; -5 is less than 1 second."},
 		{map[string]any{"command": "ls", "timeout": 600001}, "", `Argument "timeout" can be at most 600000 (10 minutes).`},
 		{map[string]any{"command": "ls", "directory": "../x"}, tools.ErrorPathNotInWorkspace, "Directory " + filepath.Join(filepath.Dir(e.Root), "x") + " is outside the workspace."},
 		{map[string]any{"command": "ls", "directory": outside}, tools.ErrorPathNotInWorkspace, "Directory " + outside + " is outside the workspace."},
@@ -183,7 +183,7 @@ func TestShellValidation(t *testing.T) {
 		// parse before the timeout.
 		{map[string]any{"command": "", "timeout": 0}, "", `Argument "command" must not be empty.`},
 		{map[string]any{"command": "echo 'x", "timeout": 0}, "", "Could not parse the command: 1:6: reached EOF without closing quote `'`. Check the quoting and try again."},
-		{map[string]any{"command": "ls", "timeout": 0, "directory": "nope"}, "", `Argument "timeout" must be more than 0.`},
+		{map[string]any{"command": "ls", "timeout": 0, "directory": "nope"}, "", timeoutRange + "; 0 is less than 1 second."},
 	} {
 		_, terr := tools.PrepareArgs(sh, argsJSON(t, c.args))
 		want := c.typ
@@ -196,9 +196,8 @@ func TestShellValidation(t *testing.T) {
 	}
 	for _, ok := range []map[string]any{
 		{"command": "ls", "timeout": 600000},
-		{"command": "ls", "timeout": 5.0},
-		{"command": "ls", "timeout": 1.5},
-		{"command": "ls", "timeout": 2500.25},
+		{"command": "ls", "timeout": 5000.0},
+		{"command": "ls", "timeout": 1000},
 		{"command": "ls", "directory": "sub"},
 		{"command": "ls", "directory": filepath.Join(e.Root, "sub")},
 		{"command": "ls", "directory": "sub/../sub/"},
@@ -246,7 +245,9 @@ func TestShellConfirmation(t *testing.T) {
 		{"git status; rm -rf x", []string{"rm -rf x"}, "rm", []string{"Bash(rm *)"}},
 		{"timeout 5 rm x", []string{"timeout 5 rm x"}, "timeout", []string{"Bash(timeout *)"}},
 		{"echo $(rm x)", []string{"echo $(rm x)", "rm x"}, "echo, rm", []string{"Bash(echo *)", "Bash(rm *)"}},
-		{"echo hi > file", []string{"echo hi > file"}, "echo", []string{"Bash(echo *)"}},
+		// A redirection to a file gets the exact rule: Bash(echo *) never
+		// covers it.
+		{"echo hi > file", []string{"echo hi > file"}, "echo", []string{"Bash(echo hi > file)"}},
 		{"ls && npm run build && npm run test", []string{"npm run build", "npm run test"}, "npm", []string{"Bash(npm run *)"}},
 		{"echo $(git rev-parse HEAD)", []string{"echo $(git rev-parse HEAD)"}, "echo", []string{"Bash(echo *)"}},
 		{"env FOO=1 ls", []string{"env FOO=1 ls"}, "env", []string{"Bash(env *)"}},
@@ -677,16 +678,40 @@ func TestUntrustedRepositoryGitAsks(t *testing.T) {
 	}
 }
 
-// The schema declares timeout a number, and models send fractions: a
-// fractional timeout runs the command, rounded up to whole milliseconds.
-func TestShellFractionalTimeout(t *testing.T) {
+// timeoutRange starts every refusal of a timeout that is not whole
+// milliseconds in range: it names the unit and the range.
+const timeoutRange = `Argument "timeout" is in milliseconds and must be a whole number from 1000 (1 second) to 600000 (10 minutes)`
+
+// Models send seconds now and then. A timeout of 1.5 once ran the command
+// with a 2 ms limit, rounded up from 1.5 ms; now a fraction, or a value
+// under one second, is refused with the unit and the range, and a value
+// that reads as seconds gets the milliseconds to send.
+func TestShellTimeoutIsWholeMilliseconds(t *testing.T) {
 	_, sh := shellTestEnv(t, nil)
-	res := shellRun(t, sh, map[string]any{"command": "echo quick", "timeout": 30000.5})
-	if res.Error != nil || !strings.Contains(res.Text(), "quick") {
-		t.Fatalf("echo with timeout 30000.5: %+v\n%s", res.Error, res.Text())
+	for _, c := range []struct {
+		timeout any
+		msg     string
+	}{
+		{1.5, timeoutRange + "; 1.5 is not a whole number. For 1.5 seconds, send 1500."},
+		{2500.25, timeoutRange + "; 2500.25 is not a whole number."},
+		{30, timeoutRange + "; 30 is less than 1 second. For 30 seconds, send 30000."},
+		{999, timeoutRange + "; 999 is less than 1 second."},
+		{0.0004, timeoutRange + "; 0.0004 is not a whole number."},
+	} {
+		_, terr := tools.PrepareArgs(sh, argsJSON(t, map[string]any{"command": "echo ran", "timeout": c.timeout}))
+		if terr == nil {
+			t.Errorf("timeout %v was accepted", c.timeout)
+			continue
+		}
+		if terr.Type != tools.ErrorInvalidToolParams || terr.Message != c.msg {
+			t.Errorf("timeout %v: got %s %q, want %q", c.timeout, terr.Type, terr.Message, c.msg)
+		}
 	}
-	res = shellRun(t, sh, map[string]any{"command": "sleep 5; echo late", "timeout": 299.5})
-	if text := res.Text(); !strings.Contains(text, "the command ran past its 300 ms timeout and was stopped.") {
-		t.Errorf("sleep with timeout 299.5:\n%s", text)
+	// The floor itself is allowed, and a whole number written as a
+	// float is still whole.
+	for _, ok := range []any{1000, 1000.0, 600000} {
+		if _, terr := tools.PrepareArgs(sh, argsJSON(t, map[string]any{"command": "echo ran", "timeout": ok})); terr != nil {
+			t.Errorf("timeout %v refused: %s", ok, terr.Message)
+		}
 	}
 }

@@ -17,6 +17,10 @@ type Context struct {
 	// Dir is the absolute directory the command starts in ("" when
 	// there is none: then no git command is read-only).
 	Dir string
+	// Base is the absolute directory exact rules are written for (the
+	// primary root): an exact rule covers its command only when the
+	// command runs there ("" when there is none: then none does).
+	Base string
 	// Home is the user's home directory, for ~ and a bare cd.
 	Home string
 	// CDPath is the CDPATH bash starts with: when set, cd to a bare name
@@ -82,6 +86,7 @@ func Analyze(cmd string, ctx Context) (*Analysis, error) {
 		}
 		open = s.scopes
 		s.Dir = dir
+		s.atBase = dir != "" && ctx.Base != "" && dir == filepath.Clean(ctx.Base)
 		switch {
 		case isCd(*s):
 			dir = ctx.cdTarget(dir, s.Words[1:])

@@ -92,6 +92,13 @@ type SubCommand struct {
 	// tools refuse the same path.
 	HomeRead string
 
+	// exact is the sub-command's form as an exact rule names it
+	// (exactForm), "" when no rule can name it exactly.
+	exact string
+	// atBase: Analyze found that the sub-command runs in Context.Base,
+	// the only place an exact rule covers it.
+	atBase bool
+
 	loop   bool       // inside a loop or function body
 	scopes []int      // the subshells (pipeline parts, substitutions) it is in, outermost first
 	paths  []pathWord // Words again, as paths: how bash expands a leading ~ or $HOME in each
@@ -289,7 +296,7 @@ func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 	}
 	switch c := s.Cmd.(type) {
 	case nil, *syntax.CallExpr, *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
-		w.leaf(s, write)
+		w.leaf(s, write, outer.write || len(outer.reads) > 0)
 	case *syntax.BinaryCmd:
 		w.redirSubsts(s.Redirs)
 		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
@@ -362,13 +369,15 @@ func (w *shellWalker) stmt(s *syntax.Stmt, outer redirs) {
 	default:
 		// A construct of another dialect: judge it as one opaque command
 		// that is never read-only.
-		w.leaf(s, redirs{write: true})
+		w.leaf(s, redirs{write: true}, true)
 	}
 }
 
 // leaf records a simple command (or a builtin clause) as a sub-command,
-// then the sub-commands of the substitutions inside it.
-func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
+// then the sub-commands of the substitutions inside it. enclosed: a group
+// or subshell around it redirects to or from a file, which its text does
+// not show.
+func (w *shellWalker) leaf(s *syntax.Stmt, write redirs, enclosed bool) {
 	end := s.Pos()
 	if s.Cmd != nil {
 		end = s.Cmd.End()
@@ -432,9 +441,51 @@ func (w *shellWalker) leaf(s *syntax.Stmt, write redirs) {
 	}
 	sub.UnsafeExpansion = unsafeExpansion(s)
 	sub.ReadOnly = shellReadOnly(sub)
+	if !enclosed && !sub.Substitution {
+		sub.exact = w.exactForm(s)
+	}
 	w.subs = append(w.subs, sub)
 	w.subs = append(w.subs, inner.subs...)
 	w.substitution = w.substitution || inner.substitution
+}
+
+// exactForm is what an exact rule compares (tools.md §6.2 as qwen-ls
+// extends it): a simple command's assignments, words and redirections as
+// written, quotes included, so that only the blanks between them and where
+// the redirections stand among the words may differ; the parser proves
+// such spellings the same command. It is "" for a statement no rule can
+// name exactly: not a simple command, a here-document (its body is not in
+// the text), or a redirection whose target holds an expansion or a
+// pattern (known only when it runs).
+func (w *shellWalker) exactForm(s *syntax.Stmt) string {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || s.Coprocess {
+		return ""
+	}
+	var parts []string
+	if s.Negated {
+		parts = append(parts, "!")
+	}
+	for _, a := range call.Assigns {
+		parts = append(parts, w.text(a.Pos(), a.End()))
+	}
+	for _, a := range call.Args {
+		parts = append(parts, w.text(a.Pos(), a.End()))
+	}
+	for _, r := range s.Redirs {
+		if r.Word == nil || isHeredoc(r.Op) {
+			return ""
+		}
+		if _, known := redirTarget(r.Word); !known {
+			return ""
+		}
+		n := ""
+		if r.N != nil {
+			n = r.N.Value
+		}
+		parts = append(parts, n+r.Op.String()+" "+w.text(r.Word.Pos(), r.Word.End()))
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // redirSubsts walks the words of redirections for substitutions.

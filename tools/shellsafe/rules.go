@@ -146,6 +146,15 @@ type Coverage struct {
 // Bash(cat *) is cat of the workspace's files, not cat ~/.ssh/id_rsa,
 // which the person is asked about each time. Only a bare Bash rule, which
 // allows every command, covers them.
+//
+// The one exception is an exact rule (ExactRule): a specifier that is one
+// simple command with a redirection, Bash(echo X >> log.txt), recorded when
+// the person answers "always" for that command. It covers a sub-command
+// whose assignments, words and redirections are written the same (only the
+// blanks between them, and where the redirections stand, may differ), run
+// in Context.Base, and nothing else: not echo Y >> log.txt, not
+// echo X >> other, not the same text after a cd or in another directory,
+// where log.txt is another file. The other limits above still apply to it.
 func Cover(subs []SubCommand, allow, deny []string) Coverage {
 	cov := Coverage{Deny: -1, DeniedSubCommand: -1}
 	for di, spec := range deny {
@@ -168,6 +177,14 @@ func Cover(subs []SubCommand, allow, deny []string) Coverage {
 			bare := strings.TrimSpace(spec) == "*" || strings.TrimSpace(spec) == ""
 			if sub.Verbatim {
 				if bare || strings.TrimSpace(spec) == sub.Text {
+					allowed = true
+					break
+				}
+				continue
+			}
+			if exact := exactSpec(spec); exact != "" {
+				// An exact rule names one command, redirections included.
+				if exact == sub.exact && sub.atBase && allowCoversAssigns(sub) && !sub.UnsafeExpansion && !sub.ForeignGit && sub.HomeRead == "" {
 					allowed = true
 					break
 				}
@@ -405,12 +422,15 @@ var knownSubCommands = map[string][]string{
 
 // SuggestedRule is the rule of tools.md §6.3 that would allow sub:
 // Bash(<root>) without arguments, Bash(<root> <sub> *) for a known
-// sub-command, else Bash(<root> *). It is "" when sub runs no program.
+// sub-command, else Bash(<root> *). A sub-command that writes to a file
+// through a redirection, which no such rule covers, gets the exact rule
+// Bash(<its text>) when one can name it (Cover). It is "" when sub runs no
+// program.
 func SuggestedRule(sub SubCommand) string {
 	if sub.Root == "" {
 		return ""
 	}
-	if sub.Verbatim {
+	if sub.Verbatim || sub.WriteRedirect && sub.exact != "" {
 		return "Bash(" + sub.Text + ")"
 	}
 	if len(sub.Words) < 2 {
@@ -431,3 +451,29 @@ func SuggestedRule(sub SubCommand) string {
 func isPlainTarget(s string) bool {
 	return s != "" && !strings.HasPrefix(s, "-") && !strings.ContainsAny(s, "= \t")
 }
+
+// exactSpec is the exactForm of a specifier that is an exact rule: one
+// simple command with at least one redirection. It is "" for any other
+// specifier.
+func exactSpec(spec string) string {
+	if !strings.ContainsAny(spec, "<>") {
+		return ""
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(spec), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return ""
+	}
+	st := f.Stmts[0]
+	if st.Background || len(st.Redirs) == 0 {
+		return ""
+	}
+	w := &shellWalker{src: spec}
+	if w.substs(st) {
+		return ""
+	}
+	return w.exactForm(st)
+}
+
+// ExactRule reports whether the specifier of a shell rule is an exact
+// rule, which names one command, redirections included (Cover).
+func ExactRule(spec string) bool { return exactSpec(spec) != "" }

@@ -1,6 +1,7 @@
 package shellsafe_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/qwen-ls/qwen-ls/tools/shellsafe"
@@ -115,5 +116,78 @@ func TestDenyMatchesOtherSpellings(t *testing.T) {
 	sub := oneSub(t, "timeout 5 rm x")
 	if cov := shellsafe.Cover([]shellsafe.SubCommand{sub}, []string{"rm *"}, nil); len(cov.Uncovered) != 1 {
 		t.Error("allow rm * covered timeout 5 rm x")
+	}
+}
+
+// An exact rule, what an "always" answer records for a command with a
+// redirection, covers that command (blanks and the place of the
+// redirection aside) run in the primary root, and nothing wider.
+func TestExactRuleCoversOnlyItsCommand(t *testing.T) {
+	ctx := shellsafe.Context{Dir: "/w", Base: "/w", Home: "/h", Inside: func(p string) bool { return strings.HasPrefix(p, "/w") }}
+	const rule = "echo X >> log.txt"
+	if !shellsafe.ExactRule(rule) || shellsafe.ExactRule("echo *") || shellsafe.ExactRule("echo X >> log.txt &") {
+		t.Fatal("ExactRule misjudges a specifier")
+	}
+	for _, c := range []struct {
+		cmd     string
+		covered bool
+	}{
+		{"echo X >> log.txt", true},
+		{"echo X >>log.txt", true},
+		{"  echo   X  >>   log.txt ", true},
+		{">> log.txt echo X", true},
+		{"echo X >> log.txt && ls", true},
+		{"echo Y >> log.txt", false},
+		{"echo X >> other", false},
+		{"echo X > log.txt", false},
+		{"echo X Y >> log.txt", false},
+		{"echo X >> log.txt 2>&1", false},
+		{"echo 'X' >> log.txt", false},
+		{"echo X >> log.txt; rm -rf x", false},
+		{"cd sub && echo X >> log.txt", false},
+		{"{ echo X >> log.txt; } > other", false},
+		{"{ echo X >> log.txt; } < secret", false},
+		{"PATH=. echo X >> log.txt", false},
+		{"echo X >> log.txt$(touch m)", false},
+	} {
+		a, err := shellsafe.Analyze(c.cmd, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cov := shellsafe.Cover(a.SubCommands, []string{rule}, nil)
+		if got := len(cov.Uncovered) == 0 && !a.Substitution; got != c.covered {
+			t.Errorf("Bash(%s) on %q: covered %v, want %v", rule, c.cmd, got, c.covered)
+		}
+	}
+	// In another directory log.txt is another file.
+	a, err := shellsafe.Analyze("echo X >> log.txt", shellsafe.Context{Dir: "/w/sub", Base: "/w", Inside: ctx.Inside})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cov := shellsafe.Cover(a.SubCommands, []string{rule}, nil); len(cov.Uncovered) != 1 {
+		t.Error("the exact rule covered the command run in /w/sub")
+	}
+}
+
+// The suggested rule of a command that redirects to a file is the exact
+// rule for its text, when a rule can name it exactly; else the usual one,
+// which does not cover it.
+func TestSuggestedRuleForRedirections(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"echo X >> log.txt":         "Bash(echo X >> log.txt)",
+		"git status > out.txt":      "Bash(git status > out.txt)",
+		"npm test 2>/dev/null":      "Bash(npm test *)",
+		"npm run build &> b.log":    "Bash(npm run build &> b.log)",
+		"cat > f <<EOF\nx\nEOF":     "Bash(cat)",
+		"echo x > $F":               "Bash(echo *)",
+		"echo x > *.log":            "Bash(echo *)",
+		"{ echo x; } > f":           "Bash(echo *)",
+		"rm -rf build":              "Bash(rm *)",
+		"! grep -q x f > found.txt": "Bash(! grep -q x f > found.txt)",
+	} {
+		a := mustParse(t, cmd)
+		if got := shellsafe.SuggestedRule(a.SubCommands[0]); got != want {
+			t.Errorf("SuggestedRule(%q) = %q, want %q", cmd, got, want)
+		}
 	}
 }
