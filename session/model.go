@@ -660,7 +660,7 @@ func (m *OpenAIModel) modelName(req ModelRequest) string {
 	return m.cfg.Name
 }
 
-// body encodes a request (wire.go), shaped by the provider.
+// body encodes a request (wire_request.go), shaped by the provider.
 func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
 	return encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream)
 }
