@@ -133,6 +133,9 @@ type answerReader struct {
 	req   ModelRequest
 	ev    StreamEvents
 	limit int
+	// alive, when set, is told of every piece of a data line read from
+	// an event stream (the idle timer's push).
+	alive func()
 
 	shown                    bool
 	size                     int
@@ -203,7 +206,7 @@ func (a *answerReader) readJSON(r io.Reader) (*ModelResponse, error) {
 func (a *answerReader) readSSE(r io.Reader) (*ModelResponse, error) {
 	defer a.release()
 	// A line may hold the whole answer, escaped: allow for the escapes.
-	sse := &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: a.limit + a.limit/4 + 1<<20}
+	sse := &sseReader{r: bufio.NewReaderSize(r, 64<<10), max: a.limit + a.limit/4 + 1<<20, alive: a.alive}
 	events := 0
 	for {
 		data, err := sse.next()
@@ -402,6 +405,9 @@ type sseReader struct {
 	line       []byte
 	// cut is set when the last event had no closing blank line.
 	cut bool
+	// alive, when set, is told of each piece of a data line as it is
+	// read; comments, other fields and blank lines are not data.
+	alive func()
 }
 
 func (s *sseReader) readLine() ([]byte, error) {
@@ -412,6 +418,9 @@ func (s *sseReader) readLine() ([]byte, error) {
 			return nil, &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("a stream event is over %s; the rest was not read", sizeLabel(s.max))}
 		}
 		s.line = append(s.line, frag...)
+		if s.alive != nil && isDataLine(s.line) {
+			s.alive()
+		}
 		switch err {
 		case nil:
 			return bytes.TrimRight(s.line, "\r\n"), nil
@@ -426,6 +435,12 @@ func (s *sseReader) readLine() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// isDataLine reports whether a line, or its start, is a data field.
+func isDataLine(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("data"))
+	return ok && (len(rest) == 0 || rest[0] == ':' || rest[0] == '\r' || rest[0] == '\n')
 }
 
 func (s *sseReader) next() ([]byte, error) {
