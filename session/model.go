@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -282,7 +283,9 @@ type ModelConfig struct {
 	MaxRetries int
 	// SamplingParams (temperature, top_p, max_tokens...) and ExtraBody are
 	// added to the request body's top level, ExtraBody last so it wins
-	// over the provider's own fields. Keys the client owns (model,
+	// over the provider's own fields. When neither sets max_tokens (or
+	// max_completion_tokens), the provider profile's bound is sent
+	// (maxtokens.go). Keys the client owns (model,
 	// messages, tools, stream, stream_options) are never replaced.
 	SamplingParams map[string]any
 	ExtraBody      map[string]any
@@ -309,6 +312,9 @@ type OpenAIModel struct {
 	client   openai.Client
 	retry    RetryPolicy
 	provider *provider
+	// unbounded is set once the endpoint refused the default bound on an
+	// answer's tokens (maxtokens.go): it is not sent again.
+	unbounded atomic.Bool
 
 	// toolsMu guards the converted declarations of the last request: the
 	// set rarely changes between requests, and decoding every schema each
@@ -393,11 +399,20 @@ func (m *OpenAIModel) timeouts() limits {
 
 // Complete implements Model: one attempt, no streaming.
 func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error) {
-	body, err := m.body(req, false)
+	body, bound, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
 	resp, _, err := m.attempt(ctx, req, body, StreamEvents{})
+	if err != nil && bound > 0 && refusedBound(err) {
+		// The endpoint refused the bound qwen-ls added on its own: the
+		// request goes once more without it, and later ones too.
+		m.unbounded.Store(true)
+		if body, _, err = m.body(req, false); err != nil {
+			return nil, err
+		}
+		resp, _, err = m.attempt(ctx, req, body, StreamEvents{})
+	}
 	if err != nil {
 		return nil, m.label(err, req)
 	}
@@ -406,7 +421,7 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelRes
 
 // Stream implements Model, retrying the failures that retrying can fix.
 func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error) {
-	body, err := m.body(req, true)
+	body, bound, err := m.body(req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -417,6 +432,17 @@ func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEve
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if bound > 0 && refusedBound(err) {
+			// The endpoint refused the bound qwen-ls added on its own:
+			// the request goes again without it (not a retry), and
+			// later ones too.
+			m.unbounded.Store(true)
+			if body, bound, err = m.body(req, true); err != nil {
+				return nil, err
+			}
+			attempt--
+			continue
 		}
 		var me *ModelError
 		if !errors.As(err, &me) {
@@ -688,9 +714,12 @@ func (m *OpenAIModel) modelName(req ModelRequest) string {
 	return m.cfg.Name
 }
 
-// body encodes a request (wire_request.go), shaped by the provider.
-func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
-	return encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream)
+// body encodes a request (wire_request.go), shaped by the provider, with
+// the bound on the answer's tokens (maxtokens.go).
+func (m *OpenAIModel) body(req ModelRequest, stream bool) (body []byte, bound int, err error) {
+	bound = m.answerBound(req)
+	body, err = encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream, bound)
+	return body, bound, err
 }
 
 // toolsJSON encodes declarations, reusing the last encoding while the

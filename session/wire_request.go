@@ -60,8 +60,9 @@ type wireFunction struct {
 var ownKeys = map[string]bool{"model": true, "messages": true, "tools": true, "stream": true, "stream_options": true}
 
 // encodeRequest builds the request body for provider p; tools is the
-// pre-encoded tools array (nil for none).
-func encodeRequest(p *provider, cfg ModelConfig, model string, req ModelRequest, tools json.RawMessage, stream bool) ([]byte, error) {
+// pre-encoded tools array (nil for none), and bound the answer's tokens
+// when the settings set no bound (0: none, answerBound).
+func encodeRequest(p *provider, cfg ModelConfig, model string, req ModelRequest, tools json.RawMessage, stream bool, bound int) ([]byte, error) {
 	w := wireRequest{Model: model, Stream: stream}
 	if stream {
 		w.StreamOptions = &wireStreamOpts{IncludeUsage: true}
@@ -102,9 +103,7 @@ func encodeRequest(p *provider, cfg ModelConfig, model string, req ModelRequest,
 	for k, v := range cfg.SamplingParams {
 		fields[k] = v
 	}
-	if req.MaxTokens > 0 {
-		fields["max_tokens"] = req.MaxTokens
-	}
+	boundFields(p, fields, req.MaxTokens, bound)
 	for k, v := range p.fields(cfg, model, req) {
 		fields[k] = v
 	}
