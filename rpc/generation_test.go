@@ -214,7 +214,51 @@ func TestIdleTimeoutSetting(t *testing.T) {
 	start := time.Now()
 	_, err = e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
 	t.Logf("the stalled answer failed after %s", time.Since(start))
-	if err == nil || !strings.Contains(err.Error(), "no byte for 300ms") || !strings.Contains(err.Error(), "model.generationConfig.idleTimeout") {
+	if err == nil || !strings.Contains(err.Error(), "no data for 300ms") || !strings.Contains(err.Error(), "model.generationConfig.idleTimeout") {
+		t.Fatalf("prompt error %v", err)
+	}
+}
+
+// promptWith sends one prompt to a session whose model is m with
+// model.generationConfig gen, and returns the prompt's error.
+func promptWith(t *testing.T, m *modeltest.Server, gen map[string]any) error {
+	t.Helper()
+	e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+	e.Initialize(rpctest.InitParams{Roots: []string{t.TempDir()}, Rich: true, InitializationOptions: map[string]any{
+		"settings": map[string]any{"model": map[string]any{"name": "scripted", "baseUrl": m.URL, "generationConfig": gen}},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	json.Unmarshal(res, &ns)
+	_, err = e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+	return err
+}
+
+// model.generationConfig.answerTimeout (milliseconds) bounds an answer's
+// whole time: one that drips a few bytes every 50 ms, never idle, is
+// stopped, not retried, and the editor gets the message naming the
+// setting.
+func TestAnswerTimeoutSetting(t *testing.T) {
+	drip := modeltest.Response{Text: strings.Repeat("drip ", 100), ChunkSize: 5, ChunkDelay: 50 * time.Millisecond}
+	m := modeltest.Start(t, drip, modeltest.Response{Text: "a retry"})
+	err := promptWith(t, m, map[string]any{"idleTimeout": 300, "answerTimeout": 1000})
+	if err == nil || !strings.Contains(err.Error(), "model.generationConfig.answerTimeout") {
+		t.Fatalf("prompt error %v", err)
+	}
+	if n := len(m.Requests()); n != 1 {
+		t.Fatalf("%d requests: the stopped answer was retried", n)
+	}
+}
+
+// A stream of nothing but ": keepalive" comments is idle: the comments do
+// not push the idle timeout back, and the turn ends with its message.
+func TestKeepAliveCommentsDoNotHoldOffTheIdleTimeout(t *testing.T) {
+	m := modeltest.Start(t, modeltest.Response{KeepAlive: 100 * time.Millisecond, Delay: 10 * time.Second, Text: "late"})
+	err := promptWith(t, m, map[string]any{"idleTimeout": 500, "maxRetries": 0})
+	if err == nil || !strings.Contains(err.Error(), "no data for 500ms") || !strings.Contains(err.Error(), "model.generationConfig.idleTimeout") {
 		t.Fatalf("prompt error %v", err)
 	}
 }

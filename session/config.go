@@ -99,11 +99,12 @@ func cacheKey(mc workspace.ModelConfig) string {
 // applyGeneration carries model.generationConfig (or a modelProviders
 // entry's) over to the client's configuration: Qwen Code's timeout is in
 // milliseconds and bounds the wait for the answer to start; qwen-ls's
-// idleTimeout (milliseconds too) bounds a silence inside the answer;
-// maxRetries 0 means none.
+// idleTimeout (milliseconds too) bounds a silence inside the answer, and
+// its answerTimeout the whole answer; maxRetries 0 means none.
 func applyGeneration(cfg *ModelConfig, g workspace.GenerationConfig) {
 	cfg.Timeout = g.Timeout
 	cfg.IdleTimeout = g.IdleTimeout
+	cfg.AnswerTimeout = g.AnswerTimeout
 	if g.MaxRetries != nil {
 		cfg.MaxRetries = *g.MaxRetries
 		if cfg.MaxRetries == 0 {

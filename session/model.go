@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -265,17 +266,26 @@ type ModelConfig struct {
 	// a local server reads the prompt before it answers). A request that
 	// times out is not retried.
 	Timeout time.Duration
-	// IdleTimeout bounds the silence inside an answer: no byte for this
-	// long fails the attempt, which is retried. 0 means 60 s (5 min for
-	// an endpoint on this machine).
+	// IdleTimeout bounds the silence inside an answer: no data for this
+	// long fails the attempt, which is retried. In an event stream only
+	// data lines count: a server that sends nothing but ": keepalive"
+	// comments is silent. 0 means 60 s (5 min for an endpoint on this
+	// machine).
 	IdleTimeout time.Duration
+	// AnswerTimeout bounds one answer's whole time, from the request to
+	// its last byte, however steadily it streams: an answer past it is
+	// stopped and not retried. 0 means 10 min (30 min for an endpoint on
+	// this machine, where a slow model may rightly take that long).
+	AnswerTimeout time.Duration
 	// MaxRetries is the number of retries after the first attempt of a
 	// failure that retrying can fix; 0 keeps the RetryPolicy's, and a
 	// negative value turns retries off.
 	MaxRetries int
 	// SamplingParams (temperature, top_p, max_tokens...) and ExtraBody are
 	// added to the request body's top level, ExtraBody last so it wins
-	// over the provider's own fields. Keys the client owns (model,
+	// over the provider's own fields. When neither sets max_tokens (or
+	// max_completion_tokens), the provider profile's bound is sent
+	// (maxtokens.go). Keys the client owns (model,
 	// messages, tools, stream, stream_options) are never replaced.
 	SamplingParams map[string]any
 	ExtraBody      map[string]any
@@ -302,6 +312,9 @@ type OpenAIModel struct {
 	client   openai.Client
 	retry    RetryPolicy
 	provider *provider
+	// unbounded is set once the endpoint refused the default bound on an
+	// answer's tokens (maxtokens.go): it is not sent again.
+	unbounded atomic.Bool
 
 	// toolsMu guards the converted declarations of the last request: the
 	// set rarely changes between requests, and decoding every schema each
@@ -353,37 +366,53 @@ func (m *OpenAIModel) Name() string { return m.cfg.Name }
 func (m *OpenAIModel) ProviderName() string { return m.provider.name }
 
 const (
-	defaultTimeout          = 120 * time.Second
-	defaultIdleTimeout      = 60 * time.Second
-	defaultLocalTimeout     = 10 * time.Minute
-	defaultLocalIdleTimeout = 5 * time.Minute
+	defaultTimeout            = 120 * time.Second
+	defaultIdleTimeout        = 60 * time.Second
+	defaultAnswerTimeout      = 10 * time.Minute
+	defaultLocalTimeout       = 10 * time.Minute
+	defaultLocalIdleTimeout   = 5 * time.Minute
+	defaultLocalAnswerTimeout = 30 * time.Minute
 )
 
-func (m *OpenAIModel) timeouts() (start, idle time.Duration) {
-	start, idle = m.cfg.Timeout, m.cfg.IdleTimeout
+// limits are an attempt's timeouts: to the first byte (start), between
+// data (idle), and for the whole answer.
+type limits struct {
+	start, idle, answer time.Duration
+}
+
+func (m *OpenAIModel) timeouts() limits {
+	l := limits{m.cfg.Timeout, m.cfg.IdleTimeout, m.cfg.AnswerTimeout}
 	local := isLoopback(m.cfg.BaseURL)
-	if start <= 0 {
-		start = defaultTimeout
-		if local {
-			start = defaultLocalTimeout
+	pick := func(v *time.Duration, hosted, onMachine time.Duration) {
+		if *v <= 0 {
+			*v = hosted
+			if local {
+				*v = onMachine
+			}
 		}
 	}
-	if idle <= 0 {
-		idle = defaultIdleTimeout
-		if local {
-			idle = defaultLocalIdleTimeout
-		}
-	}
-	return start, idle
+	pick(&l.start, defaultTimeout, defaultLocalTimeout)
+	pick(&l.idle, defaultIdleTimeout, defaultLocalIdleTimeout)
+	pick(&l.answer, defaultAnswerTimeout, defaultLocalAnswerTimeout)
+	return l
 }
 
 // Complete implements Model: one attempt, no streaming.
 func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelResponse, error) {
-	body, err := m.body(req, false)
+	body, bound, err := m.body(req, false)
 	if err != nil {
 		return nil, err
 	}
 	resp, _, err := m.attempt(ctx, req, body, StreamEvents{})
+	if err != nil && bound > 0 && refusedBound(err) {
+		// The endpoint refused the bound qwen-ls added on its own: the
+		// request goes once more without it, and later ones too.
+		m.unbounded.Store(true)
+		if body, _, err = m.body(req, false); err != nil {
+			return nil, err
+		}
+		resp, _, err = m.attempt(ctx, req, body, StreamEvents{})
+	}
 	if err != nil {
 		return nil, m.label(err, req)
 	}
@@ -392,7 +421,7 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (*ModelRes
 
 // Stream implements Model, retrying the failures that retrying can fix.
 func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEvents) (*ModelResponse, error) {
-	body, err := m.body(req, true)
+	body, bound, err := m.body(req, true)
 	if err != nil {
 		return nil, err
 	}
@@ -403,6 +432,17 @@ func (m *OpenAIModel) Stream(ctx context.Context, req ModelRequest, ev StreamEve
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if bound > 0 && refusedBound(err) {
+			// The endpoint refused the bound qwen-ls added on its own:
+			// the request goes again without it (not a retry), and
+			// later ones too.
+			m.unbounded.Store(true)
+			if body, bound, err = m.body(req, true); err != nil {
+				return nil, err
+			}
+			attempt--
+			continue
 		}
 		var me *ModelError
 		if !errors.As(err, &me) {
@@ -453,18 +493,21 @@ func backoff(p RetryPolicy, attempt int, retryAfter time.Duration) time.Duration
 
 // Why an attempt's context was cancelled by the client itself.
 var (
-	errStartTimeout = errors.New("start timeout")
-	errIdleTimeout  = errors.New("idle timeout")
+	errStartTimeout  = errors.New("start timeout")
+	errIdleTimeout   = errors.New("idle timeout")
+	errAnswerTimeout = errors.New("answer timeout")
 )
 
 // attempt sends one request and reads its answer, streamed or not: an
 // endpoint that answers a streaming request with one JSON completion is
 // taken at its word. shown is whether any of the answer reached ev.
 func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte, ev StreamEvents) (*ModelResponse, bool, error) {
-	start, idle := m.timeouts()
+	lim := m.timeouts()
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	startTimer := time.AfterFunc(start, func() { cancel(errStartTimeout) })
+	answerTimer := time.AfterFunc(lim.answer, func() { cancel(errAnswerTimeout) })
+	defer answerTimer.Stop()
+	startTimer := time.AfterFunc(lim.start, func() { cancel(errStartTimeout) })
 	var raw *http.Response
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
 	for k, v := range m.cfg.Headers {
@@ -479,10 +522,10 @@ func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte
 		if raw != nil && raw.Body != nil {
 			raw.Body.Close()
 		}
-		return nil, false, m.failure(ctx, actx, err, start, idle)
+		return nil, false, m.failure(ctx, actx, err, lim)
 	}
-	rb := &idleBody{rc: raw.Body, idle: idle}
-	rb.timer = time.AfterFunc(idle, func() { cancel(errIdleTimeout) })
+	rb := &idleBody{rc: raw.Body, idle: lim.idle}
+	rb.timer = time.AfterFunc(lim.idle, func() { cancel(errIdleTimeout) })
 	defer rb.Close()
 	limit := m.cfg.MaxResponseBytes
 	if limit <= 0 {
@@ -493,15 +536,19 @@ func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte
 	mediaType, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type"))
 	switch {
 	case mediaType == "application/json" || strings.HasSuffix(mediaType, "+json"):
+		rb.anyByte = true
 		resp, err = rd.readJSON(rb)
 	case mediaType == "text/event-stream" || mediaType == "":
+		// Only data keeps an event stream alive, not comments.
+		rd.alive = rb.alive
 		resp, err = rd.readSSE(rb)
 	default:
+		rb.anyByte = true
 		head, _ := io.ReadAll(io.LimitReader(rb, 300))
 		err = &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint answered with %s, not an event stream or JSON: %q", mediaType, head)}
 	}
 	if err != nil {
-		return nil, rd.shown, m.failure(ctx, actx, err, start, idle)
+		return nil, rd.shown, m.failure(ctx, actx, err, lim)
 	}
 	m.provider.finish(resp, req)
 	repairCalls(resp)
@@ -510,15 +557,17 @@ func (m *OpenAIModel) attempt(ctx context.Context, req ModelRequest, body []byte
 
 // failure turns an attempt's error into a ModelError, telling the
 // client's own timeouts from the rest.
-func (m *OpenAIModel) failure(ctx, actx context.Context, err error, start, idle time.Duration) error {
+func (m *OpenAIModel) failure(ctx, actx context.Context, err error, lim limits) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, errStartTimeout):
-		return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint did not start answering within %s; a slow endpoint needs a longer model.generationConfig.timeout", start)}
+		return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the endpoint did not start answering within %s; a slow endpoint needs a longer model.generationConfig.timeout", lim.start)}
 	case errors.Is(cause, errIdleTimeout):
-		return &ModelError{Kind: ErrTransient, Message: fmt.Sprintf("the answer stalled: no byte for %s (model.generationConfig.idleTimeout sets how long to wait, in milliseconds)", idle)}
+		return &ModelError{Kind: ErrTransient, Message: fmt.Sprintf("the answer stalled: no data for %s, keep-alive comments aside (model.generationConfig.idleTimeout sets how long to wait, in milliseconds)", lim.idle)}
+	case errors.Is(cause, errAnswerTimeout):
+		return &ModelError{Kind: ErrFatal, Message: fmt.Sprintf("the answer was stopped after %s, still unfinished; model.generationConfig.answerTimeout sets how long one answer may take (milliseconds): raise it for long answers from a slow model", lim.answer)}
 	}
 	var me *ModelError
 	if errors.As(err, &me) {
@@ -527,21 +576,26 @@ func (m *OpenAIModel) failure(ctx, actx context.Context, err error, start, idle 
 	return classify(ctx, err)
 }
 
-// idleBody is a response body whose every read that brings bytes pushes
-// the idle timer back.
+// idleBody is a response body whose idle timer is pushed back by data:
+// by any bytes (anyByte, a JSON answer), or, in an event stream, by a data
+// line only (alive), so that comments alone do not keep an answer going.
 type idleBody struct {
-	rc    io.ReadCloser
-	idle  time.Duration
-	timer *time.Timer
+	rc      io.ReadCloser
+	idle    time.Duration
+	timer   *time.Timer
+	anyByte bool
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.timer.Reset(b.idle)
+	if n > 0 && b.anyByte {
+		b.alive()
 	}
 	return n, err
 }
+
+// alive pushes the idle timer back.
+func (b *idleBody) alive() { b.timer.Reset(b.idle) }
 
 func (b *idleBody) Close() error {
 	b.timer.Stop()
@@ -660,9 +714,12 @@ func (m *OpenAIModel) modelName(req ModelRequest) string {
 	return m.cfg.Name
 }
 
-// body encodes a request (wire.go), shaped by the provider.
-func (m *OpenAIModel) body(req ModelRequest, stream bool) ([]byte, error) {
-	return encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream)
+// body encodes a request (wire_request.go), shaped by the provider, with
+// the bound on the answer's tokens (maxtokens.go).
+func (m *OpenAIModel) body(req ModelRequest, stream bool) (body []byte, bound int, err error) {
+	bound = m.answerBound(req)
+	body, err = encodeRequest(m.provider, m.cfg, m.modelName(req), req, m.toolsJSON(req.Tools), stream, bound)
+	return body, bound, err
 }
 
 // toolsJSON encodes declarations, reusing the last encoding while the

@@ -31,6 +31,13 @@ type provider struct {
 	callExtras bool
 	// window asks the server for its context window (nil: it cannot).
 	window windowProbe
+	// completionTokens bounds the answer with max_completion_tokens
+	// instead of max_tokens (maxtokens.go).
+	completionTokens bool
+	// windowBound: the server bounds an answer by its context window and
+	// refuses a prompt and max_tokens that pass it together, so no
+	// default bound is sent (maxtokens.go).
+	windowBound bool
 	// header and extra add headers and top-level body fields.
 	header func(cfg ModelConfig) map[string]string
 	extra  func(cfg ModelConfig, model string, req ModelRequest) map[string]any
@@ -60,6 +67,7 @@ var compatible = &provider{
 	// An unknown server on this machine or a private network is most
 	// likely vLLM or SGLang, whose /v1/models names max_model_len.
 	window:       vllmWindow,
+	windowBound:  true,
 	match:        func(*url.URL, ModelConfig) bool { return true },
 	reasoning:    reasoningKept,
 	thinkTags:    true,
@@ -88,6 +96,9 @@ func providerFor(cfg ModelConfig) *provider {
 			c := *compatible
 			c.reasoning = reasoningNever
 			c.window = nil
+			// A hosted API bounds nothing by a window of ours: send
+			// the default bound, as Qwen Code does.
+			c.windowBound = false
 			return &c
 		}
 		if p.match != nil && p.match(u, cfg) {

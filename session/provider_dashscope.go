@@ -8,10 +8,10 @@ import (
 // dashScope is Alibaba Cloud Model Studio's OpenAI-compatible mode. Like
 // Qwen Code it asks for the explicit context cache (a header, and
 // cache_control on the system message, the latest message and the last
-// tool, wire.go), sends the session and prompt ids as metadata, keeps the
-// thinking of earlier answers (preserve_thinking, with reasoning_content
-// on the assistant messages), and asks vision models for high-resolution
-// images. The thinking switch itself (enable_thinking) is the user's, in
+// tool, wire_request.go), sends the session and prompt ids as metadata,
+// keeps the thinking of earlier answers (preserve_thinking, with
+// reasoning_content on the assistant messages), and asks vision models
+// for high-resolution images. The thinking switch itself (enable_thinking) is the user's, in
 // model.generationConfig.extra_body.
 var dashScope = &provider{
 	name: "dashscope",

@@ -64,10 +64,13 @@ var llamaCpp = &provider{
 }
 
 // vLLM with a reasoning parser sends reasoning_content, and the Qwen3
-// chat templates read it back from the history.
+// chat templates read it back from the history. Without max_tokens it
+// bounds an answer by what the window leaves, and with one it refuses a
+// request that would pass the window, so no default bound is sent.
 var vLLM = &provider{
 	name:         "vllm",
 	window:       vllmWindow,
+	windowBound:  true,
 	match:        func(u *url.URL, _ ModelConfig) bool { return portIs(u, "8000", "vllm") },
 	reasoning:    reasoningKept,
 	thinkTags:    true,

@@ -99,7 +99,7 @@ func TestReasoningIsKeptAndSentBackPerProvider(t *testing.T) {
 	}
 	for name, w := range want {
 		p := providerFor(ModelConfig{Provider: name})
-		body, err := encodeRequest(p, ModelConfig{}, "m", ModelRequest{Messages: msgs}, nil, true)
+		body, err := encodeRequest(p, ModelConfig{}, "m", ModelRequest{Messages: msgs}, nil, true, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,6 +44,9 @@ type GenerationConfig struct {
 	// IdleTimeout is qwen-ls's idleTimeout (milliseconds): how long an
 	// answer may stay silent once it has started.
 	IdleTimeout time.Duration
+	// AnswerTimeout is qwen-ls's answerTimeout (milliseconds): how long
+	// one answer may take in all, however steadily it streams.
+	AnswerTimeout time.Duration
 	// MaxRetries is maxRetries; nil when unset.
 	MaxRetries *int
 	// ContextWindowSize is contextWindowSize in tokens.
@@ -59,7 +62,7 @@ type GenerationConfig struct {
 
 // IsZero reports whether nothing is set.
 func (g GenerationConfig) IsZero() bool {
-	return g.Timeout == 0 && g.IdleTimeout == 0 && g.MaxRetries == nil && g.ContextWindowSize == 0 &&
+	return g.Timeout == 0 && g.IdleTimeout == 0 && g.AnswerTimeout == 0 && g.MaxRetries == nil && g.ContextWindowSize == 0 &&
 		len(g.SamplingParams) == 0 && len(g.ExtraBody) == 0 && len(g.CustomHeaders) == 0
 }
 
@@ -196,6 +199,9 @@ func parseGeneration(m map[string]any) GenerationConfig {
 	}
 	if ms, ok := wholeNumber(m["idleTimeout"]); ok && ms > 0 {
 		g.IdleTimeout = time.Duration(ms) * time.Millisecond
+	}
+	if ms, ok := wholeNumber(m["answerTimeout"]); ok && ms > 0 {
+		g.AnswerTimeout = time.Duration(ms) * time.Millisecond
 	}
 	if n, ok := wholeNumber(m["maxRetries"]); ok && n >= 0 {
 		n := int(n)

@@ -146,13 +146,13 @@ func TestModelWithoutAMatchingEntry(t *testing.T) {
 	base := rtTempDir(t)
 	home := filepath.Join(base, ".qwen")
 	rtWriteFile(t, filepath.Join(home, "settings.json"), `{
-		"model": {"name": "local", "baseUrl": "http://127.0.0.1:3/v1", "generationConfig": {"timeout": "5000", "idleTimeout": 1500, "extraBody": {"x": 1}}},
+		"model": {"name": "local", "baseUrl": "http://127.0.0.1:3/v1", "generationConfig": {"timeout": "5000", "idleTimeout": 1500, "answerTimeout": 90000, "extraBody": {"x": 1}}},
 		"modelProviders": {"gemini": [{"id": "gemini-2.5-pro", "baseUrl": "https://generativelanguage.googleapis.com"}]}}`)
 	s := NewSettings(SettingsOptions{UserDir: home, SystemPath: filepath.Join(base, "none.json"), Getenv: mapEnv(map[string]string{"GEMINI_API_KEY": "AIza-gemini-key-0000"})})
 	t.Cleanup(s.Close)
 	s.Load()
 	mc := s.Model()
-	if mc.FromProvider || mc.Name != "local" || mc.Generation.Timeout != 5*time.Second || mc.Generation.IdleTimeout != 1500*time.Millisecond || mc.Generation.ExtraBody["x"] != float64(1) {
+	if mc.FromProvider || mc.Name != "local" || mc.Generation.Timeout != 5*time.Second || mc.Generation.IdleTimeout != 1500*time.Millisecond || mc.Generation.AnswerTimeout != 90*time.Second || mc.Generation.ExtraBody["x"] != float64(1) {
 		t.Fatalf("model = %+v", mc)
 	}
 	g, err := s.ModelFor("gemini-2.5-pro")

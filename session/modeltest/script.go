@@ -33,9 +33,10 @@ import (
 //
 // Directives: text (repeated lines are joined with newlines), reasoning,
 // refusal, call, finish, usage (prompt completion [cached]), status, retry-after,
-// body, cut-after, delay, chunk-delay (Go durations), chunk-size, and for
-// a recorded answer sent verbatim: raw (a file's path), content-type,
-// stall-after (bytes) and stall (a duration). A file
+// body, cut-after, delay, chunk-delay, keepalive (Go durations: keepalive
+// sends ": keepalive" comments at that interval during the delay),
+// chunk-size, and for a recorded answer sent verbatim: raw (a file's
+// path), content-type, stall-after (bytes) and stall (a duration). A file
 // NN.text gives response NN's text verbatim (its final newline dropped).
 // $NAME in directives is replaced from vars.
 
@@ -169,6 +170,8 @@ func parseDirectives(r *Response, body string, vars map[string]string) error {
 			r.Stall, err = time.ParseDuration(value)
 		case name == "chunk-delay":
 			r.ChunkDelay, err = time.ParseDuration(value)
+		case name == "keepalive":
+			r.KeepAlive, err = time.ParseDuration(value)
 		default:
 			return fmt.Errorf("line %d: unknown directive %q", line, name)
 		}

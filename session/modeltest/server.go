@@ -53,6 +53,11 @@ type Response struct {
 	// end early when the client goes away.
 	Delay      time.Duration
 	ChunkDelay time.Duration
+	// KeepAlive > 0 starts a streamed answer at once and, while Delay
+	// passes, sends an SSE comment line (": keepalive") every KeepAlive,
+	// as servers and proxies do while a model is busy. It applies to a
+	// scripted stream only, not to an error Status or a raw answer.
+	KeepAlive time.Duration
 	// Hold, when not nil, is waited on (until closed) before answering,
 	// so a test can keep a turn waiting on the model for as long as it
 	// needs. It ends early when the client goes away.
@@ -339,7 +344,13 @@ func sleep(r *http.Request, d time.Duration) bool {
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, resp Response) {
-	if !sleep(r, resp.Delay) {
+	started := false
+	if resp.KeepAlive > 0 && req.Stream && resp.RawFile == "" && resp.RawBody == nil && (resp.Status == 0 || resp.Status == http.StatusOK) {
+		if !keepAlive(w, r, resp.Delay, resp.KeepAlive) {
+			return
+		}
+		started = true
+	} else if !sleep(r, resp.Delay) {
 		return
 	}
 	if resp.Hold != nil {
@@ -377,9 +388,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, res
 		s.answerJSON(w, req, resp, finish)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	if !started {
+		startStream(w)
+	}
 	flusher, _ := w.(http.Flusher)
 	sent := 0
 	emit := func(v any) bool {
@@ -475,6 +486,41 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, res
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
+	}
+}
+
+// startStream sends an event stream's status and headers.
+func startStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// keepAlive starts an event stream and sends a comment every interval
+// until d has passed; false when the client went away.
+func keepAlive(w http.ResponseWriter, r *http.Request, d, interval time.Duration) bool {
+	startStream(w)
+	flusher, _ := w.(http.Flusher)
+	end := time.After(d)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-end:
+			return true
+		case <-r.Context().Done():
+			return false
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return false
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
 	}
 }
 

@@ -179,3 +179,24 @@ func TestRawReplay(t *testing.T) {
 	}
 	t.Logf("stalled answer ended after %s", time.Since(start))
 }
+
+// keepalive sends comments while the answer is delayed, then the answer
+// on the same stream.
+func TestKeepAliveCommentsBeforeTheAnswer(t *testing.T) {
+	rs, err := modeltest.ParseScript([]byte("-- 01.response --\nkeepalive: 20ms\ndelay: 200ms\ntext: late\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := modeltest.Start(t, rs...)
+	resp, err := http.Post(s.URL+"/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	got := string(data)
+	if resp.Header.Get("Content-Type") != "text/event-stream" || !strings.HasPrefix(got, ": keepalive\n\n") ||
+		!strings.Contains(got, `"content":"late"`) || !strings.HasSuffix(got, "data: [DONE]\n\n") {
+		t.Fatalf("%s %q", resp.Header.Get("Content-Type"), got)
+	}
+}
