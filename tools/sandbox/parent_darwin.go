@@ -53,8 +53,6 @@ func watchServer(_ Policy, parent int) (<-chan struct{}, func() bool, error) {
 // serverPidfd: macOS has no pidfd; kqueue watches the server's pid.
 func serverPidfd() *os.File { return nil }
 
-func childAttr() *syscall.SysProcAttr { return nil }
-
 // apply runs the command through sandbox-exec with the policy's profile.
 func apply(p Policy, argv []string, _ func(Denial)) (string, []string, error) {
 	name, err := lookPath(argv[0])

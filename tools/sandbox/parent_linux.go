@@ -78,12 +78,6 @@ func serverPidfd() *os.File {
 	return pidfdFile
 }
 
-// childAttr makes the command die with the supervisor even when the
-// supervisor itself is killed with SIGKILL.
-func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
 // armParentDeath asks the kernel for pdeathSignal when the server thread
 // that started the supervisor ends. It must run on the main thread, the
 // one that thread started.

@@ -3,9 +3,6 @@
 package sandbox
 
 import (
-	"fmt"
-	"unsafe"
-
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -203,36 +200,4 @@ func sortedKeys[V any](m map[uint32]V) []uint32 {
 		}
 	}
 	return out
-}
-
-// installFilter puts the filter on the calling thread (the command
-// inherits it), and returns the guard's listener when guard is set (-1
-// otherwise). no_new_privs must be set already (restrictThread does).
-func installFilter(mode Mode, guard bool) (int, error) {
-	raw, err := filterFor(mode, guard)
-	if err != nil {
-		return -1, err
-	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	// SPEC_ALLOW: the filter does not also turn on the mitigation of
-	// speculative store bypass, which costs a third of a millisecond
-	// at start and slows the whole command; it protects a process's
-	// secrets from code it runs itself, which is not what this sandbox
-	// is for (the command holds none of the server's secrets).
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_SPEC_ALLOW)
-	if guard {
-		flags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
-	}
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp: %w", errno)
-	}
-	if !guard {
-		return -1, nil
-	}
-	return int(r), nil
 }

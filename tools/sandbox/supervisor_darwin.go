@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -94,3 +95,12 @@ func attachExit() {}
 
 // awaitCommand: a supervisor on macOS has its policy from the start.
 func awaitCommand(enc string) string { return enc }
+
+// encodeStatus is the line a lingering supervisor writes: "exit N" or
+// "signal N".
+func encodeStatus(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "signal " + strconv.Itoa(int(ws.Signal()))
+	}
+	return "exit " + strconv.Itoa(ws.ExitStatus())
+}

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
@@ -65,4 +67,31 @@ func awaitCommand(enc string) string {
 		return pol
 	}
 	return enc
+}
+
+// maxDenials bounds the denials one command reports.
+const maxDenials = 20
+
+// reporter sends the guard's denials to the server, each once, before the
+// command's status: write puts a line on the status pipe, if it still
+// takes one.
+type reporter struct {
+	mu    sync.Mutex
+	write func(string) bool
+	seen  map[string]bool
+}
+
+// deny reports a denial once per operation and path.
+func (r *reporter) deny(d Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := d.Op + " " + d.Path
+	if r.write == nil || r.seen[key] || len(r.seen) >= maxDenials {
+		return
+	}
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[key] = true
+	r.write("deny " + d.Op + " " + strconv.Quote(string(d.Kind)) + " " + strconv.Quote(d.Path))
 }

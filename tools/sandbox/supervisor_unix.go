@@ -5,8 +5,6 @@ package sandbox
 import (
 	"os"
 	"os/signal"
-	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -120,42 +118,6 @@ func awaitGone(gone func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
-}
-
-// maxDenials bounds the denials one command reports.
-const maxDenials = 20
-
-// reporter sends the guard's denials to the server, each once, before the
-// command's status: write puts a line on the status pipe, if it still
-// takes one.
-type reporter struct {
-	mu    sync.Mutex
-	write func(string) bool
-	seen  map[string]bool
-}
-
-// deny reports a denial once per operation and path.
-func (r *reporter) deny(d Denial) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := d.Op + " " + d.Path
-	if r.write == nil || r.seen[key] || len(r.seen) >= maxDenials {
-		return
-	}
-	if r.seen == nil {
-		r.seen = map[string]bool{}
-	}
-	r.seen[key] = true
-	r.write("deny " + d.Op + " " + strconv.Quote(string(d.Kind)) + " " + strconv.Quote(d.Path))
-}
-
-// encodeStatus is the line a lingering supervisor writes: "exit N" or
-// "signal N".
-func encodeStatus(ws syscall.WaitStatus) string {
-	if ws.Signaled() {
-		return "signal " + strconv.Itoa(int(ws.Signal()))
-	}
-	return "exit " + strconv.Itoa(ws.ExitStatus())
 }
 
 // exitLike ends the supervisor the way the command ended: with its exit

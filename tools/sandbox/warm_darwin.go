@@ -16,4 +16,4 @@ func (warmPool) replenish(string) {}
 
 func (s *Supervised) warmEligible() bool { return false }
 
-func (s *Supervised) startOnWarm(*warmSup) error { return nil }
+func (s *Supervised) startOnWarm(w *warmSup) error { s.warm = w; return nil }
