@@ -229,13 +229,13 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	return LoadResult{Session: s, Problems: ld.problems, FromDisk: true}, nil
 }
 
-// storedList is the sessions on disk for the workspace roots that this
-// process does not hold.
-func (m *Manager) storedList(live map[string]bool) []ListedSession {
+// storedList is the sessions on disk for the workspace roots, and the
+// folders extra, that this process does not hold.
+func (m *Manager) storedList(live map[string]bool, extra []string) []ListedSession {
 	if m.opts.Store == nil {
 		return nil
 	}
-	roots := m.opts.Env.Workspace.Roots.List()
+	roots := append(slices.Clone(m.opts.Env.Workspace.Roots.List()), extra...)
 	var out []ListedSession
 	for _, ls := range m.opts.Store.list(roots) {
 		if !live[ls.ID] {
