@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -171,5 +172,77 @@ func TestACPListWithoutCwdListsTheWorkingFolder(t *testing.T) {
 	p3 := startACPIn(t, m, other, home)
 	if res := p3.call("session/list", map[string]any{}); slices.Contains(listedIDs(res), sid) {
 		t.Fatalf("session/list {} in %s = %s; it lists %s's session", other, res, ws)
+	}
+}
+
+// sessionFiles is the ids of the session files under home.
+func sessionFiles(t *testing.T, home string) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(home, ".qwen", "projects", "*", "sessions", "*.jsonl"))
+	var ids []string
+	for _, p := range paths {
+		ids = append(ids, strings.TrimSuffix(filepath.Base(p), ".jsonl"))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// sessionPath is the file of a session under home.
+func sessionPath(t *testing.T, home, id string) string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(home, ".qwen", "projects", "*", "sessions", id+".jsonl"))
+	if len(paths) != 1 {
+		t.Fatalf("session %s: files %v", id, paths)
+	}
+	return paths[0]
+}
+
+// age sets a file's times to d ago.
+func age(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	when := time.Now().Add(-d)
+	if err := os.Chtimes(path, when, when); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// general.sessionRetention.maxCount holds in a long-running server: each
+// new session removes the oldest stored ones beyond the limit (the new one
+// counted), never a session this server still has open nor one another
+// server has open, even when they are the oldest.
+func TestRetentionPrunesAsSessionsAreCreated(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".qwen"), 0o700)
+	os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(`{"general":{"sessionRetention":{"maxCount":3}}}`), 0o600)
+	m := modeltest.Start(t)
+
+	a := startACPIn(t, m, ws, home)
+	openHere := a.newSession(ws)
+	age(t, sessionPath(t, home, openHere), 48*time.Hour)
+	b := startACPIn(t, m, ws, home)
+	openThere := b.newSession(ws)
+	age(t, sessionPath(t, home, openThere), 24*time.Hour)
+
+	var last string
+	for i := 1; i <= 8; i++ {
+		last = a.newSession(ws)
+		want := []string{openHere, openThere, last}
+		slices.Sort(want)
+		if got := sessionFiles(t, home); !slices.Equal(got, want) {
+			t.Fatalf("after the server's session #%d (%d closed before it), with maxCount 3: %d session files %v, want %v (open here %s, open in another server %s, new %s)",
+				i, i-1, len(got), got, want, openHere, openThere, last)
+		}
+		a.call("session/close", map[string]any{"sessionId": last})
+	}
+
+	// Once the other server exits, its session is the oldest one that can
+	// go; this server's open one stays, older still.
+	b.stop()
+	newest := a.newSession(ws)
+	want := []string{openHere, last, newest}
+	slices.Sort(want)
+	if got := sessionFiles(t, home); !slices.Equal(got, want) {
+		t.Fatalf("after the other server exited and a new session: files %v, want %v (%s was the other server's)", got, want, openThere)
 	}
 }
