@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -161,9 +162,13 @@ func (s *Server) acpSend(sessionID string, update map[string]any) {
 	_ = s.stream.notify("session/update", map[string]any{"sessionId": sessionID, "update": update})
 }
 
-// acpListSessions is session/list: the stored sessions of the roots, or
-// those whose cwd is the cwd given. Listing a folder does not make it a
-// root: the agent can reach a folder only once a session is opened there.
+// acpListSessions is session/list: the sessions of this process and those
+// stored for the roots and for the process's working folder, or those
+// whose cwd is the cwd given. A client such as acpx lists with no cwd from
+// a new agent process, started in the folder it works in and with no
+// session yet, so no roots: the working folder is read as a root would be.
+// Listing a folder does not make it a root: the agent can reach a folder
+// only once a session is opened there.
 func (s *Server) acpListSessions(ctx context.Context, req *request) (any, error) {
 	var p struct {
 		Cwd string `json:"cwd"`
@@ -172,7 +177,11 @@ func (s *Server) acpListSessions(ctx context.Context, req *request) (any, error)
 		return nil, err
 	}
 	if p.Cwd == "" {
-		return s.listSessions(ctx, req)
+		var wd []string
+		if dir, err := os.Getwd(); err == nil {
+			wd = append(wd, dir)
+		}
+		return sessionList(s.sessions.ListAlso(wd...)), nil
 	}
 	if !filepath.IsAbs(p.Cwd) {
 		return nil, rpcError(codeInvalidParams, "cwd must be an absolute path, got %q", p.Cwd)

@@ -24,7 +24,14 @@ const titleLen = 80
 // List returns the sessions of this process and those stored on disk for
 // the workspace roots, most recently updated first. Subagent sub-sessions
 // are not listed.
-func (m *Manager) List() []ListedSession {
+func (m *Manager) List() []ListedSession { return m.list(nil) }
+
+// ListAlso is List with the sessions stored for the folders dirs too, each
+// read as a root is (every session stored under it, whatever its cwd).
+// Looking does not make them roots.
+func (m *Manager) ListAlso(dirs ...string) []ListedSession { return m.list(dirs) }
+
+func (m *Manager) list(extra []string) []ListedSession {
 	m.mu.Lock()
 	ss := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
@@ -46,7 +53,7 @@ func (m *Manager) List() []ListedSession {
 		live[s.id] = true
 		out = append(out, ls)
 	}
-	out = append(out, m.storedList(live)...)
+	out = append(out, m.storedList(live, extra)...)
 	sortListed(out)
 	return out
 }

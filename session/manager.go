@@ -152,8 +152,12 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	focus    *Focus
-	// pruned holds the session folders already pruned by this process.
-	pruned map[string]bool
+	// pruneMu makes prunes one at a time, so that two sessions created
+	// at once do not both remove the one session too many. It guards
+	// removedSince: per session folder, the sessions removed since this
+	// process last collected its contents (absent: never collected).
+	pruneMu      sync.Mutex
+	removedSince map[string]int
 	// loadMu makes loads from disk one at a time: a second load of a
 	// session would find its file locked by the first and take it for
 	// another process's.
@@ -176,7 +180,7 @@ func NewManager(opts Options) *Manager {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Manager{opts: opts, sessions: map[string]*Session{}, pruned: map[string]bool{}}
+	return &Manager{opts: opts, sessions: map[string]*Session{}, removedSince: map[string]int{}}
 }
 
 // SessionInfo describes a session.

@@ -44,26 +44,44 @@ func (m *Manager) logf(format string, args ...any) {
 	}
 }
 
-// pruneOnce prunes a root's stored sessions the first time this process
-// writes a session there.
-func (m *Manager) pruneOnce(root string) {
+// prune applies general.sessionRetention to root before a session file
+// is created there (Store.prune), and collects the stored contents that
+// only removed sessions named: at the first removal in the root by this
+// process, then after every maxCount removals, since a collection reads
+// every session file of the root.
+func (m *Manager) prune(root string) {
 	st := m.opts.Store
-	m.mu.Lock()
-	if st == nil || m.pruned[root] {
-		m.mu.Unlock()
+	if st == nil {
 		return
 	}
-	m.pruned[root] = true
-	m.mu.Unlock()
-	removed := st.prune(root, m.retention(), m.opts.Now(), func(id string) bool {
+	m.pruneMu.Lock()
+	defer m.pruneMu.Unlock()
+	ret := m.retention()
+	now := m.opts.Now()
+	removed := st.prune(root, ret, now, func(id string) bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		_, live := m.sessions[id]
 		return live
 	})
-	if len(removed) > 0 {
-		m.logf("removed %d stored session(s) beyond general.sessionRetention", len(removed))
+	if len(removed) == 0 {
+		return
 	}
+	since, collected := m.removedSince[root]
+	since += len(removed)
+	every := ret.MaxCount
+	if every <= 0 {
+		every = defaultRetentionCount
+	}
+	if collected && since < every {
+		m.removedSince[root] = since
+		return
+	}
+	// Logged here too, not at every creation: at the limit each new
+	// session removes one, which is no news.
+	m.logf("removed %d stored session(s) of %s beyond general.sessionRetention", since, root)
+	st.collect(root, now)
+	m.removedSince[root] = 0
 }
 
 // persistent reports whether a session is written to disk: subagent
@@ -86,7 +104,7 @@ func (s *Session) ensureLog() {
 		return
 	}
 	root := s.mgr.projectRoot(s.cwd)
-	s.mgr.pruneOnce(root)
+	s.mgr.prune(root)
 	l, err := s.mgr.opts.Store.create(root, event{ID: s.id, Cwd: s.cwd, Mode: mode, Model: model, Time: s.created.UTC()})
 	if err != nil {
 		s.mgr.logf("session %s will not be kept on disk: %v", s.id, err)
@@ -229,13 +247,13 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	return LoadResult{Session: s, Problems: ld.problems, FromDisk: true}, nil
 }
 
-// storedList is the sessions on disk for the workspace roots that this
-// process does not hold.
-func (m *Manager) storedList(live map[string]bool) []ListedSession {
+// storedList is the sessions on disk for the workspace roots, and the
+// folders extra, that this process does not hold.
+func (m *Manager) storedList(live map[string]bool, extra []string) []ListedSession {
 	if m.opts.Store == nil {
 		return nil
 	}
-	roots := m.opts.Env.Workspace.Roots.List()
+	roots := append(slices.Clone(m.opts.Env.Workspace.Roots.List()), extra...)
 	var out []ListedSession
 	for _, ls := range m.opts.Store.list(roots) {
 		if !live[ls.ID] {

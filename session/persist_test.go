@@ -155,16 +155,16 @@ func TestListOrdersByRecency(t *testing.T) {
 	}
 }
 
-// Retention removes sessions beyond the count, but never a session another
-// process has open; then the stored contents no remaining session names
-// are collected, unless they are recent.
+// Retention removes sessions beyond the count (the new one included), but
+// never a session another process has open; then the stored contents no
+// remaining session names are collected, unless they are recent.
 func TestPruneKeepsOpenSessions(t *testing.T) {
 	var script []modeltest.Response
 	for i := 0; i < 5; i++ {
 		script = append(script, modeltest.Response{Text: "ok"})
 	}
 	st := newStored(t, script...)
-	st.ws.Settings.SetEditorLayer(map[string]any{"general": map[string]any{"sessionRetention": map[string]any{"maxCount": 1.0}}})
+	st.ws.Settings.SetEditorLayer(map[string]any{"general": map[string]any{"sessionRetention": map[string]any{"maxCount": 2.0}}})
 	m1 := st.manager(t, nil)
 	var files []string
 	for i := 0; i < 3; i++ {

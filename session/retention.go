@@ -26,11 +26,19 @@ type Retention struct {
 	MaxAge time.Duration
 }
 
-// prune removes a root's sessions beyond the retention, except those in
-// keep and those another process has open, then the stored contents only
-// they referred to.
-// It returns the ids removed.
+// prune makes room for one more session in root: it removes the root's
+// stored sessions not written for ret.MaxAge, then the oldest others until,
+// with the one about to be created, at most ret.MaxCount remain. Sessions
+// in keep (those of this process) and those another process has open are
+// never removed; they count toward the limit. It returns the ids removed.
+//
+// It runs at every creation, so the folder stays near the limit and each
+// run reads one directory of about ret.MaxCount files: the work is bounded
+// by the setting, not by how many sessions were ever made.
 func (st *Store) prune(root string, ret Retention, now time.Time, keep func(id string) bool) []string {
+	if ret.MaxCount <= 0 && ret.MaxAge <= 0 {
+		return nil
+	}
 	dir := st.Dir(root)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -40,31 +48,45 @@ func (st *Store) prune(root string, ret Retention, now time.Time, keep func(id s
 		id  string
 		mod time.Time
 	}
-	var items []item
+	var items []item // the stored sessions this process does not hold
+	total := 0
 	for _, e := range ents {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		total++
+		id := strings.TrimSuffix(e.Name(), ".jsonl")
+		if keep(id) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		items = append(items, item{strings.TrimSuffix(e.Name(), ".jsonl"), fi.ModTime()})
+		items = append(items, item{id, fi.ModTime()})
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].mod.After(items[j].mod) })
+	// Oldest first; equal times by id, so the order never depends on the
+	// directory's.
+	sort.Slice(items, func(i, j int) bool {
+		if !items[i].mod.Equal(items[j].mod) {
+			return items[i].mod.Before(items[j].mod)
+		}
+		return items[i].id < items[j].id
+	})
+	excess := 0
+	if ret.MaxCount > 0 {
+		excess = total + 1 - ret.MaxCount
+	}
 	var removed []string
-	for i, it := range items {
+	for _, it := range items {
 		old := ret.MaxAge > 0 && now.Sub(it.mod) > ret.MaxAge
-		extra := ret.MaxCount > 0 && i >= ret.MaxCount
-		if !old && !extra || keep(it.id) {
+		if !old && excess <= 0 {
 			continue
 		}
 		if st.removeIfUnused(dir, it.id) {
 			removed = append(removed, it.id)
+			excess--
 		}
-	}
-	if len(removed) > 0 {
-		st.collect(root, now)
 	}
 	return removed
 }

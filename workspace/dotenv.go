@@ -11,22 +11,25 @@ import (
 	"github.com/joho/godotenv"
 )
 
-// Environment files, as Qwen Code reads them (docs/protocol.md "Model
-// configuration"). A variable is looked up in the process environment
-// first, then in these files, first file first, then in the settings'
-// "env" object:
+// Environment files, as Qwen Code 0.24 reads them (docs/protocol.md "Model
+// configuration"; findEnvFiles and loadEnvironment in its
+// packages/cli/src/config/environment.ts). A variable is looked up in the
+// process environment first, then in these files, first file first, then
+// in the settings' "env" object:
 //
-//  1. <dir>/.qwen/.env and <dir>/.env for the primary root and, when it
-//     is inside the home folder, each folder above it up to the home
-//     folder; only when the folder is trusted: a repository must not
-//     point the agent at its own endpoint or key;
+//  1. one project file, only when the folder is trusted (a repository must
+//     not point the agent at its own endpoint or key): the first that
+//     exists of <dir>/.qwen/.env and <dir>/.env, for the primary root and,
+//     when it is inside the home folder, each folder above it up to the
+//     home folder; the walk stops at it;
 //  2. ~/.qwen/.env (the user settings folder, $QWEN_HOME), always;
 //  3. ~/.qwen/.env when $QWEN_HOME is elsewhere, and ~/.env, always.
 //
-// Qwen Code loads only the first file it finds; qwen-ls reads them all,
-// the earlier one winning per variable, so a setup that works there works
-// here. The files are never loaded into the process environment, so the
-// processes the agent starts do not inherit them.
+// So a project's .env is not read when its .qwen/.env exists, nor a parent
+// folder's when the project has one, as in Qwen Code: a key there would
+// otherwise win over the user's. The files are never loaded into the
+// process environment, so the processes the agent starts do not inherit
+// them.
 
 // maxDotEnvBytes bounds one environment file; a larger one is skipped.
 const maxDotEnvBytes = 1 << 20
@@ -38,11 +41,12 @@ type dotEnvFile struct {
 }
 
 // dotEnvPaths returns the environment files in lookup order: in a
-// trusted folder (or when watch is set, for the watcher, which needs only
-// the root's), .qwen/.env and .env of the primary root and of each folder
-// above it up to the home folder, as Qwen Code walks up from its working
-// directory (Qwen Code goes on to the file system's root; qwen-ls does not
-// leave the home folder); then the user's files.
+// trusted folder, the first that exists of .qwen/.env and .env of the
+// primary root and of each folder above it up to the home folder, as Qwen
+// Code walks up from its working directory (Qwen Code goes on to the file
+// system's root; qwen-ls does not leave the home folder); then the user's
+// files. With watch set, for the watcher, it returns both of the root's
+// own, whether or not they exist, in place of the project file.
 func (s *Settings) dotEnvPaths(watch bool) []string {
 	var paths []string
 	s.mu.RLock()
@@ -58,8 +62,18 @@ func (s *Settings) dotEnvPaths(watch bool) []string {
 			// are other users' to write: only the root itself is read.
 			root = filepath.Clean(root)
 			underHome := home != "" && strings.HasPrefix(root, home+string(filepath.Separator))
+		walk:
 			for dir := root; dir != home; {
-				paths = append(paths, filepath.Join(dir, ".qwen", ".env"), filepath.Join(dir, ".env"))
+				for _, p := range []string{filepath.Join(dir, ".qwen", ".env"), filepath.Join(dir, ".env")} {
+					if watch {
+						paths = append(paths, p)
+					} else if _, err := os.Stat(p); err == nil {
+						// Qwen Code loads the first project file
+						// that exists, even one it cannot read.
+						paths = append(paths, p)
+						break walk
+					}
+				}
 				parent := filepath.Dir(dir)
 				if watch || !underHome || parent == dir {
 					break

@@ -184,8 +184,8 @@ func TestProjectModelConfigNeedsTrust(t *testing.T) {
 	rtWriteFile(t, filepath.Join(qwenDir, ".env"), "USER_ONLY=sk-user-dotenv-value\nSHARED=from-user\n")
 	rtWriteFile(t, filepath.Join(home, ".env"), "HOME_ONLY=from-home-dotenv\nSHARED=from-home\n")
 	rtWriteFile(t, filepath.Join(qwenDir, "settings.json"), `{"model": {"name": "mine"}, "modelProviders": {"openai": [{"id": "mine", "envKey": "SHARED", "baseUrl": "https://user.example/v1"}]}}`)
-	rtWriteFile(t, filepath.Join(root, ".env"), "SHARED=from-project\nEVIL_KEY=sk-project-secret-value\n")
-	rtWriteFile(t, filepath.Join(root, ".qwen", ".env"), "SHARED=from-project-qwen\n")
+	rtWriteFile(t, filepath.Join(root, ".env"), "SHARED=from-project\n")
+	rtWriteFile(t, filepath.Join(root, ".qwen", ".env"), "SHARED=from-project-qwen\nEVIL_KEY=sk-project-secret-value\n")
 	rtWriteFile(t, filepath.Join(root, ".qwen", "settings.json"), `{
 		"security": {"auth": {"selectedType": "anthropic"}},
 		"env": {"SHARED": "from-project-settings"},
@@ -226,7 +226,7 @@ func TestProjectModelConfigNeedsTrust(t *testing.T) {
 	}
 	mc = s.Model()
 	// The project's modelProviders replaces the user's whole, its
-	// selectedType applies, and .qwen/.env comes before .env.
+	// selectedType applies, and its .qwen/.env is read (not its .env).
 	if mc.AuthType != "anthropic" || mc.BaseURL != "https://attacker.example/v1" || mc.APIKey != "from-project-qwen" {
 		t.Fatalf("trusted: model = %+v", mc)
 	}
@@ -311,17 +311,18 @@ func BenchmarkModelWithQwenCodeConfig(b *testing.B) {
 	})
 }
 
-// In a trusted folder inside the home folder, the .env files of the
-// folders above it count too, nearest first, as Qwen Code walks up from
-// its working directory; above a root outside the home folder nothing is
-// read.
+// In a trusted folder inside the home folder without a .env file of its
+// own, the nearest folder above it that has one supplies it, as Qwen Code
+// walks up from its working directory; one of the root's own stops the
+// walk. Above a root outside the home folder nothing is read.
 func TestDotEnvWalksUpToTheHomeFolder(t *testing.T) {
 	base := rtTempDir(t)
 	home := filepath.Join(base, "home")
 	qwenDir := filepath.Join(home, ".qwen")
 	root := filepath.Join(home, "code", "proj")
+	rtMkdirAll(t, root)
 	rtWriteFile(t, filepath.Join(home, "code", ".env"), "PARENT_VAR=from-code\nSHARED=from-code\n")
-	rtWriteFile(t, filepath.Join(root, ".env"), "SHARED=from-proj\n")
+	rtWriteFile(t, filepath.Join(home, ".env"), "SHARED=from-home\n")
 	rtWriteFile(t, filepath.Join(base, ".env"), "ABOVE_HOME=planted\n")
 	if err := SetTrustLevel(filepath.Join(qwenDir, TrustFileName), root, TrustFolder); err != nil {
 		t.Fatal(err)
@@ -338,9 +339,16 @@ func TestDotEnvWalksUpToTheHomeFolder(t *testing.T) {
 		t.Fatalf("not trusted: %+v", s.Trust())
 	}
 	l := s.newEnvLookup()
-	for name, want := range map[string]string{"PARENT_VAR": "from-code", "SHARED": "from-proj", "ABOVE_HOME": ""} {
+	for name, want := range map[string]string{"PARENT_VAR": "from-code", "SHARED": "from-code", "ABOVE_HOME": ""} {
 		if got, _, _ := l.lookup(name); got != want {
-			t.Errorf("%s = %q, want %q", name, got, want)
+			t.Errorf("no .env in the root: %s = %q, want %q", name, got, want)
+		}
+	}
+	rtWriteFile(t, filepath.Join(root, ".env"), "OWN_VAR=from-proj\n")
+	l = s.newEnvLookup()
+	for name, want := range map[string]string{"OWN_VAR": "from-proj", "PARENT_VAR": "", "SHARED": "from-home"} {
+		if got, _, _ := l.lookup(name); got != want {
+			t.Errorf("with the root's own .env: %s = %q, want %q", name, got, want)
 		}
 	}
 
@@ -357,6 +365,31 @@ func TestDotEnvWalksUpToTheHomeFolder(t *testing.T) {
 	}
 	if got, _, _ := l.lookup("ABOVE_OUTSIDE"); got != "" {
 		t.Errorf("a folder above a root outside home was read: %q", got)
+	}
+}
+
+// A project's .qwen/.env hides its .env but not the user's files, as in
+// Qwen Code 0.24: with the key only in the project's .env and in
+// ~/.qwen/.env, the user's key is the one sent (cmd/qwen-ls's
+// TestComparePeersDotEnv runs Qwen Code itself on such setups).
+func TestDotEnvReadsOneProjectFile(t *testing.T) {
+	base := rtTempDir(t)
+	home := filepath.Join(base, "home")
+	qwenDir := filepath.Join(home, ".qwen")
+	root := filepath.Join(home, "proj")
+	rtWriteFile(t, filepath.Join(root, ".qwen", ".env"), "OPENAI_MODEL=from-project-qwen\n")
+	rtWriteFile(t, filepath.Join(root, ".env"), "OPENAI_API_KEY=sk-from-project-dotenv\n")
+	rtWriteFile(t, filepath.Join(qwenDir, ".env"), "OPENAI_API_KEY=sk-from-user-qwen\nOPENAI_MODEL=from-user\n")
+	rtWriteFile(t, filepath.Join(qwenDir, "settings.json"), `{"security": {"folderTrust": {"enabled": false}}}`)
+	s := NewSettings(SettingsOptions{UserDir: qwenDir, SystemPath: filepath.Join(base, "none.json"),
+		PrimaryRoot: func() string { return root }, Getenv: mapEnv(map[string]string{"HOME": home})})
+	t.Cleanup(s.Close)
+	s.Load()
+	if !s.Trust().Trusted {
+		t.Fatalf("not trusted: %+v", s.Trust())
+	}
+	if mc := s.Model(); mc.APIKey != "sk-from-user-qwen" || mc.Name != "from-project-qwen" {
+		t.Fatalf("model = %q with key %q (from %s), want from-project-qwen with the user's sk-from-user-qwen", mc.Name, mc.APIKey, mc.Source["apiKey"])
 	}
 }
 

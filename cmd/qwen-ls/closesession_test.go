@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,21 +33,23 @@ func okScript(n int) []modeltest.Response {
 }
 
 // 500 sessions opened, prompted and closed one after another in one
-// server: the server's open descriptors stay flat, and a closed session
-// is gone from the server (and can be loaded again).
+// server: the server's open descriptors stay flat, a closed session is
+// gone from the server (and can be loaded again), and the default
+// general.sessionRetention.maxCount (100) holds as they are made.
 func TestClosedSessionsReleaseTheirFiles(t *testing.T) {
 	const n = 500
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	home := t.TempDir()
 	m := modeltest.Start(t, okScript(n)...)
 	e, cmd := startSessionServer(t, m, root, home)
-	var at50, first string
+	var at50, first, last string
 	var base int
 	for i := 1; i <= n; i++ {
 		sid := newSessionID(t, e, "default")
 		if first == "" {
 			first = sid
 		}
+		last = sid
 		if _, err := promptText(e, sid, fmt.Sprintf("task %d", i)); err != nil {
 			t.Fatalf("prompt %d: %v", i, err)
 		}
@@ -71,8 +74,11 @@ func TestClosedSessionsReleaseTheirFiles(t *testing.T) {
 	if _, err := e.Call("qwen/closeSession", map[string]any{"sessionId": first}); err == nil {
 		t.Fatal("closing a closed session succeeded")
 	}
-	if _, err := e.Call("qwen/loadSession", map[string]any{"sessionId": first}); err != nil {
+	if _, err := e.Call("qwen/loadSession", map[string]any{"sessionId": last}); err != nil {
 		t.Fatalf("a closed session could not be loaded again: %v", err)
+	}
+	if files := sessionFiles(t, home); len(files) != 100 || slices.Contains(files, first) {
+		t.Fatalf("%d session files after %d sessions (the first kept: %v), want the 100 most recent", len(files), n, slices.Contains(files, first))
 	}
 }
 
