@@ -129,7 +129,7 @@ func (s *Session) contextLimits(model Model) (window, threshold int) {
 // OpenAI and vLLM ("maximum context length"), DashScope ("Range of input
 // length should be [1, n]"), llama.cpp ("exceeds the available context
 // size"), Anthropic's compatible endpoint ("prompt is too long").
-var contextExceeded = regexp.MustCompile(`(?i)context[ _-]?length|context window|context size|maximum context|too many tokens|prompt is too long|input is too long|range of input length|input length should be|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`)
+var contextExceeded = lazyRegexp{expr: `(?i)context[ _-]?length|context window|context size|maximum context|too many tokens|prompt is too long|input is too long|range of input length|input length should be|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`}
 
 // isContextExceeded reports whether a model error says the request did not
 // fit the model's context.
@@ -141,24 +141,28 @@ func isContextExceeded(err error) bool {
 	if me.Status != 0 && me.Status != 400 && me.Status != 413 && me.Status != 422 {
 		return false
 	}
-	return contextExceeded.MatchString(me.Message)
+	return contextExceeded.get().MatchString(me.Message)
 }
 
 // The numbers a context-length error may give: the model's window, and
 // the size of the request it refused.
 var (
-	refusedLimit = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)maximum context length is (\d+)`),
-		regexp.MustCompile(`(?i)context length (?:is|of) (\d+)`),
-		regexp.MustCompile(`(?i)input length should be \[\d+, ?(\d+)\]`),
-		regexp.MustCompile(`(?i)\d+ tokens > (\d+)`),
-		regexp.MustCompile(`(?i)n_ctx\W{1,3}(\d+)`),
-	}
-	refusedSize = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)(?:resulted in|requested|you sent) (\d+) tokens`),
-		regexp.MustCompile(`(?i)(\d+) tokens > \d+`),
-		regexp.MustCompile(`(?i)n_prompt_tokens\W{1,3}(\d+)`),
-	}
+	refusedLimit = lazy[[]*regexp.Regexp]{build: func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?i)maximum context length is (\d+)`),
+			regexp.MustCompile(`(?i)context length (?:is|of) (\d+)`),
+			regexp.MustCompile(`(?i)input length should be \[\d+, ?(\d+)\]`),
+			regexp.MustCompile(`(?i)\d+ tokens > (\d+)`),
+			regexp.MustCompile(`(?i)n_ctx\W{1,3}(\d+)`),
+		}
+	}}
+	refusedSize = lazy[[]*regexp.Regexp]{build: func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?i)(?:resulted in|requested|you sent) (\d+) tokens`),
+			regexp.MustCompile(`(?i)(\d+) tokens > \d+`),
+			regexp.MustCompile(`(?i)n_prompt_tokens\W{1,3}(\d+)`),
+		}
+	}}
 )
 
 // refusedNumbers reads the window and the refused request's size from a
@@ -179,7 +183,7 @@ func refusedNumbers(err error) (limit, sent int) {
 		}
 		return 0
 	}
-	return first(refusedLimit), first(refusedSize)
+	return first(refusedLimit.get()), first(refusedSize.get())
 }
 
 // turnOutputFloor is the least a tool output of the current turn is cut

@@ -42,34 +42,39 @@ func (t FileType) noun() string {
 // mediaTypes is the built-in extension table of §2.4 step 2, with the MIME
 // type each extension is sent as. The OS MIME database is never asked, so
 // the answer is the same on every machine.
-var mediaTypes = map[string]struct {
+var mediaTypes = lazy[map[string]mediaType]{build: func() map[string]mediaType {
+	return map[string]mediaType{
+		".png":  {fileImage, "image/png"},
+		".jpg":  {fileImage, "image/jpeg"},
+		".jpeg": {fileImage, "image/jpeg"},
+		".gif":  {fileImage, "image/gif"},
+		".webp": {fileImage, "image/webp"},
+		".bmp":  {fileImage, "image/bmp"},
+		".ico":  {fileImage, "image/x-icon"},
+		".tif":  {fileImage, "image/tiff"},
+		".tiff": {fileImage, "image/tiff"},
+		".avif": {fileImage, "image/avif"},
+		".heic": {fileImage, "image/heic"},
+		".mp3":  {fileAudio, "audio/mpeg"},
+		".wav":  {fileAudio, "audio/wav"},
+		".ogg":  {fileAudio, "audio/ogg"},
+		".flac": {fileAudio, "audio/flac"},
+		".m4a":  {fileAudio, "audio/mp4"},
+		".aac":  {fileAudio, "audio/aac"},
+		".opus": {fileAudio, "audio/opus"},
+		".mp4":  {fileVideo, "video/mp4"},
+		".webm": {fileVideo, "video/webm"},
+		".mov":  {fileVideo, "video/quicktime"},
+		".avi":  {fileVideo, "video/x-msvideo"},
+		".mkv":  {fileVideo, "video/x-matroska"},
+		".pdf":  {filePDF, "application/pdf"},
+	}
+}}
+
+// mediaType is a file type and the MIME type it is sent as.
+type mediaType struct {
 	t    FileType
 	mime string
-}{
-	".png":  {fileImage, "image/png"},
-	".jpg":  {fileImage, "image/jpeg"},
-	".jpeg": {fileImage, "image/jpeg"},
-	".gif":  {fileImage, "image/gif"},
-	".webp": {fileImage, "image/webp"},
-	".bmp":  {fileImage, "image/bmp"},
-	".ico":  {fileImage, "image/x-icon"},
-	".tif":  {fileImage, "image/tiff"},
-	".tiff": {fileImage, "image/tiff"},
-	".avif": {fileImage, "image/avif"},
-	".heic": {fileImage, "image/heic"},
-	".mp3":  {fileAudio, "audio/mpeg"},
-	".wav":  {fileAudio, "audio/wav"},
-	".ogg":  {fileAudio, "audio/ogg"},
-	".flac": {fileAudio, "audio/flac"},
-	".m4a":  {fileAudio, "audio/mp4"},
-	".aac":  {fileAudio, "audio/aac"},
-	".opus": {fileAudio, "audio/opus"},
-	".mp4":  {fileVideo, "video/mp4"},
-	".webm": {fileVideo, "video/webm"},
-	".mov":  {fileVideo, "video/quicktime"},
-	".avi":  {fileVideo, "video/x-msvideo"},
-	".mkv":  {fileVideo, "video/x-matroska"},
-	".pdf":  {filePDF, "application/pdf"},
 }
 
 // binaryExtensions is §2.4 step 3. read_many_files' default excludes use
@@ -82,38 +87,42 @@ var binaryExtensions = []string{
 
 // textExtensions is §2.4 step 4: extensions of source, markup and
 // configuration files, which are text whatever their bytes look like.
-var textExtensions = extSet(
-	// source
-	".go", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".m", ".mm", ".cs", ".java",
-	".kt", ".kts", ".scala", ".groovy", ".gradle", ".swift", ".rs", ".zig", ".nim", ".d", ".py",
-	".pyi", ".rb", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".dart", ".ex", ".exs", ".erl",
-	".hrl", ".hs", ".ml", ".mli", ".fs", ".fsx", ".clj", ".cljs", ".edn", ".lisp", ".el", ".scm",
-	".js", ".mjs", ".cjs", ".jsx", ".vue", ".svelte", ".astro", ".elm", ".coffee", ".sh",
-	".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd", ".sql", ".graphql", ".gql",
-	".proto", ".thrift", ".v", ".sv", ".vhd", ".vhdl", ".asm", ".s", ".f", ".f90", ".pas",
-	".vb", ".tcl", ".awk", ".sed", ".cmake", ".mk", ".tf", ".hcl", ".nix", ".sol", ".wgsl",
-	".glsl", ".hlsl", ".cu",
-	// markup and documents
-	".md", ".markdown", ".mdx", ".rst", ".adoc", ".txt", ".text", ".org", ".tex", ".bib",
-	".html", ".htm", ".xhtml", ".xml", ".xsl", ".xslt", ".css", ".scss", ".sass", ".less",
-	".csv", ".tsv", ".log", ".diff", ".patch", ".po", ".pot", ".srt", ".vtt",
-	// configuration and data
-	".json", ".jsonc", ".json5", ".jsonl", ".ndjson", ".yaml", ".yml", ".toml", ".ini", ".cfg",
-	".conf", ".config", ".properties", ".env", ".lock", ".sum", ".editorconfig",
-	".gitignore", ".gitattributes", ".gitmodules", ".dockerignore", ".npmrc", ".nvmrc",
-	".prettierrc", ".eslintrc", ".babelrc", ".qwenignore", ".plist", ".xcconfig", ".tmpl",
-	".tpl", ".j2", ".jinja", ".hbs", ".mustache", ".ejs", ".erb", ".liquid", ".pug",
-)
+var textExtensions = lazy[map[string]bool]{build: func() map[string]bool {
+	return extSet(
+		// source
+		".go", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".m", ".mm", ".cs", ".java",
+		".kt", ".kts", ".scala", ".groovy", ".gradle", ".swift", ".rs", ".zig", ".nim", ".d", ".py",
+		".pyi", ".rb", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".dart", ".ex", ".exs", ".erl",
+		".hrl", ".hs", ".ml", ".mli", ".fs", ".fsx", ".clj", ".cljs", ".edn", ".lisp", ".el", ".scm",
+		".js", ".mjs", ".cjs", ".jsx", ".vue", ".svelte", ".astro", ".elm", ".coffee", ".sh",
+		".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd", ".sql", ".graphql", ".gql",
+		".proto", ".thrift", ".v", ".sv", ".vhd", ".vhdl", ".asm", ".s", ".f", ".f90", ".pas",
+		".vb", ".tcl", ".awk", ".sed", ".cmake", ".mk", ".tf", ".hcl", ".nix", ".sol", ".wgsl",
+		".glsl", ".hlsl", ".cu",
+		// markup and documents
+		".md", ".markdown", ".mdx", ".rst", ".adoc", ".txt", ".text", ".org", ".tex", ".bib",
+		".html", ".htm", ".xhtml", ".xml", ".xsl", ".xslt", ".css", ".scss", ".sass", ".less",
+		".csv", ".tsv", ".log", ".diff", ".patch", ".po", ".pot", ".srt", ".vtt",
+		// configuration and data
+		".json", ".jsonc", ".json5", ".jsonl", ".ndjson", ".yaml", ".yml", ".toml", ".ini", ".cfg",
+		".conf", ".config", ".properties", ".env", ".lock", ".sum", ".editorconfig",
+		".gitignore", ".gitattributes", ".gitmodules", ".dockerignore", ".npmrc", ".nvmrc",
+		".prettierrc", ".eslintrc", ".babelrc", ".qwenignore", ".plist", ".xcconfig", ".tmpl",
+		".tpl", ".j2", ".jinja", ".hbs", ".mustache", ".ejs", ".erb", ".liquid", ".pug",
+	)
+}}
 
 // textNames are file names that are text without a telling extension.
-var textNames = extSet(
-	"dockerfile", "containerfile", "makefile", "gnumakefile", "rakefile", "gemfile",
-	"podfile", "procfile", "vagrantfile", "jenkinsfile", "brewfile", "justfile",
-	"cmakelists.txt", "go.mod", "go.sum", "go.work", "license", "licence", "copying",
-	"notice", "authors", "contributors", "changelog", "readme", "todo", "codeowners",
-	".gitignore", ".gitattributes", ".gitmodules", ".env", ".bashrc", ".zshrc", ".profile",
-	".bash_profile", ".vimrc", ".editorconfig", ".npmrc", ".dockerignore", ".qwenignore",
-)
+var textNames = lazy[map[string]bool]{build: func() map[string]bool {
+	return extSet(
+		"dockerfile", "containerfile", "makefile", "gnumakefile", "rakefile", "gemfile",
+		"podfile", "procfile", "vagrantfile", "jenkinsfile", "brewfile", "justfile",
+		"cmakelists.txt", "go.mod", "go.sum", "go.work", "license", "licence", "copying",
+		"notice", "authors", "contributors", "changelog", "readme", "todo", "codeowners",
+		".gitignore", ".gitattributes", ".gitmodules", ".env", ".bashrc", ".zshrc", ".profile",
+		".bash_profile", ".vimrc", ".editorconfig", ".npmrc", ".dockerignore", ".qwenignore",
+	)
+}}
 
 func extSet(xs ...string) map[string]bool {
 	m := make(map[string]bool, len(xs))
@@ -137,13 +146,13 @@ func fileTypeByName(name string) (t FileType, known bool) {
 	case ".ipynb":
 		return fileNotebook, true
 	}
-	if m, ok := mediaTypes[ext]; ok {
+	if m, ok := mediaTypes.get()[ext]; ok {
 		return m.t, true
 	}
 	if isBinaryExtension(base) {
 		return FileBinary, true
 	}
-	if textExtensions[ext] || textNames[base] {
+	if textExtensions.get()[ext] || textNames.get()[base] {
 		return fileText, true
 	}
 	// README.md is caught above; README.ja, LICENSE-MIT and the like here.
@@ -225,7 +234,7 @@ func bufferFileType(name string) FileType {
 // mimeType returns the MIME type of a media or PDF file by its extension
 // (§2.4 step 2), or "" for any other name.
 func mimeType(name string) string {
-	if m, ok := mediaTypes[strings.ToLower(filepath.Ext(name))]; ok {
+	if m, ok := mediaTypes.get()[strings.ToLower(filepath.Ext(name))]; ok {
 		return m.mime
 	}
 	return ""

@@ -378,14 +378,15 @@ func grepLooksBinary(data []byte) bool {
 // detection lives with read_file.
 func grepSkipsFile(name string, buffer bool) (skip, sniff bool) {
 	ext := strings.ToLower(filepath.Ext(name))
+	sets := grepSets.get()
 	switch {
-	case grepTextFirst[ext]:
+	case sets.textFirst[ext]:
 		return false, false
-	case grepMediaExt[ext]:
+	case sets.mediaExt[ext]:
 		return true, false
-	case grepBinaryExt[ext]:
+	case sets.binaryExt[ext]:
 		return !buffer, false
-	case grepTextExt[ext] || grepTextNames[name]:
+	case sets.textExt[ext] || sets.textNames[name]:
 		return false, false
 	}
 	return false, !buffer
@@ -399,13 +400,16 @@ func grepSetOf(words string) map[string]bool {
 	return m
 }
 
-var (
-	grepTextFirst = grepSetOf(".ts .mts .cts .tsx .svg .ipynb")
-	grepMediaExt  = grepSetOf(`.png .jpg .jpeg .gif .webp .bmp .ico .tif .tiff .avif .heic
-		.mp3 .wav .ogg .flac .m4a .aac .opus .mp4 .webm .mov .avi .mkv .pdf`)
-	grepBinaryExt = grepSetOf(`.bin .exe .dll .so .dylib .class .jar .war .zip .tar .gz .bz2 .xz
-		.rar .7z .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .pyc .pyo .o .a .dat .wasm`)
-	grepTextExt = grepSetOf(`.go .mod .sum .work .c .h .cc .cpp .cxx .hh .hpp .hxx .m .mm .java .kt
+// grepSets are the name tables of grepSkipsFile, built on the first
+// search.
+var grepSets = lazy[grepNameSets]{build: func() grepNameSets {
+	return grepNameSets{
+		textFirst: grepSetOf(".ts .mts .cts .tsx .svg .ipynb"),
+		mediaExt: grepSetOf(`.png .jpg .jpeg .gif .webp .bmp .ico .tif .tiff .avif .heic
+		.mp3 .wav .ogg .flac .m4a .aac .opus .mp4 .webm .mov .avi .mkv .pdf`),
+		binaryExt: grepSetOf(`.bin .exe .dll .so .dylib .class .jar .war .zip .tar .gz .bz2 .xz
+		.rar .7z .doc .docx .xls .xlsx .ppt .pptx .odt .ods .odp .pyc .pyo .o .a .dat .wasm`),
+		textExt: grepSetOf(`.go .mod .sum .work .c .h .cc .cpp .cxx .hh .hpp .hxx .m .mm .java .kt
 		.kts .scala .groovy .gradle .rs .py .pyi .rb .php .pl .pm .lua .r .jl .dart .swift .cs
 		.fs .vb .js .mjs .cjs .jsx .vue .svelte .astro .json .jsonc .json5 .yaml .yml .toml
 		.ini .cfg .conf .properties .env .md .markdown .mdx .txt .text .rst .adoc .tex .html
@@ -413,9 +417,14 @@ var (
 		.sql .graphql .gql .proto .thrift .tf .hcl .nix .zig .nim .ex .exs .erl .hrl .hs .ml
 		.mli .clj .cljs .el .vim .s .asm .csv .tsv .log .diff .patch .lock .cmake .mk .in
 		.tmpl .tpl .golden .txtar .editorconfig .gitignore .gitattributes .dockerignore
-		.qwenignore`)
-	grepTextNames = grepSetOf(`Dockerfile Makefile GNUmakefile makefile Rakefile Gemfile Procfile
+		.qwenignore`),
+		textNames: grepSetOf(`Dockerfile Makefile GNUmakefile makefile Rakefile Gemfile Procfile
 		Jenkinsfile Vagrantfile LICENSE LICENCE COPYING README AUTHORS CONTRIBUTORS PATENTS
 		NOTICE CHANGELOG VERSION go.mod go.sum .gitignore .gitattributes .env .editorconfig
-		.qwenignore .npmrc .bashrc .profile`)
-)
+		.qwenignore .npmrc .bashrc .profile`),
+	}
+}}
+
+type grepNameSets struct {
+	textFirst, mediaExt, binaryExt, textExt, textNames map[string]bool
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
@@ -86,13 +85,13 @@ func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
 // sandboxDenials are the messages of a command an operation was refused
 // to: EACCES and EPERM from Landlock and the system call filter, EROFS and
 // EBUSY from the read-only bind mounts.
-var sandboxDenials = regexp.MustCompile(`(?m)^(.*?)(?:: )?(Permission denied|Read-only file system|Operation not permitted|Device or resource busy)\s*$`)
+var sandboxDenials = lazyRegexp{expr: `(?m)^(.*?)(?:: )?(Permission denied|Read-only file system|Operation not permitted|Device or resource busy)\s*$`}
 
 // networkDenials are the messages of a command that found no network.
-var networkDenials = regexp.MustCompile(`(?i)(connect|socket|bind|/dev/tcp|network is unreachable|could not resolve|name resolution|name or service not known)`)
+var networkDenials = lazyRegexp{expr: `(?i)(connect|socket|bind|/dev/tcp|network is unreachable|could not resolve|name resolution|name or service not known)`}
 
 // quotedName finds the file a tool's message names ('x', ‘x’ or "x").
-var quotedName = regexp.MustCompile(`['‘"]([^'’"]+)['’"]`)
+var quotedName = lazyRegexp{expr: `['‘"]([^'’"]+)['’"]`}
 
 // maxBlocked bounds the refusals a result names.
 const maxBlocked = 3
@@ -120,13 +119,13 @@ func blockedBySandbox(pol sandbox.Policy, denials []sandbox.Denial, dir, stderr 
 		}
 		return strings.Join(parts, "; ")
 	}
-	for _, m := range sandboxDenials.FindAllStringSubmatch(stderr, 8) {
+	for _, m := range sandboxDenials.get().FindAllStringSubmatch(stderr, 8) {
 		line := m[1]
-		if !pol.Network() && networkDenials.MatchString(line) && !strings.Contains(line, "/proc/") {
+		if !pol.Network() && networkDenials.get().MatchString(line) && !strings.Contains(line, "/proc/") {
 			return "network access (this policy has no network)"
 		}
 		name := ""
-		if q := quotedName.FindAllStringSubmatch(line, -1); len(q) > 0 {
+		if q := quotedName.get().FindAllStringSubmatch(line, -1); len(q) > 0 {
 			name = q[len(q)-1][1]
 		} else if parts := strings.Split(strings.TrimSuffix(line, ":"), ": "); len(parts) > 1 {
 			name = strings.TrimSpace(parts[len(parts)-1])

@@ -185,3 +185,30 @@ func TestReleaseBinaryLinksNoTestSupport(t *testing.T) {
 	}
 	t.Errorf("the check finds no session/modeltest in cmd/qwen-scripted-model, which serves it; found %v", found)
 }
+
+// The binary links with Go's own linker whenever cgo is on: no package
+// outside the standard library has cgo files (the standard library's net
+// and os/user do not force the external linker). A non-standard cgo
+// package makes every `go build` on a machine with a C compiler link with
+// the system linker, whose output the page cache holds in large folios
+// that the kernel maps whole: the idle server then counts about 13 MB
+// more resident (docs/benchmarks.md, "Idle memory"). That came in once
+// through go-landlock, which imports libcap's psx. The same check on
+// go-landlock's system-call package shows that it sees such a package.
+func TestBinaryLinksNoCgoPackage(t *testing.T) {
+	cgoDeps := func(pkg string) []string {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{if and (not .Standard) .CgoFiles}}{{.ImportPath}}{{end}}", pkg)
+		cmd.Env = append(cmd.Environ(), "CGO_ENABLED=1", "GOOS=linux")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	if found := cgoDeps(module + "/cmd/qwen-ls"); len(found) > 0 {
+		t.Errorf("cmd/qwen-ls links packages with cgo files, so cgo builds link externally: %v", found)
+	}
+	if found := cgoDeps("github.com/landlock-lsm/go-landlock/landlock/syscall"); len(found) == 0 {
+		t.Errorf("the check finds no cgo package under go-landlock's system calls, which import libcap's psx")
+	}
+}

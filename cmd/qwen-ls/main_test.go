@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,29 +180,4 @@ func statusField(pid int, name string) (int, bool) {
 func alive(pid int) bool {
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return err == nil
-}
-
-// BenchmarkIdleRSS reports the server process's resident memory once it is
-// idle after initialize (target: under 20 MB).
-func BenchmarkIdleRSS(b *testing.B) {
-	var total float64
-	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(binPath, "--stdio")
-		cmd.Stderr = io.Discard
-		e := rpctest.StartProcess(b, cmd)
-		e.Initialize(rpctest.InitParams{Roots: []string{b.TempDir()}, Rich: true})
-		// A request after initialized proves the server has handled it.
-		if _, err := e.Call("shutdown", nil); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond) // let start-up garbage settle
-		kb, ok := statusField(cmd.Process.Pid, "VmRSS")
-		if !ok {
-			b.Fatal("no VmRSS")
-		}
-		total += float64(kb) / 1024
-		e.Notify("exit", nil)
-		e.ExitCode()
-	}
-	b.ReportMetric(total/float64(b.N), "MB-RSS")
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
 	"github.com/qwen-ls/qwen-ls/tools/sandbox/launch"
@@ -173,12 +171,12 @@ func classBinds(c Class) []launch.Bind {
 // write it, moving files within and into it included; read and write
 // files (devices).
 var (
-	rightsRead = uint64(llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir)
-	rightsRW   = rightsRead | uint64(llsys.AccessFSWriteFile|llsys.AccessFSRemoveDir|llsys.AccessFSRemoveFile|
-		llsys.AccessFSMakeChar|llsys.AccessFSMakeDir|llsys.AccessFSMakeReg|llsys.AccessFSMakeSock|
-		llsys.AccessFSMakeFifo|llsys.AccessFSMakeBlock|llsys.AccessFSMakeSym|llsys.AccessFSTruncate|
-		llsys.AccessFSRefer)
-	rightsDevice = uint64(llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev)
+	rightsRead = uint64(unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR)
+	rightsRW   = rightsRead | uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE|unix.LANDLOCK_ACCESS_FS_REMOVE_DIR|unix.LANDLOCK_ACCESS_FS_REMOVE_FILE|
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR|unix.LANDLOCK_ACCESS_FS_MAKE_DIR|unix.LANDLOCK_ACCESS_FS_MAKE_REG|unix.LANDLOCK_ACCESS_FS_MAKE_SOCK|
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO|unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK|unix.LANDLOCK_ACCESS_FS_MAKE_SYM|unix.LANDLOCK_ACCESS_FS_TRUNCATE|
+		unix.LANDLOCK_ACCESS_FS_REFER)
+	rightsDevice = uint64(unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)
 )
 
 // confinedRuleset is the Landlock ruleset of a confined policy: read the
@@ -195,15 +193,15 @@ func confinedRuleset(p Policy) (*launch.Ruleset, error) {
 	switch p.Mode {
 	case Protect:
 		// The network as the person's own: TCP, UDP, Unix sockets.
-		cfg.HandledAccessNet = 0
-		cfg.Scoped = 0
-		cfg.HandledAccessFS &^= landlock.AccessFSSet(llsys.AccessFSResolveUnix)
+		cfg.net = 0
+		cfg.scoped = 0
+		cfg.fs &^= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	case WorkspaceWrite:
 		// Unix sockets stay (a build server, the Docker socket).
-		cfg.HandledAccessFS &^= landlock.AccessFSSet(llsys.AccessFSResolveUnix)
+		cfg.fs &^= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
-	fs := uint64(cfg.HandledAccessFS)
-	rs := &launch.Ruleset{HandledFS: fs, HandledNet: uint64(cfg.HandledAccessNet), Scoped: uint64(cfg.Scoped)}
+	fs := cfg.fs
+	rs := &launch.Ruleset{HandledFS: fs, HandledNet: cfg.net, Scoped: cfg.scoped}
 	add := func(path string, access uint64) {
 		if path != "" && access&fs != 0 {
 			rs.Rules = append(rs.Rules, launch.Rule{Path: path, Access: access & fs})
@@ -230,46 +228,80 @@ func confinedRuleset(p Policy) (*launch.Ruleset, error) {
 // supervisor's goroutine is locked to the thread that starts the
 // command, and the command and everything it starts inherit the domain.
 // Confining only this thread, not every thread of the supervisor as
-// Config.Restrict does, saves the round of signals to each thread that
+// go-landlock's Config.Restrict does, saves the round of signals to each thread that
 // costs about a millisecond per command; the other threads run only the
 // supervisor's own code.
 func restrictWith(fd int, flags uint32) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	return llsys.LandlockRestrictSelf(fd, flags)
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), uintptr(flags), 0); e != 0 {
+		return e
+	}
+	return nil
 }
+
+// landlockConfig is what a Landlock ruleset handles: the file-system and
+// network rights, and the scopes.
+type landlockConfig struct{ fs, net, scoped uint64 }
 
 // strictConfig is the newest configuration the kernel fully supports,
 // with network rules (ABI 4 or later).
-func strictConfig() (landlock.Config, error) {
-	abi := ABI()
-	switch {
-	case abi >= 10:
-		return landlock.V10, nil
-	case abi == 9:
-		return landlock.V9, nil
-	case abi == 8:
-		return landlock.V8, nil
-	case abi == 7:
-		return landlock.V7, nil
-	case abi == 6:
-		return landlock.V6, nil
-	case abi == 5:
-		return landlock.V5, nil
-	case abi == 4:
-		return landlock.V4, nil
+func strictConfig() (landlockConfig, error) { return configFor(ABI()) }
+
+// newestABI is the newest Landlock ABI whose rights this code knows;
+// a newer kernel is used as this one.
+const newestABI = 10
+
+// configFor is everything Landlock ABI abi can handle, up to newestABI.
+// The rights are x/sys/unix's names of the kernel's bits, added in the
+// ABI that introduced each (the kernel's landlock.h and its
+// documentation). These were go-landlock's V4 to V10 until that module
+// was dropped: its system-call wrappers import libcap's psx, whose cgo
+// file made every cgo-enabled build link externally (see
+// docs/benchmarks.md, "Idle memory"). landlock_linux_test.go checks the table
+// against go-landlock's.
+func configFor(abi int) (landlockConfig, error) {
+	if abi < 4 {
+		return landlockConfig{}, errors.New("the kernel offers no Landlock with network rules (ABI 4 or later)")
 	}
-	return landlock.Config{}, errors.New("the kernel offers no Landlock with network rules (ABI 4 or later)")
+	abi = min(abi, newestABI)
+	c := landlockConfig{
+		// ABI 1: execute up to make_sym (the first 13 bits); 2: refer;
+		// 3: truncate.
+		fs: unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+			unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR |
+			unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+			unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+			unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+			unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+			unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER |
+			unix.LANDLOCK_ACCESS_FS_TRUNCATE,
+		// ABI 4: TCP.
+		net: unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP,
+	}
+	if abi >= 5 {
+		c.fs |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if abi >= 6 {
+		c.scoped = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+	}
+	if abi >= 9 {
+		c.fs |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	}
+	if abi >= 10 {
+		c.net |= unix.LANDLOCK_ACCESS_NET_BIND_UDP | unix.LANDLOCK_ACCESS_NET_CONNECT_SEND_UDP
+	}
+	return c, nil
 }
 
 // ABI is the kernel's Landlock ABI version, 0 when it has none.
 func ABI() int {
-	v, err := llsys.LandlockGetABIVersion()
-	if err != nil {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
 		return 0
 	}
-	return v
+	return int(v)
 }
 
 // planFor is the launch plan of p for the command argv.

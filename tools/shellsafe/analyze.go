@@ -327,12 +327,14 @@ const maxTargets = 512
 // fileWriters are programs whose arguments name files they write: when
 // one of those arguments holds an expansion, what is written is unknown.
 // (An argument of any program is still checked when it is literal.)
-var fileWriters = map[string]bool{
-	"cp": true, "mv": true, "install": true, "ln": true, "tee": true, "touch": true, "dd": true,
-	"truncate": true, "rsync": true, "tar": true, "unzip": true, "mkdir": true, "rm": true, "chmod": true,
-	"chown": true, "patch": true, "sed": true, "awk": true, "sort": true, "curl": true, "wget": true,
-	"ed": true, "ex": true, "vi": true, "vim": true, "perl": true,
-}
+var fileWriters = lazy[map[string]bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"cp": true, "mv": true, "install": true, "ln": true, "tee": true, "touch": true, "dd": true,
+		"truncate": true, "rsync": true, "tar": true, "unzip": true, "mkdir": true, "rm": true, "chmod": true,
+		"chown": true, "patch": true, "sed": true, "awk": true, "sort": true, "curl": true, "wget": true,
+		"ed": true, "ex": true, "vi": true, "vim": true, "perl": true,
+	}
+}}
 
 // resolveTargets fills s.Targets and s.Unresolved.
 func (ctx Context) resolveTargets(s *SubCommand) {
@@ -368,7 +370,7 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 		// otherwise: its arguments name nothing it writes.
 		return
 	}
-	writer := !s.Words[0].Expanded && fileWriters[s.Root]
+	writer := !s.Words[0].Expanded && fileWriters.get()[s.Root]
 	for _, w := range s.Words[1:] {
 		if w.Expanded {
 			if writer && s.Unresolved == "" {

@@ -182,9 +182,11 @@ func readOperands(root string, args []pathWord) ([]pathWord, bool) {
 	case "echo", "printf", "pwd", "whoami", "ps", "env", "printenv", "which", "basename", "dirname", "cd":
 		return nil, false
 	case "grep":
-		return patternOperands(args, "efmABCdD", grepValued, grepFileOptions, false)
+		o := patternOptions.get()
+		return patternOperands(args, "efmABCdD", o.grepValued, o.grepFileOptions, false)
 	case "rg":
-		return patternOperands(args, "ABCefgmMtTjErd", rgValued, rgFileOptions, true)
+		o := patternOptions.get()
+		return patternOperands(args, "ABCefgmMtTjErd", o.rgValued, o.rgFileOptions, true)
 	case "sed":
 		return scriptOperands(args, sedOptionValue), false
 	case "awk":
@@ -232,16 +234,20 @@ func optionValue(a pathWord) (pathWord, bool) {
 	return pathWord{Word: Word{Value: val, Pattern: a.Pattern}}, true
 }
 
-// The long options of grep and rg that take a value, and those whose
-// value is a file the program reads.
-var (
-	grepValued = map[string]bool{
+// patternOptionSets are the long options of grep and rg that take a
+// value, and those whose value is a file the program reads.
+type patternOptionSets struct {
+	grepValued, grepFileOptions, rgValued, rgFileOptions map[string]bool
+}
+
+var patternOptions = lazy[patternOptionSets]{build: func() (o patternOptionSets) {
+	o.grepValued = map[string]bool{
 		"regexp": true, "file": true, "max-count": true, "after-context": true, "before-context": true,
 		"context": true, "directories": true, "devices": true, "include": true, "exclude": true,
 		"exclude-from": true, "exclude-dir": true, "label": true, "binary-files": true, "group-separator": true,
 	}
-	grepFileOptions = map[string]bool{"f": true, "file": true, "exclude-from": true}
-	rgValued        = map[string]bool{
+	o.grepFileOptions = map[string]bool{"f": true, "file": true, "exclude-from": true}
+	o.rgValued = map[string]bool{
 		"after-context": true, "before-context": true, "context": true, "regexp": true, "file": true,
 		"glob": true, "iglob": true, "max-count": true, "max-columns": true, "type": true, "type-not": true,
 		"threads": true, "encoding": true, "replace": true, "max-depth": true, "type-add": true,
@@ -250,8 +256,9 @@ var (
 		"path-separator": true, "sort": true, "sortr": true, "ignore-file": true, "pre-glob": true,
 		"dfa-size-limit": true, "regex-size-limit": true, "hyperlink-format": true, "generate": true,
 	}
-	rgFileOptions = map[string]bool{"f": true, "file": true, "ignore-file": true}
-)
+	o.rgFileOptions = map[string]bool{"f": true, "file": true, "ignore-file": true}
+	return o
+}}
 
 // patternOperands reads the arguments of grep or rg: the first operand is
 // the pattern unless -e or -f gave one, the rest are files, and the

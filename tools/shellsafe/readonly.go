@@ -29,14 +29,16 @@ import "strings"
 // statement that only assigns is read-only unless it sets a variable whose
 // name has an upper-case letter (PATH, IFS, BASH_ENV, GIT_…), which the
 // shell or the programs it starts may read.
-var readOnlyRoots = map[string]func(args []Word) bool{
-	"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
-	"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
-	"git": gitReadOnly, "go": goReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
-	"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
-	"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
-	"wc": nil, "which": nil, "whoami": nil,
-}
+var readOnlyRoots = lazy[map[string]func(args []Word) bool]{build: func() map[string]func(args []Word) bool {
+	return map[string]func(args []Word) bool{
+		"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
+		"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
+		"git": gitReadOnly, "go": goReadOnly, "grep": nil, "head": nil, "less": lessReadOnly, "ls": nil, "more": moreReadOnly,
+		"printenv": noArgs, "printf": printfReadOnly, "ps": nil, "pwd": nil, "rg": rgReadOnly, "sed": sedReadOnly,
+		"sort": sortReadOnly, "stat": nil, "tail": nil, "tree": treeReadOnly, "uniq": uniqReadOnly,
+		"wc": nil, "which": nil, "whoami": nil,
+	}
+}}
 
 // shellReadOnly is the verdict of tools.md §6.3 for one sub-command. A
 // statement without a program (assignments only) is read-only unless it
@@ -63,7 +65,7 @@ func shellReadOnly(s SubCommand) bool {
 	if cw.Expanded || cw.Pattern || strings.Contains(cw.Value, "/") {
 		return false
 	}
-	check, ok := readOnlyRoots[cw.Value]
+	check, ok := readOnlyRoots.get()[cw.Value]
 	if !ok {
 		return false
 	}
@@ -135,24 +137,28 @@ func printfReadOnly(args []Word) bool {
 
 func noArgs(args []Word) bool { return len(args) == 0 }
 
-var findRefused = map[string]bool{
-	"-delete": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
-	"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
-}
+var findRefused = lazy[map[string]bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"-delete": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
+		"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
+	}
+}}
 
 func findReadOnly(args []Word) bool {
 	for _, a := range args {
-		if findRefused[a.Value] {
+		if findRefused.get()[a.Value] {
 			return false
 		}
 	}
 	return true
 }
 
-var gitReadOnlySubs = map[string]bool{
-	"blame": true, "branch": true, "cat-file": true, "describe": true, "diff": true, "grep": true,
-	"log": true, "ls-files": true, "remote": true, "rev-parse": true, "show": true, "status": true,
-}
+var gitReadOnlySubs = lazy[map[string]bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"blame": true, "branch": true, "cat-file": true, "describe": true, "diff": true, "grep": true,
+		"log": true, "ls-files": true, "remote": true, "rev-parse": true, "show": true, "status": true,
+	}
+}}
 
 func gitReadOnly(args []Word) bool {
 	// Global options that change nothing may come before the sub-command.
@@ -168,7 +174,7 @@ func gitReadOnly(args []Word) bool {
 		}
 		break
 	}
-	if i >= len(args) || !gitReadOnlySubs[args[i].Value] {
+	if i >= len(args) || !gitReadOnlySubs.get()[args[i].Value] {
 		return false
 	}
 	sub, rest := args[i].Value, args[i+1:]
@@ -384,7 +390,7 @@ func lessReadOnly(args []Word) bool {
 			return true
 		case strings.HasPrefix(v, "--"):
 			name, _, _ := strings.Cut(v[2:], "=")
-			if !lessLongSafe[name] {
+			if !lessLongSafe.get()[name] {
 				return false
 			}
 		case strings.HasPrefix(v, "+"):
@@ -399,18 +405,20 @@ func lessReadOnly(args []Word) bool {
 }
 
 // lessLongSafe are the long options of less that only change the display.
-var lessLongSafe = map[string]bool{
-	"quit-at-eof": true, "QUIT-AT-EOF": true, "quit-if-one-screen": true, "ignore-case": true, "IGNORE-CASE": true,
-	"long-prompt": true, "LONG-PROMPT": true, "line-numbers": true, "LINE-NUMBERS": true, "quiet": true,
-	"silent": true, "QUIET": true, "SILENT": true, "raw-control-chars": true, "RAW-CONTROL-CHARS": true,
-	"squeeze-blank-lines": true, "chop-long-lines": true, "no-init": true, "tabs": true, "status-column": true,
-	"no-lessopen": true, "hilite-unread": true, "HILITE-UNREAD": true, "no-keypad": true, "tilde": true,
-	"shift": true, "window": true, "max-back-scroll": true, "jump-target": true, "buffers": true,
-	"auto-buffers": true, "force": true, "dumb": true, "clear-screen": true, "CLEAR-SCREEN": true,
-	"hilite-search": true, "HILITE-SEARCH": true, "search-skip-screen": true, "underline-special": true,
-	"UNDERLINE-SPECIAL": true, "follow-name": true, "mouse": true, "wheel-lines": true, "use-color": true,
-	"incsearch": true, "header": true, "wordwrap": true, "version": true, "help": true, "color": true,
-}
+var lessLongSafe = lazy[map[string]bool]{build: func() map[string]bool {
+	return map[string]bool{
+		"quit-at-eof": true, "QUIT-AT-EOF": true, "quit-if-one-screen": true, "ignore-case": true, "IGNORE-CASE": true,
+		"long-prompt": true, "LONG-PROMPT": true, "line-numbers": true, "LINE-NUMBERS": true, "quiet": true,
+		"silent": true, "QUIET": true, "SILENT": true, "raw-control-chars": true, "RAW-CONTROL-CHARS": true,
+		"squeeze-blank-lines": true, "chop-long-lines": true, "no-init": true, "tabs": true, "status-column": true,
+		"no-lessopen": true, "hilite-unread": true, "HILITE-UNREAD": true, "no-keypad": true, "tilde": true,
+		"shift": true, "window": true, "max-back-scroll": true, "jump-target": true, "buffers": true,
+		"auto-buffers": true, "force": true, "dumb": true, "clear-screen": true, "CLEAR-SCREEN": true,
+		"hilite-search": true, "HILITE-SEARCH": true, "search-skip-screen": true, "underline-special": true,
+		"UNDERLINE-SPECIAL": true, "follow-name": true, "mouse": true, "wheel-lines": true, "use-color": true,
+		"incsearch": true, "header": true, "wordwrap": true, "version": true, "help": true, "color": true,
+	}
+}}
 
 // moreReadOnly allows the display options of more, its -n/-NUMBER line
 // counts, and +NUMBER or +/pattern to start at a line; anything else asks.

@@ -305,30 +305,35 @@ func shellDenyForms(sub SubCommand, depth int) []SubCommand {
 // shellWrappers are commands that run another command given in their
 // arguments: the options that take a separate value, and how many operands
 // come before the command.
-var shellWrappers = map[string]struct {
+var shellWrappers = lazy[map[string]shellWrapper]{build: func() map[string]shellWrapper {
+	return map[string]shellWrapper{
+		"timeout": {valueOpts: "-s --signal -k --kill-after", operands: 1},
+		"nice":    {valueOpts: "-n --adjustment"},
+		"nohup":   {},
+		"env":     {valueOpts: "-u --unset -C --chdir -S --split-string", assignments: true},
+		"command": {},
+		"exec":    {valueOpts: "-a"},
+		"sudo":    {valueOpts: "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type -U --other-user -T --command-timeout"},
+		"doas":    {valueOpts: "-u -C"},
+		"xargs":   {valueOpts: "-a --arg-file -d --delimiter -E -I -L --max-lines -n --max-args -P --max-procs -s --max-chars --process-slot-var"},
+		"stdbuf":  {valueOpts: "-i --input -o --output -e --error"},
+		"setsid":  {},
+		"ionice":  {valueOpts: "-c --class -n --classdata -p --pid -P --pgid -u --uid"},
+		"time":    {valueOpts: "-f --format -o --output"},
+		"watch":   {valueOpts: "-n --interval -d --differences"},
+	}
+}}
+
+// shellWrapper is how one wrapper takes its arguments.
+type shellWrapper struct {
 	valueOpts   string // space-separated
 	operands    int
 	assignments bool
-}{
-	"timeout": {valueOpts: "-s --signal -k --kill-after", operands: 1},
-	"nice":    {valueOpts: "-n --adjustment"},
-	"nohup":   {},
-	"env":     {valueOpts: "-u --unset -C --chdir -S --split-string", assignments: true},
-	"command": {},
-	"exec":    {valueOpts: "-a"},
-	"sudo":    {valueOpts: "-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type -U --other-user -T --command-timeout"},
-	"doas":    {valueOpts: "-u -C"},
-	"xargs":   {valueOpts: "-a --arg-file -d --delimiter -E -I -L --max-lines -n --max-args -P --max-procs -s --max-chars --process-slot-var"},
-	"stdbuf":  {valueOpts: "-i --input -o --output -e --error"},
-	"setsid":  {},
-	"ionice":  {valueOpts: "-c --class -n --classdata -p --pid -P --pgid -u --uid"},
-	"time":    {valueOpts: "-f --format -o --output"},
-	"watch":   {valueOpts: "-n --interval -d --differences"},
 }
 
 // unwrapShellCommand returns the command a wrapper runs.
 func unwrapShellCommand(sub SubCommand) (SubCommand, bool) {
-	wr, ok := shellWrappers[path.Base(sub.Words[0].Value)]
+	wr, ok := shellWrappers.get()[path.Base(sub.Words[0].Value)]
 	if !ok {
 		return sub, false
 	}
@@ -383,42 +388,44 @@ func containsString(list []string, s string) bool {
 // knownSubCommands are the tools whose second word makes a narrower
 // suggested rule (tools.md §6.3). make's targets are open-ended, so any
 // plain word counts for it.
-var knownSubCommands = map[string][]string{
-	"git": {"add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "cat-file", "checkout",
-		"cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch", "format-patch",
-		"fsck", "gc", "grep", "init", "log", "ls-files", "ls-remote", "merge", "mv", "notes", "pull", "push",
-		"rebase", "reflog", "remote", "reset", "restore", "rev-list", "rev-parse", "revert", "rm", "shortlog",
-		"show", "sparse-checkout", "stash", "status", "submodule", "switch", "tag", "worktree"},
-	"npm": {"access", "add", "audit", "cache", "ci", "config", "dedupe", "doctor", "exec", "explain", "fund",
-		"help", "i", "init", "install", "link", "login", "logout", "ls", "outdated", "pack", "ping", "pkg",
-		"prefix", "prune", "publish", "rebuild", "remove", "restart", "rm", "root", "run", "run-script",
-		"start", "stop", "test", "t", "uninstall", "unpublish", "update", "version", "view", "whoami", "x"},
-	"pnpm": {"add", "audit", "bin", "config", "create", "dlx", "env", "exec", "fetch", "i", "import",
-		"init", "install", "link", "list", "ls", "outdated", "pack", "patch", "prune", "publish", "rebuild",
-		"remove", "rm", "root", "run", "start", "store", "t", "test", "unlink", "up", "update", "why"},
-	"yarn": {"add", "audit", "bin", "build", "cache", "config", "create", "dlx", "exec", "global", "info",
-		"init", "install", "link", "list", "node", "outdated", "pack", "publish", "remove", "run", "start",
-		"test", "unlink", "upgrade", "upgrade-interactive", "why", "workspace", "workspaces"},
-	"go": {"build", "clean", "doc", "env", "fix", "fmt", "generate", "get", "install", "list", "mod",
-		"run", "telemetry", "test", "tool", "version", "vet", "work"},
-	"cargo": {"add", "bench", "build", "check", "clean", "clippy", "doc", "fetch", "fix", "fmt",
-		"generate-lockfile", "init", "install", "locate-project", "login", "metadata", "new", "owner",
-		"package", "pkgid", "publish", "remove", "run", "rustc", "rustdoc", "search", "test", "tree",
-		"uninstall", "update", "vendor", "version", "yank"},
-	"docker": {"attach", "build", "builder", "buildx", "commit", "compose", "container", "context", "cp",
-		"create", "diff", "events", "exec", "export", "history", "image", "images", "import", "info",
-		"inspect", "kill", "load", "login", "logout", "logs", "manifest", "network", "node", "pause",
-		"plugin", "port", "ps", "pull", "push", "rename", "restart", "rm", "rmi", "run", "save", "search",
-		"secret", "service", "stack", "start", "stats", "stop", "swarm", "system", "tag", "top", "trust",
-		"unpause", "update", "version", "volume", "wait"},
-	"kubectl": {"annotate", "api-resources", "api-versions", "apply", "attach", "auth", "autoscale",
-		"certificate", "cluster-info", "config", "cordon", "cp", "create", "debug", "delete", "describe",
-		"diff", "drain", "edit", "events", "exec", "explain", "expose", "get", "kustomize", "label", "logs",
-		"patch", "port-forward", "proxy", "replace", "rollout", "run", "scale", "set", "taint", "top",
-		"uncordon", "version", "wait"},
-	"pip": {"cache", "check", "config", "debug", "download", "freeze", "hash", "help", "index", "inspect",
-		"install", "list", "search", "show", "uninstall", "wheel"},
-}
+var knownSubCommands = lazy[map[string][]string]{build: func() map[string][]string {
+	return map[string][]string{
+		"git": {"add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "cat-file", "checkout",
+			"cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch", "format-patch",
+			"fsck", "gc", "grep", "init", "log", "ls-files", "ls-remote", "merge", "mv", "notes", "pull", "push",
+			"rebase", "reflog", "remote", "reset", "restore", "rev-list", "rev-parse", "revert", "rm", "shortlog",
+			"show", "sparse-checkout", "stash", "status", "submodule", "switch", "tag", "worktree"},
+		"npm": {"access", "add", "audit", "cache", "ci", "config", "dedupe", "doctor", "exec", "explain", "fund",
+			"help", "i", "init", "install", "link", "login", "logout", "ls", "outdated", "pack", "ping", "pkg",
+			"prefix", "prune", "publish", "rebuild", "remove", "restart", "rm", "root", "run", "run-script",
+			"start", "stop", "test", "t", "uninstall", "unpublish", "update", "version", "view", "whoami", "x"},
+		"pnpm": {"add", "audit", "bin", "config", "create", "dlx", "env", "exec", "fetch", "i", "import",
+			"init", "install", "link", "list", "ls", "outdated", "pack", "patch", "prune", "publish", "rebuild",
+			"remove", "rm", "root", "run", "start", "store", "t", "test", "unlink", "up", "update", "why"},
+		"yarn": {"add", "audit", "bin", "build", "cache", "config", "create", "dlx", "exec", "global", "info",
+			"init", "install", "link", "list", "node", "outdated", "pack", "publish", "remove", "run", "start",
+			"test", "unlink", "upgrade", "upgrade-interactive", "why", "workspace", "workspaces"},
+		"go": {"build", "clean", "doc", "env", "fix", "fmt", "generate", "get", "install", "list", "mod",
+			"run", "telemetry", "test", "tool", "version", "vet", "work"},
+		"cargo": {"add", "bench", "build", "check", "clean", "clippy", "doc", "fetch", "fix", "fmt",
+			"generate-lockfile", "init", "install", "locate-project", "login", "metadata", "new", "owner",
+			"package", "pkgid", "publish", "remove", "run", "rustc", "rustdoc", "search", "test", "tree",
+			"uninstall", "update", "vendor", "version", "yank"},
+		"docker": {"attach", "build", "builder", "buildx", "commit", "compose", "container", "context", "cp",
+			"create", "diff", "events", "exec", "export", "history", "image", "images", "import", "info",
+			"inspect", "kill", "load", "login", "logout", "logs", "manifest", "network", "node", "pause",
+			"plugin", "port", "ps", "pull", "push", "rename", "restart", "rm", "rmi", "run", "save", "search",
+			"secret", "service", "stack", "start", "stats", "stop", "swarm", "system", "tag", "top", "trust",
+			"unpause", "update", "version", "volume", "wait"},
+		"kubectl": {"annotate", "api-resources", "api-versions", "apply", "attach", "auth", "autoscale",
+			"certificate", "cluster-info", "config", "cordon", "cp", "create", "debug", "delete", "describe",
+			"diff", "drain", "edit", "events", "exec", "explain", "expose", "get", "kustomize", "label", "logs",
+			"patch", "port-forward", "proxy", "replace", "rollout", "run", "scale", "set", "taint", "top",
+			"uncordon", "version", "wait"},
+		"pip": {"cache", "check", "config", "debug", "download", "freeze", "hash", "help", "index", "inspect",
+			"install", "list", "search", "show", "uninstall", "wheel"},
+	}
+}}
 
 // SuggestedRule is the rule of tools.md §6.3 that would allow sub:
 // Bash(<root>) without arguments, Bash(<root> <sub> *) for a known
@@ -441,7 +448,7 @@ func SuggestedRule(sub SubCommand) string {
 		if sub.Root == "make" && isPlainTarget(second.Value) {
 			return "Bash(make " + second.Value + " *)"
 		}
-		if containsString(knownSubCommands[sub.Root], second.Value) {
+		if containsString(knownSubCommands.get()[sub.Root], second.Value) {
 			return "Bash(" + sub.Root + " " + second.Value + " *)"
 		}
 	}

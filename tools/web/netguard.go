@@ -61,11 +61,11 @@ func (e *refusedAddressError) Error() string {
 }
 
 // cgnat is the shared address space of carrier-grade NAT (RFC 6598).
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+func cgnat() netip.Prefix { return netip.MustParsePrefix("100.64.0.0/10") }
 
 // thisNetwork is 0.0.0.0/8: Linux connects 0.0.0.0 to the machine itself,
 // so the whole block counts as unspecified.
-var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+func thisNetwork() netip.Prefix { return netip.MustParsePrefix("0.0.0.0/8") }
 
 // blockedAddress reports whether ip is one the guard refuses: loopback,
 // private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16,
@@ -81,17 +81,17 @@ func blockedAddress(ip netip.Addr) bool {
 		return true
 	}
 	return ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() ||
-		cgnat.Contains(ip) || thisNetwork.Contains(ip)
+		cgnat().Contains(ip) || thisNetwork().Contains(ip)
 }
 
 // IPv6 ranges that carry an IPv4 address: IPv4-compatible (::a.b.c.d,
 // deprecated, still routed by some stacks), NAT64 (64:ff9b::/96, which a
 // gateway connects to the IPv4 address) and 6to4 (2002:aabb:ccdd::/48).
-var (
-	v4Compatible = netip.MustParsePrefix("::/96")
-	nat64        = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour    = netip.MustParsePrefix("2002::/16")
-)
+// These and the prefixes above are functions, not variables, so that the
+// package has no initialiser for every start of the server to run.
+func v4Compatible() netip.Prefix { return netip.MustParsePrefix("::/96") }
+func nat64() netip.Prefix        { return netip.MustParsePrefix("64:ff9b::/96") }
+func sixToFour() netip.Prefix    { return netip.MustParsePrefix("2002::/16") }
 
 // embeddedIPv4 returns the IPv4 address an IPv6 address carries, so that
 // it is judged too.
@@ -101,9 +101,9 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 	}
 	b := ip.As16()
 	switch {
-	case v4Compatible.Contains(ip), nat64.Contains(ip):
+	case v4Compatible().Contains(ip), nat64().Contains(ip):
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case sixToFour.Contains(ip):
+	case sixToFour().Contains(ip):
 		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
 	}
 	return netip.Addr{}, false
