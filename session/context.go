@@ -1,6 +1,8 @@
 package session
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +131,7 @@ func (s *Session) contextLimits(model Model) (window, threshold int) {
 // OpenAI and vLLM ("maximum context length"), DashScope ("Range of input
 // length should be [1, n]"), llama.cpp ("exceeds the available context
 // size"), Anthropic's compatible endpoint ("prompt is too long").
-var contextExceeded = lazyRegexp{expr: `(?i)context[ _-]?length|context window|context size|maximum context|too many tokens|prompt is too long|input is too long|range of input length|input length should be|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`}
+var contextExceeded = lazy.Regexp{Expr: `(?i)context[ _-]?length|context window|context size|maximum context|too many tokens|prompt is too long|input is too long|range of input length|input length should be|reduce the length|exceeds? the (model'?s? )?(maximum|max|context)|token limit`}
 
 // isContextExceeded reports whether a model error says the request did not
 // fit the model's context.
@@ -141,13 +143,13 @@ func isContextExceeded(err error) bool {
 	if me.Status != 0 && me.Status != 400 && me.Status != 413 && me.Status != 422 {
 		return false
 	}
-	return contextExceeded.get().MatchString(me.Message)
+	return contextExceeded.Get().MatchString(me.Message)
 }
 
 // The numbers a context-length error may give: the model's window, and
 // the size of the request it refused.
 var (
-	refusedLimit = lazy[[]*regexp.Regexp]{build: func() []*regexp.Regexp {
+	refusedLimit = lazy.Value[[]*regexp.Regexp]{Build: func() []*regexp.Regexp {
 		return []*regexp.Regexp{
 			regexp.MustCompile(`(?i)maximum context length is (\d+)`),
 			regexp.MustCompile(`(?i)context length (?:is|of) (\d+)`),
@@ -156,7 +158,7 @@ var (
 			regexp.MustCompile(`(?i)n_ctx\W{1,3}(\d+)`),
 		}
 	}}
-	refusedSize = lazy[[]*regexp.Regexp]{build: func() []*regexp.Regexp {
+	refusedSize = lazy.Value[[]*regexp.Regexp]{Build: func() []*regexp.Regexp {
 		return []*regexp.Regexp{
 			regexp.MustCompile(`(?i)(?:resulted in|requested|you sent) (\d+) tokens`),
 			regexp.MustCompile(`(?i)(\d+) tokens > \d+`),
@@ -183,7 +185,7 @@ func refusedNumbers(err error) (limit, sent int) {
 		}
 		return 0
 	}
-	return first(refusedLimit.get()), first(refusedSize.get())
+	return first(refusedLimit.Get()), first(refusedSize.Get())
 }
 
 // turnOutputFloor is the least a tool output of the current turn is cut

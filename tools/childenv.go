@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"os"
 	"slices"
 	"strings"
@@ -21,11 +23,11 @@ var keyVars = []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY", "TAVILY_API_KEY", 
 
 // qwenKeyVar matches qwen-ls's and Qwen Code's own variables that hold a
 // credential (QWEN_API_KEY, QWEN_OAUTH_TOKEN, …).
-var qwenKeyVar = lazyRegexp{expr: `^QWEN_.*(KEY|TOKEN|SECRET|PASSWORD)`}
+var qwenKeyVar = lazy.Regexp{Expr: `^QWEN_.*(KEY|TOKEN|SECRET|PASSWORD)`}
 
 // secretName matches the names of settings (and of MCP env variables and
 // headers) whose values are secrets.
-var secretName = lazyRegexp{expr: `(?i)(api[_-]?key|token|secret|password|authorization)`}
+var secretName = lazy.Regexp{Expr: `(?i)(api[_-]?key|token|secret|password|authorization)`}
 
 // minSecretLen is the shortest configured value treated as a secret:
 // shorter ones would match ordinary words.
@@ -60,7 +62,7 @@ func ConfiguredSecrets(st *workspace.Settings) (all, named []string) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				walk(x, byName || secretName.get().MatchString(k), inEnv || k == "env" || k == "headers")
+				walk(x, byName || secretName.Get().MatchString(k), inEnv || k == "env" || k == "headers")
 			}
 		case []any:
 			for _, x := range v {
@@ -128,7 +130,7 @@ func filterEnv(env, drop, secrets []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if slices.Contains(keyVars, name) || qwenKeyVar.get().MatchString(name) || slices.Contains(drop, name) {
+		if slices.Contains(keyVars, name) || qwenKeyVar.Get().MatchString(name) || slices.Contains(drop, name) {
 			continue
 		}
 		if len(value) >= minSecretLen && slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(value, s) }) {

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"bytes"
 	"path/filepath"
 	"strings"
@@ -42,7 +44,7 @@ func (t FileType) noun() string {
 // mediaTypes is the built-in extension table of §2.4 step 2, with the MIME
 // type each extension is sent as. The OS MIME database is never asked, so
 // the answer is the same on every machine.
-var mediaTypes = lazy[map[string]mediaType]{build: func() map[string]mediaType {
+var mediaTypes = lazy.Value[map[string]mediaType]{Build: func() map[string]mediaType {
 	return map[string]mediaType{
 		".png":  {fileImage, "image/png"},
 		".jpg":  {fileImage, "image/jpeg"},
@@ -87,7 +89,7 @@ var binaryExtensions = []string{
 
 // textExtensions is §2.4 step 4: extensions of source, markup and
 // configuration files, which are text whatever their bytes look like.
-var textExtensions = lazy[map[string]bool]{build: func() map[string]bool {
+var textExtensions = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return extSet(
 		// source
 		".go", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".m", ".mm", ".cs", ".java",
@@ -113,7 +115,7 @@ var textExtensions = lazy[map[string]bool]{build: func() map[string]bool {
 }}
 
 // textNames are file names that are text without a telling extension.
-var textNames = lazy[map[string]bool]{build: func() map[string]bool {
+var textNames = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return extSet(
 		"dockerfile", "containerfile", "makefile", "gnumakefile", "rakefile", "gemfile",
 		"podfile", "procfile", "vagrantfile", "jenkinsfile", "brewfile", "justfile",
@@ -146,13 +148,13 @@ func fileTypeByName(name string) (t FileType, known bool) {
 	case ".ipynb":
 		return fileNotebook, true
 	}
-	if m, ok := mediaTypes.get()[ext]; ok {
+	if m, ok := mediaTypes.Get()[ext]; ok {
 		return m.t, true
 	}
 	if isBinaryExtension(base) {
 		return FileBinary, true
 	}
-	if textExtensions.get()[ext] || textNames.get()[base] {
+	if textExtensions.Get()[ext] || textNames.Get()[base] {
 		return fileText, true
 	}
 	// README.md is caught above; README.ja, LICENSE-MIT and the like here.
@@ -234,7 +236,7 @@ func bufferFileType(name string) FileType {
 // mimeType returns the MIME type of a media or PDF file by its extension
 // (§2.4 step 2), or "" for any other name.
 func mimeType(name string) string {
-	if m, ok := mediaTypes.get()[strings.ToLower(filepath.Ext(name))]; ok {
+	if m, ok := mediaTypes.Get()[strings.ToLower(filepath.Ext(name))]; ok {
 		return m.mime
 	}
 	return ""

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"bytes"
 	"context"
 	"path/filepath"
@@ -378,7 +380,7 @@ func grepLooksBinary(data []byte) bool {
 // detection lives with read_file.
 func grepSkipsFile(name string, buffer bool) (skip, sniff bool) {
 	ext := strings.ToLower(filepath.Ext(name))
-	sets := grepSets.get()
+	sets := grepSets.Get()
 	switch {
 	case sets.textFirst[ext]:
 		return false, false
@@ -402,7 +404,7 @@ func grepSetOf(words string) map[string]bool {
 
 // grepSets are the name tables of grepSkipsFile, built on the first
 // search.
-var grepSets = lazy[grepNameSets]{build: func() grepNameSets {
+var grepSets = lazy.Value[grepNameSets]{Build: func() grepNameSets {
 	return grepNameSets{
 		textFirst: grepSetOf(".ts .mts .cts .tsx .svg .ipynb"),
 		mediaExt: grepSetOf(`.png .jpg .jpeg .gif .webp .bmp .ico .tif .tiff .avif .heic

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,13 +87,13 @@ func (s *Shell) shellPolicy(call *Call) sandbox.Policy {
 // sandboxDenials are the messages of a command an operation was refused
 // to: EACCES and EPERM from Landlock and the system call filter, EROFS and
 // EBUSY from the read-only bind mounts.
-var sandboxDenials = lazyRegexp{expr: `(?m)^(.*?)(?:: )?(Permission denied|Read-only file system|Operation not permitted|Device or resource busy)\s*$`}
+var sandboxDenials = lazy.Regexp{Expr: `(?m)^(.*?)(?:: )?(Permission denied|Read-only file system|Operation not permitted|Device or resource busy)\s*$`}
 
 // networkDenials are the messages of a command that found no network.
-var networkDenials = lazyRegexp{expr: `(?i)(connect|socket|bind|/dev/tcp|network is unreachable|could not resolve|name resolution|name or service not known)`}
+var networkDenials = lazy.Regexp{Expr: `(?i)(connect|socket|bind|/dev/tcp|network is unreachable|could not resolve|name resolution|name or service not known)`}
 
 // quotedName finds the file a tool's message names ('x', ‘x’ or "x").
-var quotedName = lazyRegexp{expr: `['‘"]([^'’"]+)['’"]`}
+var quotedName = lazy.Regexp{Expr: `['‘"]([^'’"]+)['’"]`}
 
 // maxBlocked bounds the refusals a result names.
 const maxBlocked = 3
@@ -119,13 +121,13 @@ func blockedBySandbox(pol sandbox.Policy, denials []sandbox.Denial, dir, stderr 
 		}
 		return strings.Join(parts, "; ")
 	}
-	for _, m := range sandboxDenials.get().FindAllStringSubmatch(stderr, 8) {
+	for _, m := range sandboxDenials.Get().FindAllStringSubmatch(stderr, 8) {
 		line := m[1]
-		if !pol.Network() && networkDenials.get().MatchString(line) && !strings.Contains(line, "/proc/") {
+		if !pol.Network() && networkDenials.Get().MatchString(line) && !strings.Contains(line, "/proc/") {
 			return "network access (this policy has no network)"
 		}
 		name := ""
-		if q := quotedName.get().FindAllStringSubmatch(line, -1); len(q) > 0 {
+		if q := quotedName.Get().FindAllStringSubmatch(line, -1); len(q) > 0 {
 			name = q[len(q)-1][1]
 		} else if parts := strings.Split(strings.TrimSuffix(line, ":"), ": "); len(parts) > 1 {
 			name = strings.TrimSpace(parts[len(parts)-1])

@@ -44,7 +44,9 @@ var importRules = map[string]struct {
 	"tools/*": {may: []string{"tools/*", "workspace"}},
 	// The shell analysis gets what it needs of the workspace as values,
 	// so that the parser and the sandbox meet at one small interface.
-	"tools/shellsafe": {},
+	"tools/shellsafe": {may: []string{"tools/lazy"}},
+	// Values built on first use, for every package that has tables.
+	"tools/lazy": {},
 	// The sandbox supervisor's first stage runs among the first of the
 	// binary's initialisers only because it imports nothing but the
 	// standard library's runtime, os, sync and syscall.

@@ -43,11 +43,10 @@ func settle(t *testing.T, what string, cond func() bool) {
 	t.Fatal(what)
 }
 
-// kill -9 of the server while a shell command runs a foreground sleep and
-// left a background one: neither survives (issue 18, acceptance 4).
-func TestKill9DuringShellCommandLeavesNoProcess(t *testing.T) {
-	marker := fmt.Sprintf("qwen-orphan-%d", os.Getpid())
-	command := fmt.Sprintf("(exec -a %[1]s sleep 300) & setsid bash -c 'exec -a %[1]s sleep 302' & (exec -a %[1]s sleep 301); echo done", marker)
+// runShellInYolo starts the server in yolo mode with a model that runs
+// command, and sends the prompt; it returns the server's process.
+func runShellInYolo(t *testing.T, command string) *exec.Cmd {
+	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": command})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: string(args)}}})
@@ -63,6 +62,15 @@ func TestKill9DuringShellCommandLeavesNoProcess(t *testing.T) {
 	var ns struct{ SessionID string }
 	_ = json.Unmarshal(res, &ns)
 	e.Send("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "run it"}}})
+	return cmd
+}
+
+// kill -9 of the server while a shell command runs a foreground sleep and
+// left a background one: neither survives (issue 18, acceptance 4).
+func TestKill9DuringShellCommandLeavesNoProcess(t *testing.T) {
+	marker := fmt.Sprintf("qwen-orphan-%d", os.Getpid())
+	command := fmt.Sprintf("(exec -a %[1]s sleep 300) & setsid bash -c 'exec -a %[1]s sleep 302' & (exec -a %[1]s sleep 301); echo done", marker)
+	cmd := runShellInYolo(t, command)
 	settle(t, "the three sleeps did not start", func() bool { return len(markedProcesses(marker)) == 3 })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -154,21 +162,7 @@ func TestKill9LeavesNoChildOfAnMCPServerThatExits(t *testing.T) {
 func TestCommandCannotKillItsSupervisor(t *testing.T) {
 	marker := fmt.Sprintf("qwen-ppid-%d", os.Getpid())
 	command := fmt.Sprintf("(exec -a %[1]s sleep 310) & kill -9 $PPID; exec -a %[1]s sleep 311", marker)
-	args, _ := json.Marshal(map[string]any{"command": command})
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: string(args)}}})
-	cmd := exec.Command(binPath, "--stdio")
-	cmd.Env = execEnv(t)
-	e := rpctest.StartProcess(t, cmd)
-	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
-		"approvalMode": "yolo", "model": map[string]any{"name": "s", "baseUrl": m.URL}}})
-	res, err := e.Call("qwen/newSession", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ns struct{ SessionID string }
-	_ = json.Unmarshal(res, &ns)
-	e.Send("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "run it"}}})
+	cmd := runShellInYolo(t, command)
 	settle(t, "the two sleeps did not start", func() bool { return len(markedProcesses(marker)) == 2 })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package shellsafe
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"io"
 	"os"
 	"path/filepath"
@@ -327,7 +329,7 @@ const maxTargets = 512
 // fileWriters are programs whose arguments name files they write: when
 // one of those arguments holds an expansion, what is written is unknown.
 // (An argument of any program is still checked when it is literal.)
-var fileWriters = lazy[map[string]bool]{build: func() map[string]bool {
+var fileWriters = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return map[string]bool{
 		"cp": true, "mv": true, "install": true, "ln": true, "tee": true, "touch": true, "dd": true,
 		"truncate": true, "rsync": true, "tar": true, "unzip": true, "mkdir": true, "rm": true, "chmod": true,
@@ -370,7 +372,7 @@ func (ctx Context) resolveTargets(s *SubCommand) {
 		// otherwise: its arguments name nothing it writes.
 		return
 	}
-	writer := !s.Words[0].Expanded && fileWriters.get()[s.Root]
+	writer := !s.Words[0].Expanded && fileWriters.Get()[s.Root]
 	for _, w := range s.Words[1:] {
 		if w.Expanded {
 			if writer && s.Unresolved == "" {

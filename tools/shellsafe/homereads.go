@@ -1,6 +1,8 @@
 package shellsafe
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -182,10 +184,10 @@ func readOperands(root string, args []pathWord) ([]pathWord, bool) {
 	case "echo", "printf", "pwd", "whoami", "ps", "env", "printenv", "which", "basename", "dirname", "cd":
 		return nil, false
 	case "grep":
-		o := patternOptions.get()
+		o := patternOptions.Get()
 		return patternOperands(args, "efmABCdD", o.grepValued, o.grepFileOptions, false)
 	case "rg":
-		o := patternOptions.get()
+		o := patternOptions.Get()
 		return patternOperands(args, "ABCefgmMtTjErd", o.rgValued, o.rgFileOptions, true)
 	case "sed":
 		return scriptOperands(args, sedOptionValue), false
@@ -240,7 +242,7 @@ type patternOptionSets struct {
 	grepValued, grepFileOptions, rgValued, rgFileOptions map[string]bool
 }
 
-var patternOptions = lazy[patternOptionSets]{build: func() (o patternOptionSets) {
+var patternOptions = lazy.Value[patternOptionSets]{Build: func() (o patternOptionSets) {
 	o.grepValued = map[string]bool{
 		"regexp": true, "file": true, "max-count": true, "after-context": true, "before-context": true,
 		"context": true, "directories": true, "devices": true, "include": true, "exclude": true,

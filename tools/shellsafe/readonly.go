@@ -1,6 +1,10 @@
 package shellsafe
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+)
 
 // readOnlyRoots are the commands of tools.md §6.3 that may run without
 // approval, each with the check its arguments must pass (nil: any).
@@ -29,7 +33,7 @@ import "strings"
 // statement that only assigns is read-only unless it sets a variable whose
 // name has an upper-case letter (PATH, IFS, BASH_ENV, GIT_…), which the
 // shell or the programs it starts may read.
-var readOnlyRoots = lazy[map[string]func(args []Word) bool]{build: func() map[string]func(args []Word) bool {
+var readOnlyRoots = lazy.Value[map[string]func(args []Word) bool]{Build: func() map[string]func(args []Word) bool {
 	return map[string]func(args []Word) bool{
 		"awk": awkReadOnly, "basename": nil, "cat": nil, "cd": nil, "column": nil, "cut": nil,
 		"df": nil, "dirname": nil, "du": nil, "echo": nil, "env": noArgs, "find": findReadOnly,
@@ -65,7 +69,7 @@ func shellReadOnly(s SubCommand) bool {
 	if cw.Expanded || cw.Pattern || strings.Contains(cw.Value, "/") {
 		return false
 	}
-	check, ok := readOnlyRoots.get()[cw.Value]
+	check, ok := readOnlyRoots.Get()[cw.Value]
 	if !ok {
 		return false
 	}
@@ -137,7 +141,7 @@ func printfReadOnly(args []Word) bool {
 
 func noArgs(args []Word) bool { return len(args) == 0 }
 
-var findRefused = lazy[map[string]bool]{build: func() map[string]bool {
+var findRefused = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return map[string]bool{
 		"-delete": true, "-exec": true, "-execdir": true, "-ok": true, "-okdir": true,
 		"-fprint": true, "-fprint0": true, "-fprintf": true, "-fls": true,
@@ -146,14 +150,14 @@ var findRefused = lazy[map[string]bool]{build: func() map[string]bool {
 
 func findReadOnly(args []Word) bool {
 	for _, a := range args {
-		if findRefused.get()[a.Value] {
+		if findRefused.Get()[a.Value] {
 			return false
 		}
 	}
 	return true
 }
 
-var gitReadOnlySubs = lazy[map[string]bool]{build: func() map[string]bool {
+var gitReadOnlySubs = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return map[string]bool{
 		"blame": true, "branch": true, "cat-file": true, "describe": true, "diff": true, "grep": true,
 		"log": true, "ls-files": true, "remote": true, "rev-parse": true, "show": true, "status": true,
@@ -174,7 +178,7 @@ func gitReadOnly(args []Word) bool {
 		}
 		break
 	}
-	if i >= len(args) || !gitReadOnlySubs.get()[args[i].Value] {
+	if i >= len(args) || !gitReadOnlySubs.Get()[args[i].Value] {
 		return false
 	}
 	sub, rest := args[i].Value, args[i+1:]
@@ -390,7 +394,7 @@ func lessReadOnly(args []Word) bool {
 			return true
 		case strings.HasPrefix(v, "--"):
 			name, _, _ := strings.Cut(v[2:], "=")
-			if !lessLongSafe.get()[name] {
+			if !lessLongSafe.Get()[name] {
 				return false
 			}
 		case strings.HasPrefix(v, "+"):
@@ -405,7 +409,7 @@ func lessReadOnly(args []Word) bool {
 }
 
 // lessLongSafe are the long options of less that only change the display.
-var lessLongSafe = lazy[map[string]bool]{build: func() map[string]bool {
+var lessLongSafe = lazy.Value[map[string]bool]{Build: func() map[string]bool {
 	return map[string]bool{
 		"quit-at-eof": true, "QUIT-AT-EOF": true, "quit-if-one-screen": true, "ignore-case": true, "IGNORE-CASE": true,
 		"long-prompt": true, "LONG-PROMPT": true, "line-numbers": true, "LINE-NUMBERS": true, "quiet": true,

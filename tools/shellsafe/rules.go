@@ -1,6 +1,8 @@
 package shellsafe
 
 import (
+	"github.com/qwen-ls/qwen-ls/tools/lazy"
+
 	"path"
 	"strings"
 
@@ -305,7 +307,7 @@ func shellDenyForms(sub SubCommand, depth int) []SubCommand {
 // shellWrappers are commands that run another command given in their
 // arguments: the options that take a separate value, and how many operands
 // come before the command.
-var shellWrappers = lazy[map[string]shellWrapper]{build: func() map[string]shellWrapper {
+var shellWrappers = lazy.Value[map[string]shellWrapper]{Build: func() map[string]shellWrapper {
 	return map[string]shellWrapper{
 		"timeout": {valueOpts: "-s --signal -k --kill-after", operands: 1},
 		"nice":    {valueOpts: "-n --adjustment"},
@@ -333,7 +335,7 @@ type shellWrapper struct {
 
 // unwrapShellCommand returns the command a wrapper runs.
 func unwrapShellCommand(sub SubCommand) (SubCommand, bool) {
-	wr, ok := shellWrappers.get()[path.Base(sub.Words[0].Value)]
+	wr, ok := shellWrappers.Get()[path.Base(sub.Words[0].Value)]
 	if !ok {
 		return sub, false
 	}
@@ -388,7 +390,7 @@ func containsString(list []string, s string) bool {
 // knownSubCommands are the tools whose second word makes a narrower
 // suggested rule (tools.md §6.3). make's targets are open-ended, so any
 // plain word counts for it.
-var knownSubCommands = lazy[map[string][]string]{build: func() map[string][]string {
+var knownSubCommands = lazy.Value[map[string][]string]{Build: func() map[string][]string {
 	return map[string][]string{
 		"git": {"add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "cat-file", "checkout",
 			"cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch", "format-patch",
@@ -448,7 +450,7 @@ func SuggestedRule(sub SubCommand) string {
 		if sub.Root == "make" && isPlainTarget(second.Value) {
 			return "Bash(make " + second.Value + " *)"
 		}
-		if containsString(knownSubCommands.get()[sub.Root], second.Value) {
+		if containsString(knownSubCommands.Get()[sub.Root], second.Value) {
 			return "Bash(" + sub.Root + " " + second.Value + " *)"
 		}
 	}

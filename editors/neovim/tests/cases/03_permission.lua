@@ -11,32 +11,22 @@ local function alive(pid)
   return not s:match('^%d+ %b() Z')
 end
 
-local function slurp(path)
-  local f = io.open(path, 'rb')
-  if not f then
-    return nil
-  end
-  local s = f:read('*a')
-  f:close()
-  return s
-end
-
 -- The processes of the scripted shell command, as this machine sees them:
 -- the shell whose command line writes shell.pid, and its children. The
 -- command runs in a PID namespace of its own, so the number it writes with
 -- $$ means nothing out here.
-local function command_tree()
+local function command_tree(H)
   local pids = {}
   for _, name in ipairs(vim.fn.readdir('/proc')) do
     if name:match('^%d+$') then
-      local cmd = (slurp('/proc/' .. name .. '/cmdline') or ''):gsub('%z', ' ')
+      local cmd = (H.read('/proc/' .. name .. '/cmdline') or ''):gsub('%z', ' ')
       if cmd:find('echo $$ > shell.pid', 1, true) and alive(name) then
         table.insert(pids, name)
       end
     end
   end
   for _, name in ipairs(vim.fn.readdir('/proc')) do
-    local stat = name:match('^%d+$') and slurp('/proc/' .. name .. '/stat')
+    local stat = name:match('^%d+$') and H.read('/proc/' .. name .. '/stat')
     local ppid = stat and stat:match('^%d+ %b() %a (%d+)')
     if ppid and vim.tbl_contains(pids, ppid) then
       table.insert(pids, name)
@@ -131,7 +121,7 @@ return {
         local s = H.read(ws .. '/shell.pid')
         return s and s:match('%d+')
       end, 'the command to start')
-      local tree = command_tree()
+      local tree = command_tree(H)
       H.ok(#tree >= 2, 'the shell and its sleep running, found ' .. vim.inspect(tree))
       H.contains(require('qwen').statusline(), 'qwen: working', 'statusline while running')
       vim.cmd('QwenCancel')
