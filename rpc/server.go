@@ -79,7 +79,12 @@ type request struct {
 	Server *Server
 	// afterReply runs once the answer is written.
 	afterReply func()
+	// long are where the long strings of Params lie (jsonValue).
+	long [][2]int
 }
+
+// params is Params with where its long strings lie.
+func (r *request) params() jsonValue { return jsonValue{raw: r.Params, long: r.long} }
 
 // AfterReply runs f once the request's answer is written, so that what f
 // sends reaches the editor after the answer.
@@ -247,6 +252,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 		closer = c
 	}
 	st := newStream(in, out, closer, s.opts.ACP)
+	st.keepParams = true
 	st.onBadMessage = func(code int64, reason string) {
 		s.log.Warnf("answered a bad message with %d: %s", code, reason)
 	}
@@ -304,11 +310,12 @@ func (s *Server) waitAsync(limit time.Duration) {
 // Async are started on their own goroutine.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.Request) {
 	<-s.connReady
-	var params json.RawMessage
-	if jr.Params != nil {
+	held, ok := s.stream.takeParams(jr)
+	params := json.RawMessage(held.raw)
+	if !ok && jr.Params != nil {
 		params = json.RawMessage(*jr.Params)
 	}
-	req := &request{Method: jr.Method, Params: params, Server: s}
+	req := &request{Method: jr.Method, Params: params, Server: s, long: held.long}
 	if !jr.Notif {
 		id := jr.ID
 		req.ID = &id

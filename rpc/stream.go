@@ -44,6 +44,19 @@ type stream struct {
 	// onBadMessage, when set, is told about every message the stream
 	// answered itself, for the server's log.
 	onBadMessage func(code int64, reason string)
+
+	// keepParams: a request's params do not go through jsonrpc2, which
+	// decodes them into maps and encodes them again (several copies of a
+	// document in a didOpen, at several times its size); they wait in
+	// held for the handler instead (takeParams).
+	keepParams bool
+	// held is the params of the request ReadObject returned last, tagged
+	// with a number that jsonrpc2 carries to the handler in the
+	// request's meta. Only the read goroutine uses it.
+	held struct {
+		seq    uint64
+		params jsonValue
+	}
 }
 
 func newStream(r io.Reader, w io.Writer, c io.Closer, ndjson bool) *stream {
@@ -138,13 +151,18 @@ func (s *stream) ReadObject(v interface{}) error {
 			}
 			return err
 		}
-		if code, msg, id := checkMessage(body); code != 0 {
+		env, code, msg, id := parseMessage(body)
+		if code != 0 {
 			if msg != "" {
 				s.answer(id, code, msg)
 			}
 			continue
 		}
-		if err := json.Unmarshal(body, v); err != nil {
+		dec := body
+		if s.keepParams && env.method != nil {
+			dec = s.holdParams(body, env)
+		}
+		if err := json.Unmarshal(dec, v); err != nil {
 			// checkMessage accepts what jsonrpc2 can decode; this is a
 			// last line of defence, never a reason to drop the connection.
 			s.answer(messageID(body), jsonrpc2.CodeInvalidRequest, "invalid request: "+err.Error())
@@ -152,6 +170,43 @@ func (s *stream) ReadObject(v interface{}) error {
 		}
 		return nil
 	}
+}
+
+// holdParams keeps the params of the request env for takeParams and
+// returns the message to hand to jsonrpc2 in its place: the same request
+// without params, whose meta names the held ones.
+func (s *stream) holdParams(body []byte, env envelope) []byte {
+	s.held.seq++
+	// params is a slice of body: the long strings' spans shift by its
+	// offset.
+	s.held.params = jsonValue{raw: body, long: env.long}
+	if env.params != nil {
+		at := cap(body) - cap(env.params)
+		s.held.params = s.held.params.sub(at, at+len(env.params))
+	} else {
+		s.held.params = jsonValue{}
+	}
+	small := make([]byte, 0, 64+len(env.method)+len(env.id))
+	small = append(small, `{"jsonrpc":"2.0","method":`...)
+	small = append(small, env.method...)
+	if env.id != nil {
+		small = append(small, `,"id":`...)
+		small = append(small, env.id...)
+	}
+	small = append(small, `,"meta":`...)
+	small = strconv.AppendUint(small, s.held.seq, 10)
+	return append(small, '}')
+}
+
+// takeParams returns the params held for jr (nil when it had none) and
+// forgets them. ok is false when jr did not come through holdParams.
+func (s *stream) takeParams(jr *jsonrpc2.Request) (params jsonValue, ok bool) {
+	if !s.keepParams || jr.Meta == nil || string(*jr.Meta) != strconv.FormatUint(s.held.seq, 10) {
+		return jsonValue{}, false
+	}
+	params = s.held.params
+	s.held.params = jsonValue{}
+	return params, true
 }
 
 // frameError is a framing problem that the stream recovered from. Code 0
@@ -311,57 +366,72 @@ func (s *stream) answer(id json.RawMessage, code int64, msg string) {
 // valid message; otherwise the error to answer and the message's id when it
 // has a usable one.
 func checkMessage(body []byte) (code int64, msg string, id json.RawMessage) {
-	if !json.Valid(body) {
-		return jsonrpc2.CodeParseError, "parse error: the message body is not valid JSON", nil
+	_, code, msg, id = parseMessage(body)
+	return code, msg, id
+}
+
+// parseMessage is checkMessage that also returns where the envelope's
+// members lie in body.
+func parseMessage(body []byte) (env envelope, code int64, msg string, id json.RawMessage) {
+	env, ok := scanEnvelope(body)
+	if !ok {
+		return env, jsonrpc2.CodeParseError, "parse error: the message body is not valid JSON", nil
 	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		if len(trimmed) > 0 && trimmed[0] == '[' {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: batches are not supported", nil
+	if !env.object {
+		if env.first == '[' {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: batches are not supported", nil
 		}
-		return jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil
 	}
-	var env struct {
-		JSONRPC *string          `json:"jsonrpc"`
-		ID      json.RawMessage  `json:"id"`
-		Method  *json.RawMessage `json:"method"`
-		Params  json.RawMessage  `json:"params"`
-		Result  json.RawMessage  `json:"result"`
-		Error   json.RawMessage  `json:"error"`
+	if env.id != nil && !validID(env.id) {
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: id must be an integer, a string or null", nil
 	}
-	if err := json.Unmarshal(trimmed, &env); err != nil {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: " + err.Error(), nil
+	id = env.id
+	if !isString(env.jsonrpc, "2.0") {
+		return env, jsonrpc2.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, id
 	}
-	if env.ID != nil && !validID(env.ID) {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: id must be an integer, a string or null", nil
+	// A null method is no method, as encoding/json reads one.
+	if string(env.method) == "null" {
+		env.method = nil
 	}
-	id = env.ID
-	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
-		return jsonrpc2.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, id
-	}
-	isResponse := env.Result != nil || env.Error != nil
-	if env.Method != nil {
-		var m string
-		if err := json.Unmarshal(*env.Method, &m); err != nil || m == "" {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: method must be a non-empty string", id
+	isResponse := env.result != nil || env.errv != nil
+	if env.method != nil {
+		if !isString(env.method, "") || string(env.method) == `""` {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: method must be a non-empty string", id
 		}
 		if isResponse {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: a message cannot be both a request and a response", id
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message cannot be both a request and a response", id
 		}
-		if p := bytes.TrimSpace(env.Params); len(p) > 0 && p[0] != '{' && p[0] != '[' && !bytes.Equal(p, []byte("null")) {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: params must be an object or an array", id
+		if p := env.params; len(p) > 0 && p[0] != '{' && p[0] != '[' && string(p) != "null" {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: params must be an object or an array", id
 		}
-		return 0, "", nil
+		return env, 0, "", nil
 	}
 	if !isResponse {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: a message needs a method, a result or an error", id
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message needs a method, a result or an error", id
 	}
-	if env.ID == nil || bytes.Equal(env.ID, []byte("null")) {
+	if env.id == nil || string(env.id) == "null" {
 		// A response we cannot route; answering it would start a loop of
 		// error replies between two peers, so drop it silently.
-		return jsonrpc2.CodeInvalidRequest, "", nil
+		return env, jsonrpc2.CodeInvalidRequest, "", nil
 	}
-	return 0, "", nil
+	return env, 0, "", nil
+}
+
+// isString reports whether raw is a JSON string, equal to want unless want
+// is "".
+func isString(raw []byte, want string) bool {
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	if want == "" {
+		return true
+	}
+	if string(raw) == `"`+want+`"` {
+		return true
+	}
+	var s string
+	return containsByte(raw, '\\') && json.Unmarshal(raw, &s) == nil && s == want
 }
 
 // validID accepts what both JSON-RPC and sourcegraph/jsonrpc2 can carry: a
