@@ -45,6 +45,10 @@ type stream struct {
 	// answered itself, for the server's log.
 	onBadMessage func(code int64, reason string)
 
+	// limit is the largest body accepted: MaxMessageSize, smaller in
+	// tests.
+	limit int
+
 	// keepParams: a request's params do not go through jsonrpc2, which
 	// decodes them into maps and encodes them again (several copies of a
 	// document in a didOpen, at several times its size); they wait in
@@ -60,7 +64,7 @@ type stream struct {
 }
 
 func newStream(r io.Reader, w io.Writer, c io.Closer, ndjson bool) *stream {
-	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson}
+	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson, limit: MaxMessageSize}
 }
 
 // WriteObject implements jsonrpc2.ObjectStream. jsonrpc2's messages
@@ -276,7 +280,7 @@ func (s *stream) readFrame() ([]byte, error) {
 	if length < 0 {
 		return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: missing Content-Length header"}
 	}
-	if length > MaxMessageSize {
+	if length > s.limit {
 		// Answer before the body goes by: a peer that announced 1 GiB
 		// learns at once, not after sending it all. The body is then
 		// skipped through a small buffer, never held.
@@ -295,24 +299,38 @@ func (s *stream) readFrame() ([]byte, error) {
 
 // readLine reads one NDJSON message, skipping blank lines and discarding
 // (without buffering) lines over the size limit.
+//
+// A line longer than the reader's buffer is gathered in blocks of
+// lineBlock bytes and joined once at its end: growing one slice instead
+// would copy it again at every growth (about five times its size
+// allocated, over twice its size live at once, for a line of tens of
+// megabytes). A line that passes the limit lets go of its blocks at once
+// and is read on to its end without being kept.
 func (s *stream) readLine() ([]byte, error) {
 	for {
-		var buf []byte
-		over := false
+		var (
+			first  []byte   // the line, while it fits in one fragment
+			blocks [][]byte // the line, once it did not
+			n      int      // its length so far
+			over   bool
+		)
 		for {
-			chunk, err := s.r.ReadSlice('\n')
-			if !over {
-				if len(buf)+len(chunk) > MaxMessageSize+1 {
-					over, buf = true, nil
-				} else {
-					buf = append(buf, chunk...)
-				}
+			frag, err := s.r.ReadSlice('\n')
+			switch {
+			case over:
+			case n+len(frag) > s.limit+1:
+				over, first, blocks = true, nil, nil
+			case n == 0 && err != bufio.ErrBufferFull:
+				first = frag
+			default:
+				blocks = appendBlocks(blocks, frag)
 			}
+			n += len(frag)
 			if err == bufio.ErrBufferFull {
 				continue
 			}
 			if err != nil {
-				if err == io.EOF && (len(buf) > 0 || over) {
+				if err == io.EOF && n > 0 {
 					if over {
 						return nil, io.ErrUnexpectedEOF
 					}
@@ -325,12 +343,68 @@ func (s *stream) readLine() ([]byte, error) {
 		if over {
 			return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: message over the 64 MiB limit"}
 		}
-		buf = bytes.TrimSpace(buf)
-		if len(buf) == 0 {
+		var line []byte
+		if blocks == nil {
+			// first is the reader's buffer, which the next read reuses.
+			line = bytes.Clone(bytes.TrimSpace(first))
+		} else {
+			line = joinBlocks(blocks, n)
+		}
+		if len(line) == 0 {
 			continue
 		}
-		return buf, nil
+		return line, nil
 	}
+}
+
+// lineBlock is the size of the blocks a long line is gathered in.
+const lineBlock = 1 << 20
+
+// appendBlocks appends p to the last block, starting new blocks as they
+// fill.
+func appendBlocks(blocks [][]byte, p []byte) [][]byte {
+	for len(p) > 0 {
+		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == cap(blocks[len(blocks)-1]) {
+			blocks = append(blocks, make([]byte, 0, lineBlock))
+		}
+		last := &blocks[len(blocks)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+	return blocks
+}
+
+// joinBlocks returns the trimmed text of blocks (n bytes in all) in one
+// slice of its size, letting go of each block once it is copied.
+func joinBlocks(blocks [][]byte, n int) []byte {
+	// Trim the white space at both ends without joining first.
+	for len(blocks) > 0 {
+		b := bytes.TrimLeft(blocks[0], " \t\r\n")
+		n -= len(blocks[0]) - len(b)
+		if blocks[0] = b; len(b) > 0 {
+			break
+		}
+		blocks = blocks[1:]
+	}
+	for len(blocks) > 0 {
+		k := len(blocks) - 1
+		b := bytes.TrimRight(blocks[k], " \t\r\n")
+		n -= len(blocks[k]) - len(b)
+		if blocks[k] = b; len(b) > 0 {
+			break
+		}
+		blocks = blocks[:k]
+	}
+	if n == 0 {
+		return nil
+	}
+	line := make([]byte, 0, n)
+	for i := range blocks {
+		line = append(line, blocks[i]...)
+		blocks[i] = nil
+	}
+	return line
 }
 
 func (s *stream) skipToBlankLine() {
