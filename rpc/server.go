@@ -165,6 +165,9 @@ type Server struct {
 	// async counts request goroutines, so Serve can wait for them.
 	async sync.WaitGroup
 
+	// mem hands memory back to the system after big inputs (memory.go).
+	mem releaser
+
 	// cmds are the custom slash commands and their watcher (commands.go).
 	cmds commandSet
 }
@@ -253,6 +256,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	}
 	st := newStream(in, out, closer, s.opts.ACP)
 	st.keepParams = true
+	st.onLarge = s.mem.soon
 	st.onBadMessage = func(code int64, reason string) {
 		s.log.Warnf("answered a bad message with %d: %s", code, reason)
 	}
@@ -276,6 +280,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	s.sessions.CancelAll()
 	s.cancelAll()
 	s.waitAsync(2 * time.Second)
+	s.mem.stop()
 	s.closeCommands()
 	// Background commands and whatever foreground commands left behind
 	// die with the connection (tools.md §3.8).
@@ -319,6 +324,11 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.R
 	if !jr.Notif {
 		id := jr.ID
 		req.ID = &id
+	}
+	if len(params) > largeMessage {
+		// Once handled, the message is garbage. (An async handler may
+		// still hold it; its end asks again.)
+		defer s.mem.soon()
 	}
 	if jr.Notif {
 		s.handleNotification(ctx, req)
@@ -402,6 +412,14 @@ func (s *Server) handleRequest(ctx context.Context, req *request) {
 			delete(s.inflight, id)
 			s.mu.Unlock()
 			cancel()
+		}()
+		// A request that allocated a lot (a turn that streamed a big
+		// answer) leaves that much garbage: hand it back once it ends.
+		before := allocated()
+		defer func() {
+			if len(req.Params) > largeMessage || allocated()-before > largeAllocation {
+				s.mem.soon()
+			}
 		}()
 		res, err := s.call(rctx, m, req)
 		if rctx.Err() != nil && s.baseCtx.Err() == nil {

@@ -48,6 +48,9 @@ type stream struct {
 	// limit is the largest body accepted: MaxMessageSize, smaller in
 	// tests.
 	limit int
+	// onLarge, when set, is told when a line over the limit was
+	// refused: the memory it took up to the limit is garbage now.
+	onLarge func()
 
 	// keepParams: a request's params do not go through jsonrpc2, which
 	// decodes them into maps and encodes them again (several copies of a
@@ -341,6 +344,9 @@ func (s *stream) readLine() ([]byte, error) {
 			break
 		}
 		if over {
+			if s.onLarge != nil {
+				s.onLarge()
+			}
 			return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: message over the 64 MiB limit"}
 		}
 		var line []byte

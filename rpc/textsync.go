@@ -131,11 +131,12 @@ func (s *Server) didOpenBig(req *request) (done bool, err error) {
 
 // decodeLater returns the function that decodes raw for the overlay. raw
 // is a slice of the whole message, which is garbage once decoded: the
-// function lets go of it.
+// function lets go of it and asks for the memory to be handed back.
 func (s *Server) decodeLater(raw []byte) func() string {
 	return func() string {
 		text := unquoteString(raw)
 		raw = nil
+		s.mem.soon()
 		return text
 	}
 }
