@@ -79,7 +79,12 @@ type request struct {
 	Server *Server
 	// afterReply runs once the answer is written.
 	afterReply func()
+	// long are where the long strings of Params lie (jsonValue).
+	long [][2]int
 }
+
+// params is Params with where its long strings lie.
+func (r *request) params() jsonValue { return jsonValue{raw: r.Params, long: r.long} }
 
 // AfterReply runs f once the request's answer is written, so that what f
 // sends reaches the editor after the answer.
@@ -159,6 +164,9 @@ type Server struct {
 
 	// async counts request goroutines, so Serve can wait for them.
 	async sync.WaitGroup
+
+	// mem hands memory back to the system after big inputs (memory.go).
+	mem releaser
 
 	// cmds are the custom slash commands and their watcher (commands.go).
 	cmds commandSet
@@ -247,6 +255,8 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 		closer = c
 	}
 	st := newStream(in, out, closer, s.opts.ACP)
+	st.keepParams = true
+	st.onLarge = s.mem.soon
 	st.onBadMessage = func(code int64, reason string) {
 		s.log.Warnf("answered a bad message with %d: %s", code, reason)
 	}
@@ -270,6 +280,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	s.sessions.CancelAll()
 	s.cancelAll()
 	s.waitAsync(2 * time.Second)
+	s.mem.stop()
 	s.closeCommands()
 	// Background commands and whatever foreground commands left behind
 	// die with the connection (tools.md §3.8).
@@ -304,14 +315,20 @@ func (s *Server) waitAsync(limit time.Duration) {
 // Async are started on their own goroutine.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, jr *jsonrpc2.Request) {
 	<-s.connReady
-	var params json.RawMessage
-	if jr.Params != nil {
+	held, ok := s.stream.takeParams(jr)
+	params := json.RawMessage(held.raw)
+	if !ok && jr.Params != nil {
 		params = json.RawMessage(*jr.Params)
 	}
-	req := &request{Method: jr.Method, Params: params, Server: s}
+	req := &request{Method: jr.Method, Params: params, Server: s, long: held.long}
 	if !jr.Notif {
 		id := jr.ID
 		req.ID = &id
+	}
+	if len(params) > largeMessage {
+		// Once handled, the message is garbage. (An async handler may
+		// still hold it; its end asks again.)
+		defer s.mem.soon()
 	}
 	if jr.Notif {
 		s.handleNotification(ctx, req)
@@ -395,6 +412,14 @@ func (s *Server) handleRequest(ctx context.Context, req *request) {
 			delete(s.inflight, id)
 			s.mu.Unlock()
 			cancel()
+		}()
+		// A request that allocated a lot (a turn that streamed a big
+		// answer) leaves that much garbage: hand it back once it ends.
+		before := allocated()
+		defer func() {
+			if len(req.Params) > largeMessage || allocated()-before > largeAllocation {
+				s.mem.soon()
+			}
 		}()
 		res, err := s.call(rctx, m, req)
 		if rctx.Err() != nil && s.baseCtx.Err() == nil {

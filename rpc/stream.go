@@ -44,10 +44,30 @@ type stream struct {
 	// onBadMessage, when set, is told about every message the stream
 	// answered itself, for the server's log.
 	onBadMessage func(code int64, reason string)
+
+	// limit is the largest body accepted: MaxMessageSize, smaller in
+	// tests.
+	limit int
+	// onLarge, when set, is told when a line over the limit was
+	// refused: the memory it took up to the limit is garbage now.
+	onLarge func()
+
+	// keepParams: a request's params do not go through jsonrpc2, which
+	// decodes them into maps and encodes them again (several copies of a
+	// document in a didOpen, at several times its size); they wait in
+	// held for the handler instead (takeParams).
+	keepParams bool
+	// held is the params of the request ReadObject returned last, tagged
+	// with a number that jsonrpc2 carries to the handler in the
+	// request's meta. Only the read goroutine uses it.
+	held struct {
+		seq    uint64
+		params jsonValue
+	}
 }
 
 func newStream(r io.Reader, w io.Writer, c io.Closer, ndjson bool) *stream {
-	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson}
+	return &stream{r: bufio.NewReaderSize(r, 64<<10), w: bufio.NewWriterSize(w, 64<<10), closer: c, ndjson: ndjson, limit: MaxMessageSize}
 }
 
 // WriteObject implements jsonrpc2.ObjectStream. jsonrpc2's messages
@@ -138,13 +158,18 @@ func (s *stream) ReadObject(v interface{}) error {
 			}
 			return err
 		}
-		if code, msg, id := checkMessage(body); code != 0 {
+		env, code, msg, id := parseMessage(body)
+		if code != 0 {
 			if msg != "" {
 				s.answer(id, code, msg)
 			}
 			continue
 		}
-		if err := json.Unmarshal(body, v); err != nil {
+		dec := body
+		if s.keepParams && env.method != nil {
+			dec = s.holdParams(body, env)
+		}
+		if err := json.Unmarshal(dec, v); err != nil {
 			// checkMessage accepts what jsonrpc2 can decode; this is a
 			// last line of defence, never a reason to drop the connection.
 			s.answer(messageID(body), jsonrpc2.CodeInvalidRequest, "invalid request: "+err.Error())
@@ -152,6 +177,43 @@ func (s *stream) ReadObject(v interface{}) error {
 		}
 		return nil
 	}
+}
+
+// holdParams keeps the params of the request env for takeParams and
+// returns the message to hand to jsonrpc2 in its place: the same request
+// without params, whose meta names the held ones.
+func (s *stream) holdParams(body []byte, env envelope) []byte {
+	s.held.seq++
+	// params is a slice of body: the long strings' spans shift by its
+	// offset.
+	s.held.params = jsonValue{raw: body, long: env.long}
+	if env.params != nil {
+		at := cap(body) - cap(env.params)
+		s.held.params = s.held.params.sub(at, at+len(env.params))
+	} else {
+		s.held.params = jsonValue{}
+	}
+	small := make([]byte, 0, 64+len(env.method)+len(env.id))
+	small = append(small, `{"jsonrpc":"2.0","method":`...)
+	small = append(small, env.method...)
+	if env.id != nil {
+		small = append(small, `,"id":`...)
+		small = append(small, env.id...)
+	}
+	small = append(small, `,"meta":`...)
+	small = strconv.AppendUint(small, s.held.seq, 10)
+	return append(small, '}')
+}
+
+// takeParams returns the params held for jr (nil when it had none) and
+// forgets them. ok is false when jr did not come through holdParams.
+func (s *stream) takeParams(jr *jsonrpc2.Request) (params jsonValue, ok bool) {
+	if !s.keepParams || jr.Meta == nil || string(*jr.Meta) != strconv.FormatUint(s.held.seq, 10) {
+		return jsonValue{}, false
+	}
+	params = s.held.params
+	s.held.params = jsonValue{}
+	return params, true
 }
 
 // frameError is a framing problem that the stream recovered from. Code 0
@@ -221,7 +283,7 @@ func (s *stream) readFrame() ([]byte, error) {
 	if length < 0 {
 		return nil, &frameError{code: jsonrpc2.CodeParseError, msg: "parse error: missing Content-Length header"}
 	}
-	if length > MaxMessageSize {
+	if length > s.limit {
 		// Answer before the body goes by: a peer that announced 1 GiB
 		// learns at once, not after sending it all. The body is then
 		// skipped through a small buffer, never held.
@@ -240,24 +302,38 @@ func (s *stream) readFrame() ([]byte, error) {
 
 // readLine reads one NDJSON message, skipping blank lines and discarding
 // (without buffering) lines over the size limit.
+//
+// A line longer than the reader's buffer is gathered in blocks of
+// lineBlock bytes and joined once at its end: growing one slice instead
+// would copy it again at every growth (about five times its size
+// allocated, over twice its size live at once, for a line of tens of
+// megabytes). A line that passes the limit lets go of its blocks at once
+// and is read on to its end without being kept.
 func (s *stream) readLine() ([]byte, error) {
 	for {
-		var buf []byte
-		over := false
+		var (
+			first  []byte   // the line, while it fits in one fragment
+			blocks [][]byte // the line, once it did not
+			n      int      // its length so far
+			over   bool
+		)
 		for {
-			chunk, err := s.r.ReadSlice('\n')
-			if !over {
-				if len(buf)+len(chunk) > MaxMessageSize+1 {
-					over, buf = true, nil
-				} else {
-					buf = append(buf, chunk...)
-				}
+			frag, err := s.r.ReadSlice('\n')
+			switch {
+			case over:
+			case n+len(frag) > s.limit+1:
+				over, first, blocks = true, nil, nil
+			case n == 0 && err != bufio.ErrBufferFull:
+				first = frag
+			default:
+				blocks = appendBlocks(blocks, frag)
 			}
+			n += len(frag)
 			if err == bufio.ErrBufferFull {
 				continue
 			}
 			if err != nil {
-				if err == io.EOF && (len(buf) > 0 || over) {
+				if err == io.EOF && n > 0 {
 					if over {
 						return nil, io.ErrUnexpectedEOF
 					}
@@ -268,14 +344,73 @@ func (s *stream) readLine() ([]byte, error) {
 			break
 		}
 		if over {
+			if s.onLarge != nil {
+				s.onLarge()
+			}
 			return nil, &frameError{code: jsonrpc2.CodeInvalidRequest, msg: "invalid request: message over the 64 MiB limit"}
 		}
-		buf = bytes.TrimSpace(buf)
-		if len(buf) == 0 {
+		var line []byte
+		if blocks == nil {
+			// first is the reader's buffer, which the next read reuses.
+			line = bytes.Clone(bytes.TrimSpace(first))
+		} else {
+			line = joinBlocks(blocks, n)
+		}
+		if len(line) == 0 {
 			continue
 		}
-		return buf, nil
+		return line, nil
 	}
+}
+
+// lineBlock is the size of the blocks a long line is gathered in.
+const lineBlock = 1 << 20
+
+// appendBlocks appends p to the last block, starting new blocks as they
+// fill.
+func appendBlocks(blocks [][]byte, p []byte) [][]byte {
+	for len(p) > 0 {
+		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == cap(blocks[len(blocks)-1]) {
+			blocks = append(blocks, make([]byte, 0, lineBlock))
+		}
+		last := &blocks[len(blocks)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+	return blocks
+}
+
+// joinBlocks returns the trimmed text of blocks (n bytes in all) in one
+// slice of its size, letting go of each block once it is copied.
+func joinBlocks(blocks [][]byte, n int) []byte {
+	// Trim the white space at both ends without joining first.
+	for len(blocks) > 0 {
+		b := bytes.TrimLeft(blocks[0], " \t\r\n")
+		n -= len(blocks[0]) - len(b)
+		if blocks[0] = b; len(b) > 0 {
+			break
+		}
+		blocks = blocks[1:]
+	}
+	for len(blocks) > 0 {
+		k := len(blocks) - 1
+		b := bytes.TrimRight(blocks[k], " \t\r\n")
+		n -= len(blocks[k]) - len(b)
+		if blocks[k] = b; len(b) > 0 {
+			break
+		}
+		blocks = blocks[:k]
+	}
+	if n == 0 {
+		return nil
+	}
+	line := make([]byte, 0, n)
+	for i := range blocks {
+		line = append(line, blocks[i]...)
+		blocks[i] = nil
+	}
+	return line
 }
 
 func (s *stream) skipToBlankLine() {
@@ -311,57 +446,72 @@ func (s *stream) answer(id json.RawMessage, code int64, msg string) {
 // valid message; otherwise the error to answer and the message's id when it
 // has a usable one.
 func checkMessage(body []byte) (code int64, msg string, id json.RawMessage) {
-	if !json.Valid(body) {
-		return jsonrpc2.CodeParseError, "parse error: the message body is not valid JSON", nil
+	_, code, msg, id = parseMessage(body)
+	return code, msg, id
+}
+
+// parseMessage is checkMessage that also returns where the envelope's
+// members lie in body.
+func parseMessage(body []byte) (env envelope, code int64, msg string, id json.RawMessage) {
+	env, ok := scanEnvelope(body)
+	if !ok {
+		return env, jsonrpc2.CodeParseError, "parse error: the message body is not valid JSON", nil
 	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		if len(trimmed) > 0 && trimmed[0] == '[' {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: batches are not supported", nil
+	if !env.object {
+		if env.first == '[' {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: batches are not supported", nil
 		}
-		return jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil
 	}
-	var env struct {
-		JSONRPC *string          `json:"jsonrpc"`
-		ID      json.RawMessage  `json:"id"`
-		Method  *json.RawMessage `json:"method"`
-		Params  json.RawMessage  `json:"params"`
-		Result  json.RawMessage  `json:"result"`
-		Error   json.RawMessage  `json:"error"`
+	if env.id != nil && !validID(env.id) {
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: id must be an integer, a string or null", nil
 	}
-	if err := json.Unmarshal(trimmed, &env); err != nil {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: " + err.Error(), nil
+	id = env.id
+	if !isString(env.jsonrpc, "2.0") {
+		return env, jsonrpc2.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, id
 	}
-	if env.ID != nil && !validID(env.ID) {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: id must be an integer, a string or null", nil
+	// A null method is no method, as encoding/json reads one.
+	if string(env.method) == "null" {
+		env.method = nil
 	}
-	id = env.ID
-	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
-		return jsonrpc2.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, id
-	}
-	isResponse := env.Result != nil || env.Error != nil
-	if env.Method != nil {
-		var m string
-		if err := json.Unmarshal(*env.Method, &m); err != nil || m == "" {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: method must be a non-empty string", id
+	isResponse := env.result != nil || env.errv != nil
+	if env.method != nil {
+		if !isString(env.method, "") || string(env.method) == `""` {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: method must be a non-empty string", id
 		}
 		if isResponse {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: a message cannot be both a request and a response", id
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message cannot be both a request and a response", id
 		}
-		if p := bytes.TrimSpace(env.Params); len(p) > 0 && p[0] != '{' && p[0] != '[' && !bytes.Equal(p, []byte("null")) {
-			return jsonrpc2.CodeInvalidRequest, "invalid request: params must be an object or an array", id
+		if p := env.params; len(p) > 0 && p[0] != '{' && p[0] != '[' && string(p) != "null" {
+			return env, jsonrpc2.CodeInvalidRequest, "invalid request: params must be an object or an array", id
 		}
-		return 0, "", nil
+		return env, 0, "", nil
 	}
 	if !isResponse {
-		return jsonrpc2.CodeInvalidRequest, "invalid request: a message needs a method, a result or an error", id
+		return env, jsonrpc2.CodeInvalidRequest, "invalid request: a message needs a method, a result or an error", id
 	}
-	if env.ID == nil || bytes.Equal(env.ID, []byte("null")) {
+	if env.id == nil || string(env.id) == "null" {
 		// A response we cannot route; answering it would start a loop of
 		// error replies between two peers, so drop it silently.
-		return jsonrpc2.CodeInvalidRequest, "", nil
+		return env, jsonrpc2.CodeInvalidRequest, "", nil
 	}
-	return 0, "", nil
+	return env, 0, "", nil
+}
+
+// isString reports whether raw is a JSON string, equal to want unless want
+// is "".
+func isString(raw []byte, want string) bool {
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	if want == "" {
+		return true
+	}
+	if string(raw) == `"`+want+`"` {
+		return true
+	}
+	var s string
+	return containsByte(raw, '\\') && json.Unmarshal(raw, &s) == nil && s == want
 }
 
 // validID accepts what both JSON-RPC and sourcegraph/jsonrpc2 can carry: a

@@ -223,10 +223,15 @@ func (st *Store) reopen(path string) (*sessionLog, error) {
 	return l, nil
 }
 
-// write appends one event as one line with a single write call.
+// write appends one event as one line with a single write call. An event
+// whose message holds a text of more than largeEventText is the
+// exception: see writeLarge.
 func (l *sessionLog) write(ev event) error {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now().UTC()
+	}
+	if line, ok := splitLargeText(ev); ok {
+		return l.writeLarge(line)
 	}
 	b, err := json.Marshal(ev)
 	if err != nil {
@@ -274,10 +279,15 @@ func (l *sessionLog) close() {
 // for as json.Marshal writes it inside a string, since that is how it
 // appears in the event: a key holding '&', '<', '>', '"' or a backslash is
 // escaped there and would not match as it is.
-func (st *Store) redact(b []byte) []byte {
+func (st *Store) redact(b []byte) []byte { return redactWith(b, st.escapedSecrets()) }
+
+// escapedSecrets are the secrets as json.Marshal writes them inside a
+// string.
+func (st *Store) escapedSecrets() [][]byte {
 	if st.secrets == nil {
-		return b
+		return nil
 	}
+	var out [][]byte
 	for _, s := range st.secrets() {
 		if len(s) < 8 {
 			continue
@@ -286,7 +296,19 @@ func (st *Store) redact(b []byte) []byte {
 		if err != nil {
 			continue
 		}
-		b = bytes.ReplaceAll(b, enc[1:len(enc)-1], []byte("[redacted]"))
+		out = append(out, enc[1:len(enc)-1])
+	}
+	return out
+}
+
+// redactWith replaces each of secrets in b. It copies b only when a
+// secret is there: bytes.ReplaceAll always returns a copy, which for an
+// event of tens of megabytes is tens of megabytes more.
+func redactWith(b []byte, secrets [][]byte) []byte {
+	for _, enc := range secrets {
+		if bytes.Contains(b, enc) {
+			b = bytes.ReplaceAll(b, enc, []byte("[redacted]"))
+		}
 	}
 	return b
 }

@@ -133,14 +133,15 @@ func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBloc
 		host.Update(s.id, Update{Kind: UpdateUsage, Used: &used, Size: &window, CachedTokens: &cached})
 		s.calibrate(sent, resp.Usage.InputTokens)
 		calls, refused, looping := guard.screenCalls(s.fixCallIDs(resp.ToolCalls))
-		if largeArguments(resp.ToolCalls) && !freeAfter {
+		if (largeArguments(resp.ToolCalls) || len(resp.Text)+len(resp.Reasoning) > largeArgumentBytes) && !freeAfter {
 			freeAfter = true
 			// A large call makes copies of its arguments (decoded
 			// arguments, file text, diffs, messages to the editor,
 			// the session file's event) that turn to garbage one
-			// after another: collect sooner while the turn runs, and
-			// give the memory back when it ends, rather than hold it
-			// until the heap grows into it again.
+			// after another, and a large answer pieces of itself
+			// (the session file's event): collect sooner while the
+			// turn runs, and give the memory back when it ends,
+			// rather than hold it until the heap grows into it again.
 			defer tightenGC()()
 			defer debug.FreeOSMemory()
 		}
@@ -248,11 +249,35 @@ func (s *Session) request(ctx context.Context, model Model, system string, decls
 			s.countRequest(resp.Usage, time.Since(start))
 		}
 	}()
+	// A large answer leaves garbage behind each piece (the decoded event,
+	// the update to the editor): once the answer is large, collect sooner
+	// until it has been read.
+	var streamed struct {
+		sync.Mutex
+		n       int
+		untight func()
+	}
+	count := func(t string) {
+		streamed.Lock()
+		defer streamed.Unlock()
+		if streamed.n += len(t); streamed.n > largeArgumentBytes && streamed.untight == nil {
+			streamed.untight = tightenGC()
+		}
+	}
+	defer func() {
+		streamed.Lock()
+		defer streamed.Unlock()
+		if streamed.untight != nil {
+			streamed.untight()
+		}
+	}()
 	resp, err = model.Stream(ctx, ModelRequest{Model: model.Name(), Messages: msgs, Tools: decls, SessionID: s.id, PromptID: promptID}, StreamEvents{
 		OnText: func(t string) {
+			count(t)
 			host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(t)})
 		},
 		OnReasoning: func(t string) {
+			count(t)
 			host.Update(s.id, Update{Kind: UpdateAgentThought, Content: textBlock(t)})
 		},
 		OnCut: func() {
@@ -281,21 +306,31 @@ func (s *Session) calibrate(sent, input int) {
 	s.record(event{Type: "usage", Input: input, Count: sent})
 }
 
-func (s *Session) append(m Message) { s.appendCounted(m, 0) }
+// append adds a message that is not the model's answer (a prompt, a tool
+// result) to the history and the session file.
+func (s *Session) append(m Message) {
+	// Such a message's text is often a slice of a larger buffer: a tool's
+	// output builder, a file read whole. The history keeps a copy of just
+	// the text, so that a long session holds its conversation and not the
+	// buffers it was cut from.
+	m.Text = strings.Clone(m.Text)
+	m.Reasoning = strings.Clone(m.Reasoning)
+	s.appendCounted(m, 0)
+}
 
 // appendCounted adds a message to the history and the session file;
-// tokens is the model's count for it, or 0 for an estimate.
+// tokens is the model's count for it, or 0 for an estimate. Called for
+// the model's answer directly, it keeps the answer's text and reasoning as
+// they are: the stream's accumulator made each at its exact size
+// (answertext.go), or the provider cut them from it, wasting little; a
+// copy would cost their size again, for an answer of 50 MB 50 MB more at
+// the moment memory is tightest.
 func (s *Session) appendCounted(m Message, tokens int) {
 	if tokens <= 0 {
 		tokens = estimateMessage(m)
 	}
-	// A message's strings are often slices of larger buffers: a tool's
-	// output builder, a file read whole, the stream's accumulator, the
-	// decoded chunks of a tool call. The history keeps copies of just the
-	// strings, so that a long session holds its conversation and not the
-	// buffers it was cut from.
-	m.Text = strings.Clone(m.Text)
-	m.Reasoning = strings.Clone(m.Reasoning)
+	// The decoded chunks of a tool call are slices of larger buffers:
+	// the history keeps copies of just the strings.
 	if len(m.ToolCalls) > 0 {
 		calls := make([]ToolCall, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {

@@ -140,7 +140,7 @@ type answerReader struct {
 	shown                    bool
 	size                     int
 	out                      ModelResponse
-	text, reasoning, refusal strings.Builder
+	text, reasoning, refusal answerText
 	think                    thinkSplitter
 	// Arguments arrive in many small pieces; a builder per call keeps
 	// collecting them linear (appending to a string copies all of it

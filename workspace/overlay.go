@@ -47,6 +47,10 @@ type buffer struct {
 	fresh    bool
 	modified time.Time
 	dirty    bool
+	// ready, while not nil, is closed once text, snapshot and fresh hold
+	// the buffer's text, which a goroutine is still producing
+	// (OpenLater, ReplaceLater); ready is then set to nil.
+	ready chan struct{}
 }
 
 // newOverlayFor returns an empty overlay whose paths are compared by the
@@ -72,18 +76,95 @@ func (o *Overlay) Open(path string, version int32, text string) {
 	o.notifyLocked()
 }
 
+// OpenLater is Open with the text still to be produced by text, on a
+// goroutine of its own, so that a big document costs the caller (the
+// connection's read path) nothing. Every read or change of this buffer
+// waits for its text; other buffers are served meanwhile, and so are its
+// version, its dirty state and the list of open paths.
+func (o *Overlay) OpenLater(path string, version int32, text func() string) {
+	b := &buffer{path: path, version: version, modified: time.Now()}
+	o.mu.Lock()
+	o.bufs[o.key(path)] = b
+	o.startLocked(b, text)
+	o.notifyLocked()
+	o.mu.Unlock()
+}
+
+// ReplaceLater is Apply of one change of the whole text, the text to be
+// produced by text as in OpenLater.
+func (o *Overlay) ReplaceLater(path string, version int32, text func() string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old, ok := o.bufs[o.key(path)]
+	if !ok {
+		return fmt.Errorf("apply change to %s: the document is not open", path)
+	}
+	b := &buffer{path: old.path, version: version, modified: time.Now(), dirty: true}
+	o.bufs[o.key(path)] = b
+	o.startLocked(b, text)
+	o.notifyLocked()
+	return nil
+}
+
+// startLocked produces b's text on a goroutine.
+func (o *Overlay) startLocked(b *buffer, text func() string) {
+	ready := make(chan struct{})
+	b.ready = ready
+	go func() {
+		var t string
+		var r rope
+		func() {
+			// A panic here would take the whole server down; the
+			// buffer is left empty instead.
+			defer func() { _ = recover() }()
+			t = text()
+			text = nil // what it holds is garbage now
+			r = newRope(t)
+		}()
+		o.mu.Lock()
+		b.text, b.snapshot, b.fresh = r, t, true
+		b.ready = nil
+		o.notifyLocked()
+		o.mu.Unlock()
+		close(ready)
+	}()
+}
+
+// lookup returns the buffer for path with its text in place, holding
+// o.mu for reading (or for writing, with write set) when found; without
+// it, the lock is not held.
+func (o *Overlay) lookup(path string, write bool) (*buffer, bool) {
+	lock, unlock := o.mu.RLock, o.mu.RUnlock
+	if write {
+		lock, unlock = o.mu.Lock, o.mu.Unlock
+	}
+	for {
+		lock()
+		b, ok := o.bufs[o.key(path)]
+		if !ok {
+			unlock()
+			return nil, false
+		}
+		ready := b.ready
+		if ready == nil {
+			return b, true
+		}
+		unlock()
+		<-ready
+	}
+}
+
 // Apply applies changes in order and sets the version. Each change's range
 // is counted in enc against the text the changes before it produced. The
 // batch is atomic: if any change has a range outside its text (see OffsetOf
 // for the rules), nothing is applied, the version stays, and the error, which
 // wraps a *rangeError, says which change is wrong and why.
 func (o *Overlay) Apply(path string, version int32, changes []Change, enc Encoding) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	b, ok := o.bufs[o.key(path)]
+	b, ok := o.lookup(path, true)
 	if !ok {
 		return fmt.Errorf("apply change to %s: the document is not open", path)
 	}
+	defer o.mu.Unlock()
 	text, i, err := b.text.apply(changes, enc)
 	if err != nil {
 		return fmt.Errorf("apply change %d to %s: %w", i, path, err)
@@ -124,10 +205,8 @@ func (o *Overlay) Close(path string) {
 
 // Get returns the open buffer for path.
 func (o *Overlay) Get(path string) (Buffer, bool) {
-	o.mu.RLock()
-	b, ok := o.bufs[o.key(path)]
+	b, ok := o.lookup(path, false)
 	if !ok {
-		o.mu.RUnlock()
 		return Buffer{}, false
 	}
 	out := Buffer{Path: path, Version: b.version, Modified: b.modified, Dirty: b.dirty}
@@ -162,24 +241,22 @@ func (o *Overlay) Version(path string) (int32, bool) {
 
 // Len returns the length in bytes of the open buffer for path.
 func (o *Overlay) Len(path string) (int, bool) {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b, ok := o.bufs[o.key(path)]
+	b, ok := o.lookup(path, false)
 	if !ok {
 		return 0, false
 	}
+	defer o.mu.RUnlock()
 	return b.text.len(), true
 }
 
 // Offset converts pos, counted in enc, to a byte offset in the open buffer
 // for path, by the rules of OffsetOf but without materialising the text.
 func (o *Overlay) Offset(path string, pos Position, enc Encoding) (int, error) {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b, ok := o.bufs[o.key(path)]
+	b, ok := o.lookup(path, false)
 	if !ok {
 		return 0, fmt.Errorf("convert position in %s: the document is not open", path)
 	}
+	defer o.mu.RUnlock()
 	off, err := b.text.offsetOf(pos, enc)
 	if err != nil {
 		return 0, fmt.Errorf("convert position in %s: %w", path, err)
@@ -190,12 +267,11 @@ func (o *Overlay) Offset(path string, pos Position, enc Encoding) (int, error) {
 // Position converts a byte offset in the open buffer for path to a position
 // counted in enc, by the rules of PositionOf.
 func (o *Overlay) Position(path string, off int, enc Encoding) (Position, bool) {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	b, ok := o.bufs[o.key(path)]
+	b, ok := o.lookup(path, false)
 	if !ok {
 		return Position{}, false
 	}
+	defer o.mu.RUnlock()
 	return b.text.positionOf(off, enc), true
 }
 

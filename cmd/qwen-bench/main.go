@@ -23,7 +23,7 @@ import (
 )
 
 // sections are the parts of a run, in order; -only picks some.
-var sections = []string{"startup", "sandbox", "goroot", "tree", "soak", "qwen", "bytes", "go"}
+var sections = []string{"startup", "sandbox", "goroot", "tree", "soak", "big", "qwen", "bytes", "go"}
 
 type bench struct {
 	root     string // the module's directory
@@ -36,7 +36,8 @@ type bench struct {
 	runs     int
 	count    int
 	peerRuns int
-	profile  bool // CPU profiles of our searches
+	profile  bool          // CPU profiles of our searches
+	hold     time.Duration // how long after a big input its RSS is read
 	peers    struct{ rg, fd, qwen string }
 	rows     []row
 	failed   []string
@@ -83,6 +84,7 @@ func main() {
 	flag.IntVar(&b.peerRuns, "peer-runs", 3, "runs of each side of the Qwen Code CLI comparison")
 	only := flag.String("only", strings.Join(sections, ","), "comma-separated sections to run: "+strings.Join(sections, ","))
 	flag.BoolVar(&b.profile, "profile", false, "print CPU profiles of grep_search and glob on each corpus")
+	flag.DurationVar(&b.hold, "hold", 30*time.Second, "how long after a big input the server's RSS is read (section big)")
 	keep := flag.Bool("keep", false, "keep the temporary folder (the generated tree, logs)")
 	flag.Parse()
 	want := map[string]bool{}
@@ -126,7 +128,7 @@ func (b *bench) run(want map[string]bool, keep bool) int {
 	fmt.Printf("== %s, %d CPUs, %s, load average %s, commit %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.Version(), loadBefore, commit(b.root))
 	fmt.Printf("== peers: rg %s, fd %s, qwen %s\n", orMissing(b.peers.rg), orMissing(b.peers.fd), orMissing(b.peers.qwen))
 
-	if want["startup"] || want["soak"] || want["sandbox"] {
+	if want["startup"] || want["soak"] || want["sandbox"] || want["big"] {
 		fmt.Println("== building qwen-ls (and its qwenbench variant for the soak)")
 		b.bin = filepath.Join(b.tmp, "qwen-ls")
 		b.debugBin = filepath.Join(b.tmp, "qwen-ls-qwenbench")
@@ -150,6 +152,7 @@ func (b *bench) run(want map[string]bool, keep bool) int {
 		}},
 		{"tree", fmt.Sprintf("synthetic tree of %d files", b.files), treeBench},
 		{"soak", fmt.Sprintf("soak: %d prompts across %d sessions of one server", b.prompts, b.sessions), soakBench},
+		{"big", "big inputs: memory and waits (issue 30, item 9)", bigBench},
 		{"qwen", "one prompt against Qwen Code's CLI", qwenBench},
 		{"bytes", "bytes sent to the model over a scripted 10-step task", bytesBench},
 		{"go", "the Go benchmarks of rpc, workspace and tools", goBenchmarks},
