@@ -58,12 +58,6 @@ func scanEnvelope(body []byte) (env envelope, ok bool) {
 	return env, true
 }
 
-// validJSON is json.Valid.
-func validJSON(b []byte) bool {
-	_, ok := scanEnvelope(b)
-	return ok
-}
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {

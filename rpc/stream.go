@@ -170,7 +170,7 @@ func (s *stream) ReadObject(v interface{}) error {
 			dec = s.holdParams(body, env)
 		}
 		if err := json.Unmarshal(dec, v); err != nil {
-			// checkMessage accepts what jsonrpc2 can decode; this is a
+			// parseMessage accepts what jsonrpc2 can decode; this is a
 			// last line of defence, never a reason to drop the connection.
 			s.answer(messageID(body), jsonrpc2.CodeInvalidRequest, "invalid request: "+err.Error())
 			continue
@@ -442,16 +442,9 @@ func (s *stream) answer(id json.RawMessage, code int64, msg string) {
 	_ = s.writeRaw(data)
 }
 
-// checkMessage validates the JSON-RPC 2.0 envelope. It returns code 0 for a
-// valid message; otherwise the error to answer and the message's id when it
-// has a usable one.
-func checkMessage(body []byte) (code int64, msg string, id json.RawMessage) {
-	_, code, msg, id = parseMessage(body)
-	return code, msg, id
-}
-
-// parseMessage is checkMessage that also returns where the envelope's
-// members lie in body.
+// parseMessage validates the JSON-RPC 2.0 envelope and returns where its
+// members lie in body. It returns code 0 for a valid message; otherwise
+// the error to answer and the message's id when it has a usable one.
 func parseMessage(body []byte) (env envelope, code int64, msg string, id json.RawMessage) {
 	env, ok := scanEnvelope(body)
 	if !ok {

@@ -200,3 +200,9 @@ func FuzzLSPHeaderPrefix(f *testing.F) {
 		}
 	})
 }
+
+// checkMessage is parseMessage without the envelope's positions.
+func checkMessage(body []byte) (code int64, msg string, id json.RawMessage) {
+	_, code, msg, id = parseMessage(body)
+	return code, msg, id
+}

@@ -22,7 +22,7 @@ import (
 var surfaceCeilings = map[string]struct{ names, methods int }{
 	"tools":     {127, 94},
 	"rpc":       {11, 7},
-	"workspace": {85, 100},
+	"workspace": {85, 102},
 }
 
 // exportedSurface counts the exported names and methods of the package in
