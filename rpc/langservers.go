@@ -530,14 +530,19 @@ func (l *langServers) diagnostics(ctx context.Context, q codeintel.DiagnosticsQu
 	rep := codeintel.Report{Server: srv.Name()}
 	var pub langserver.Published
 	if q.Fresh {
+		start := time.Now()
 		var fresh bool
 		pub, fresh, err = srv.WaitDiagnostics(ctx, q.Path, v, q.Wait)
 		if err != nil {
 			return codeintel.Report{}, err
 		}
 		rep.Stale = !fresh
-		if fresh && q.Others {
+		if fresh && time.Since(start) > time.Millisecond {
+			// A report that just came may be followed by more for the
+			// same text (a server checks in passes) and by the reports
+			// on other files; one that was there already is complete.
 			l.settle(ctx, srv)
+			pub, _ = srv.Diagnostics(q.Path)
 		}
 	} else {
 		pub, _ = srv.Diagnostics(q.Path)
