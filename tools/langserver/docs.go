@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // covers reports whether s serves the document at path: its spec covers
@@ -32,6 +33,10 @@ func (m *Manager) DidChange(path, text string) int32 {
 func (m *Manager) setText(path, text string) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !slices.ContainsFunc(m.opts.Specs, func(s Spec) bool { _, ok := s.Covers(path); return ok }) {
+		// No server will want it: keep no copy of the text.
+		return m.nextVersionLocked(path)
+	}
 	d := m.docs[path]
 	if d == nil {
 		d = &document{}

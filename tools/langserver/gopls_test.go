@@ -238,7 +238,7 @@ func TestGoplsNavigation(t *testing.T) {
 
 // waitFor waits until the diagnostics of path for version or later hold
 // want (gopls may publish a version more than once as it learns more).
-func waitFor(t *testing.T, ctx context.Context, s *Server, path string, version int32, want string) []diagnostic {
+func waitFor(t testing.TB, ctx context.Context, s *Server, path string, version int32, want string) []diagnostic {
 	t.Helper()
 	for {
 		p, fresh, err := s.WaitDiagnostics(ctx, path, version, time.Minute)
@@ -268,7 +268,7 @@ func waitFor(t *testing.T, ctx context.Context, s *Server, path string, version 
 }
 
 // waitNext returns once s published for path again after p.
-func waitNext(t *testing.T, ctx context.Context, s *Server, path string, p Published) {
+func waitNext(t testing.TB, ctx context.Context, s *Server, path string, p Published) {
 	t.Helper()
 	key := docKey(path)
 	for {
