@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if root := os.Getenv("QWEN_LANGSERVER_HELPER"); root != "" {
+		helperMain(root)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -374,6 +378,15 @@ func TestGoplsWroteRereadsTheDisk(t *testing.T) {
 		t.Fatalf("Wrote gave version %d, want the document read again", v)
 	}
 	waitFor(t, ctx, s, b, v, "undefined: Nope")
+
+	// A change nobody reported is picked up when the file is asked about.
+	if err := os.WriteFile(b, []byte(bGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.For(ctx, root, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, b, v+1, "")
 }
 
 // Callers that ask at once share one start: one server, one process.
