@@ -31,6 +31,9 @@ type Server struct {
 	stderr   *tail
 	encoding string
 	nextID   atomic.Uint64
+	// served is set once a call has succeeded: its crash then starts a
+	// new count of restarts.
+	served atomic.Bool
 	// exited is closed once the process has ended, exitErr set before.
 	exited  chan struct{}
 	exitErr error
@@ -80,6 +83,7 @@ func (s *Server) Call(ctx context.Context, method string, params any) (json.RawM
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", s.spec.Name, method, err)
 	}
+	s.served.Store(true)
 	return res, nil
 }
 
