@@ -59,16 +59,6 @@ func processesIn(dir string) []string {
 	return out
 }
 
-// goplsIn reports whether a gopls process runs in dir.
-func goplsIn(dir string) bool {
-	for _, p := range processesIn(dir) {
-		if strings.HasSuffix(p, "/gopls") {
-			return true
-		}
-	}
-	return false
-}
-
 func lspCall(id, args string) modeltest.ToolCall {
 	return modeltest.ToolCall{ID: id, Name: "lsp", Arguments: args}
 }
