@@ -20,9 +20,10 @@ import (
 // change that unexports something may lower a ceiling freely; one that
 // exports more must raise it here, in review.
 var surfaceCeilings = map[string]struct{ names, methods int }{
-	"tools":     {127, 94},
-	"rpc":       {11, 7},
-	"workspace": {85, 102},
+	"tools":            {127, 94},
+	"rpc":              {11, 7},
+	"workspace":        {85, 102},
+	"tools/langserver": {13, 17},
 }
 
 // exportedSurface counts the exported names and methods of the package in
