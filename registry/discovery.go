@@ -536,10 +536,13 @@ func (b *cappedBuffer) Bytes() []byte {
 // supervisor that kills it and all it started if qwen-ls dies.
 func startInGroup(cmd *exec.Cmd) error {
 	procgroup.Prepare(cmd)
-	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
+	sup, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None})
+	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	sup.Started()
+	if err != nil {
 		return err
 	}
 	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {

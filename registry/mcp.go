@@ -338,6 +338,10 @@ func (s *mcpServer) connect() (*mcpConn, []toolDef, error) {
 	}
 
 	err = c.client.Start(c.ctx)
+	if c.sup != nil {
+		// The tree's end is tied to its supervisor's, started or not.
+		c.sup.Started()
+	}
 	if c.stderr != nil {
 		c.stderr.read()
 	}

@@ -38,7 +38,9 @@ type mcpConn struct {
 	// Stdio only: the process; exited, closed once the process has
 	// exited (it is reaped only at shutdown); its stderr; wg tracks the
 	// exit watcher.
-	cmd    *exec.Cmd
+	cmd *exec.Cmd
+	// sup is the supervisor of a stdio server, nil for the other transports.
+	sup    *sandbox.Supervised
 	exited chan struct{}
 	stderr *stderrLog
 	wg     sync.WaitGroup
@@ -69,10 +71,11 @@ func (c *mcpConn) command(_ context.Context, command string, env []string, args 
 	procgroup.Prepare(cmd)
 	cmd.Stderr = c.stderr.w
 	// The supervisor kills the server and all it started if qwen-ls dies.
-	if _, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None}); err != nil {
+	sup, err := sandbox.Wrap(cmd, sandbox.Policy{Mode: sandbox.None})
+	if err != nil {
 		return nil, err
 	}
-	c.cmd = cmd
+	c.cmd, c.sup = cmd, sup
 	return cmd, nil
 }
 

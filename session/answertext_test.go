@@ -47,3 +47,34 @@ func TestAnswerTextAllocatesItsSizeTwice(t *testing.T) {
 		t.Fatalf("allocated %d bytes for a text of %d", alloc, size)
 	}
 }
+
+// Past its first megabyte, an answer's blocks are outside the Go heap
+// where the system can map memory: gathering 16 MB allocates on the heap
+// about the string and the first blocks, not the blocks twice over.
+func TestAnswerTextKeepsItsBlocksOffTheHeap(t *testing.T) {
+	probe := mapBlock(answerBlock)
+	if probe == nil {
+		t.Skip("no anonymous mappings on this system: the blocks stay on the heap")
+	}
+	unmapBlock(probe)
+	piece := strings.Repeat("y", 4<<10)
+	const size = 16 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var a answerText
+	for range size / len(piece) {
+		a.WriteString(piece)
+	}
+	got := a.String()
+	runtime.ReadMemStats(&after)
+	if len(got) != size || got[size-1] != 'y' {
+		t.Fatal("wrong text")
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size+2*offHeapAfter+size/16 {
+		t.Fatalf("allocated %d heap bytes for a text of %d", alloc, size)
+	}
+	if len(a.blocks) != 0 {
+		t.Fatal("blocks kept after String")
+	}
+}

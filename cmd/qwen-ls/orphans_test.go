@@ -45,13 +45,13 @@ func settle(t *testing.T, what string, cond func() bool) {
 
 // runShellInYolo starts the server in yolo mode with a model that runs
 // command, and sends the prompt; it returns the server's process.
-func runShellInYolo(t *testing.T, command string) *exec.Cmd {
+func runShellInYolo(t *testing.T, command string, env ...string) *exec.Cmd {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": command})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	m := modeltest.Start(t, modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "s", Name: "run_shell_command", Arguments: string(args)}}})
 	cmd := exec.Command(binPath, "--stdio")
-	cmd.Env = execEnv(t)
+	cmd.Env = execEnv(t, env...)
 	e := rpctest.StartProcess(t, cmd)
 	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
 		"approvalMode": "yolo", "model": map[string]any{"name": "s", "baseUrl": m.URL}}})
@@ -132,13 +132,19 @@ func startWithMCP(t *testing.T, script, marker string, n int) *exec.Cmd {
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	cmd := exec.Command(binPath, "--stdio")
 	cmd.Env = execEnv(t)
+	if n == 0 {
+		// The caller waits for what it needs.
+		marker = ""
+	}
 	e := rpctest.StartProcess(t, cmd)
 	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
 		"settings": map[string]any{"mcpServers": map[string]any{
 			"tree": map[string]any{"command": "bash", "args": []any{"-c", script}},
 		}},
 	}})
-	settle(t, fmt.Sprintf("the MCP server's %d processes did not start", n), func() bool { return len(markedProcesses(marker)) == n })
+	if marker != "" {
+		settle(t, fmt.Sprintf("the MCP server's %d processes did not start", n), func() bool { return len(markedProcesses(marker)) == n })
+	}
 	return cmd
 }
 
@@ -168,4 +174,70 @@ func TestCommandCannotKillItsSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, "processes of the command survived the server's kill -9", func() bool { return len(markedProcesses(marker)) == 0 })
+}
+
+// startedPID waits until file holds a pid, written by a command that
+// started a process in the background.
+func startedPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	settle(t, "the background process did not start", func() bool {
+		b, _ := os.ReadFile(file)
+		p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		pid = p
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	return pid
+}
+
+// An unconfined command (here every command runs so, by the person's
+// danger-full-access) that kills its own supervisor: it has no PID
+// namespace, but its supervisor started in a cgroup of its own, and the
+// server ends what is left there as soon as the supervisor is gone,
+// without waiting for its own end (issue 30, item 7).
+func TestApprovedCommandKillingItsSupervisorLeavesNothing(t *testing.T) {
+	requireTreeCgroups(t)
+	marker := fmt.Sprintf("qwen-ppid-open-%d", os.Getpid())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	qwenHome := t.TempDir()
+	if err := os.WriteFile(filepath.Join(qwenHome, "settings.json"), []byte(`{"tools":{"sandbox":"danger-full-access"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// setsid leaves the command's process group, which the server also
+	// stops.
+	command := fmt.Sprintf("setsid bash -c 'exec -a %[1]s sleep 310' & echo $! > %[2]s; kill -9 $PPID; exec -a %[1]s sleep 311", marker, pidFile)
+	runShellInYolo(t, command, "QWEN_HOME="+qwenHome)
+	pid := startedPID(t, pidFile)
+	settle(t, "the command's background process outlived its killed supervisor", func() bool { return !alive(pid) || zombie(pid) })
+	settle(t, "processes of the command outlived its killed supervisor", func() bool { return len(markedProcesses(marker)) == 0 })
+}
+
+// The same for an MCP server, which always runs unconfined.
+func TestMCPServerKillingItsSupervisorLeavesNothing(t *testing.T) {
+	requireTreeCgroups(t)
+	marker := fmt.Sprintf("qwen-mcp-ppid-%d", os.Getpid())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	startWithMCP(t, fmt.Sprintf("setsid bash -c 'exec -a %[1]s sleep 900' & echo $! > %[2]s; kill -9 $PPID; exec -a %[1]s cat >/dev/null", marker, pidFile), marker, 0)
+	pid := startedPID(t, pidFile)
+	settle(t, "the MCP server's child outlived its killed supervisor", func() bool { return !alive(pid) || zombie(pid) })
+	settle(t, "processes of the MCP server outlived its killed supervisor", func() bool { return len(markedProcesses(marker)) == 0 })
+}
+
+// requireTreeCgroups skips where the server may not make cgroups (no
+// cgroup v2, or its cgroup is not writable): there, such a tree is not
+// contained, as docs/security.md says. CI's machines can.
+func requireTreeCgroups(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil || !bytes.Contains(b, []byte(" - cgroup2 ")) {
+		t.Skip("no cgroup v2 here: an unconfined tree whose supervisor is killed is not contained")
+	}
+	if os.Getuid() != 0 && os.Getenv("QWEN_TEST_DELEGATED_CGROUP") != "1" {
+		// Whether a user's cgroup is delegated depends on the session;
+		// root may always make cgroups, and CI runs as root.
+		t.Skip("not root: set QWEN_TEST_DELEGATED_CGROUP=1 where this session's cgroup is delegated")
+	}
+	if os.Getenv("QWEN_LS_SANDBOX_NO_CGROUP") == "1" {
+		t.Skip("QWEN_LS_SANDBOX_NO_CGROUP=1")
+	}
 }

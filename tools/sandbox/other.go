@@ -29,6 +29,10 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Supervised, error) {
 // WrapWith is Wrap: there is no supervisor binary to name.
 func WrapWith(_ string, cmd *exec.Cmd, p Policy) (*Supervised, error) { return Wrap(cmd, p) }
 
+// Started is called after a caller started the command itself. Without
+// a supervisor there is nothing to tie to its end.
+func (s *Supervised) Started() {}
+
 // Start starts the command, and a goroutine that waits for it.
 func (s *Supervised) Start() error {
 	if err := s.Cmd.Start(); err != nil {

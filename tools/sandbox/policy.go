@@ -131,6 +131,10 @@ const EnvNoNamespaces = "QWEN_LS_SANDBOX_NO_NAMESPACES"
 // starts, with none started ahead (the benchmark measures both ways).
 const EnvNoWarm = "QWEN_LS_SANDBOX_NO_WARM"
 
+// EnvNoCgroup, set to 1, starts no supervisor in a cgroup of its own, as
+// on a system where the server may not make cgroups.
+const EnvNoCgroup = "QWEN_LS_SANDBOX_NO_CGROUP"
+
 // EnvDisable, set to 1, makes Probe report no sandbox, as on a kernel
 // without one: read-only commands then ask. Tests use it.
 const EnvDisable = "QWEN_LS_NO_SANDBOX"

@@ -35,6 +35,9 @@ type Supervised struct {
 	mainEnded chan struct{}
 	exited    chan struct{}
 	waitErr   error
+	// group is the cgroup of an unconfined tree (tree_linux.go), nil
+	// where there is none.
+	group *treeGroup
 }
 
 // Wrap changes cmd, made for the real command by exec.Command, so that it
@@ -67,6 +70,18 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	serverAttr(cmd.SysProcAttr, &p)
+	if !p.Mode.Confined() || !p.Mounts {
+		// No PID namespace ends this tree with its supervisor.
+		if s.group = newTreeGroup(); s.group != nil {
+			s.group.attach(cmd.SysProcAttr)
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok && s.group != nil {
+			s.group.discard()
+		}
+	}()
 	var err error
 	if p.Linger {
 		if len(cmd.ExtraFiles) > 0 {
@@ -111,7 +126,24 @@ func WrapWith(self string, cmd *exec.Cmd, p Policy) (*Supervised, error) {
 		env = setEnv(env, launch.EnvPlan, plan.Encode())
 	}
 	cmd.Env = env
+	ok = true
 	return s, nil
+}
+
+// Started is called by a caller that started the wrapped command itself
+// (cmd.Start, or a library's), whether or not that succeeded: from then
+// on, whatever is left of the command's tree when its supervisor exits is
+// ended, however the supervisor ended.
+func (s *Supervised) Started() {
+	if s.group == nil {
+		return
+	}
+	if s.Cmd.Process == nil {
+		s.group.discard()
+	} else {
+		s.group.watch(s.Cmd.Process.Pid)
+	}
+	s.group = nil
 }
 
 func (s *Supervised) closePipes() {
@@ -138,6 +170,7 @@ func (s *Supervised) Start() error {
 		}
 	}
 	err := s.Cmd.Start()
+	s.Started()
 	if s.statusW != nil {
 		_ = s.statusW.Close()
 	}
