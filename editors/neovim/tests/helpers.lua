@@ -28,6 +28,23 @@ function H.wait(ms, cond, what)
   end
 end
 
+--- Skips the current case, saying why (a tool it needs is not installed
+--- here; CI installs every one).
+function H.skip(why)
+  error({ skip = why }, 0)
+end
+
+--- The gopls to attach to buffers: $QWEN_TEST_GOPLS, else the one on
+--- PATH, else nil.
+function H.gopls()
+  local p = os.getenv('QWEN_TEST_GOPLS')
+  if p and p ~= '' and vim.fn.executable(p) == 1 then
+    return p
+  end
+  p = vim.fn.exepath('gopls')
+  return p ~= '' and p or nil
+end
+
 function H.eq(want, got, what)
   if not vim.deep_equal(want, got) then
     error(string.format('%s:\n  want %s\n  got  %s', what or 'values differ', vim.inspect(want), vim.inspect(got)), 2)
