@@ -798,12 +798,17 @@ function M.usable(buf)
   for _, c in ipairs(M.others(buf)) do
     local ms = {}
     for _, m in ipairs({
-      'textDocument/definition', 'textDocument/references', 'textDocument/hover',
-      'textDocument/documentSymbol', 'workspace/symbol', 'textDocument/implementation',
-      'textDocument/prepareCallHierarchy', 'textDocument/codeAction',
+      { 'textDocument/definition', 'definition' },
+      { 'textDocument/references', 'references' },
+      { 'textDocument/hover', 'hover' },
+      { 'textDocument/documentSymbol', 'documentSymbol' },
+      { 'workspace/symbol', 'workspaceSymbol' },
+      { 'textDocument/implementation', 'implementation' },
+      { 'textDocument/prepareCallHierarchy', 'callHierarchy' },
+      { 'textDocument/codeAction', 'codeActions' },
     }) do
-      if supports(c, m, buf) then
-        table.insert(ms, (m:gsub('^[^/]*/', ''):gsub('^prepareCallHierarchy$', 'callHierarchy')))
+      if supports(c, m[1], buf) then
+        table.insert(ms, m[2])
       end
     end
     table.insert(ms, 'diagnostics')

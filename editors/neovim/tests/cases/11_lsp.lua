@@ -19,9 +19,11 @@ function L.gopls(H)
     pcall(vim.api.nvim_del_augroup_by_name, 'test-gopls')
     local c = id and vim.lsp.get_client_by_id(id)
     if c then
+      -- gopls writes its cache until it exits: wait for the process
+      local pid = c.rpc and c.rpc.pid
       vim.lsp.stop_client(id)
-      vim.wait(5000, function()
-        return vim.lsp.get_client_by_id(id) == nil
+      vim.wait(10000, function()
+        return vim.lsp.get_client_by_id(id) == nil and not (pid and vim.loop.kill(pid, 0) == 0)
       end, 20)
     end
   end)
@@ -331,6 +333,26 @@ return {
           source = 'linter',
         } },
       } }, res.result, 'the diagnostic in UTF-16')
+    end,
+  },
+  {
+    name = 'lsp: :checkhealth qwen names the language servers the agent can use for the open file',
+    run = function(H)
+      H.workspace()
+      H.model('chat.txtar')
+      local gopls = L.gopls(H)
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      gopls()
+      vim.cmd('silent checkhealth qwen')
+      local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      H.contains(text, 'code intelligence', 'the section')
+      H.contains(text, 'gopls, attached to main.go: the agent asks it for definition, references, hover, documentSymbol, workspaceSymbol, implementation, callHierarchy, codeActions, diagnostics', "Neovim's gopls")
+      H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
+      if os.getenv('QWEN_TEST_VERBOSE') then
+        H.log(text)
+      end
     end,
   },
   {
