@@ -220,9 +220,10 @@ local function waiter()
         vim.defer_fn(poll, 10)
         return
       end
+      -- The answer is sent when the coroutine ends; qwen-ls may be gone.
       local resumed, err = coroutine.resume(co)
       if not resumed then
-        util.notify_user('code intelligence request failed: ' .. tostring(err), vim.log.levels.WARN)
+        pcall(require('vim.lsp.log').warn, 'qwen/lsp: ' .. tostring(err))
       end
     end
     vim.defer_fn(poll, 10)
@@ -288,30 +289,33 @@ local function buffer_for(uri, wait, async)
       buf = b
     end
   end
-  if buf and vim.api.nvim_buf_is_loaded(buf) then
-    return buf
+  local loaded = false
+  if not (buf and vim.api.nvim_buf_is_loaded(buf)) then
+    if not vim.loop.fs_stat(fname) then
+      return nil, 'no such file: ' .. fname
+    end
+    buf = buf or vim.uri_to_bufnr(uri)
+    vim.fn.bufload(buf)
+    loaded = true
+    -- Its language servers attach from FileType autocommands, at once or
+    -- scheduled.
+    if vim.api.nvim_buf_get_option(buf, 'filetype') ~= '' then
+      wait(M.attach_grace, function()
+        return #M.others(buf) > 0
+      end)
+    end
   end
-  if not vim.loop.fs_stat(fname) then
-    return nil, 'no such file: ' .. fname
-  end
-  buf = buf or vim.uri_to_bufnr(uri)
-  vim.fn.bufload(buf)
-  -- Its language servers attach from FileType autocommands (at once, or
-  -- scheduled), maybe while they start: wait for those to initialize.
-  if vim.api.nvim_buf_get_option(buf, 'filetype') ~= '' then
-    wait(M.attach_grace, function()
-      return #M.others(buf) > 0
-    end)
-    wait(async and M.attach_wait or M.sync_attach_wait, function()
-      for _, c in ipairs(M.others(buf)) do
-        if not c.initialized then
-          return false
-        end
+  -- A server still starting (the file was just opened) answers soon: wait
+  -- for it rather than tell qwen-ls to start a second one.
+  wait(async and M.attach_wait or M.sync_attach_wait, function()
+    for _, c in ipairs(M.others(buf)) do
+      if not c.initialized then
+        return false
       end
-      return true
-    end)
-  end
-  return buf, nil, true
+    end
+    return true
+  end)
+  return buf, nil, loaded
 end
 
 -- Lines of documents, for position conversions: the buffer's text when

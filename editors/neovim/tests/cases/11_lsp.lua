@@ -7,50 +7,8 @@
 
 local L = {}
 
---- Attaches gopls to every Go buffer of the workspace, as a user's config
---- does. Returns a function that gives the gopls client once it runs.
 function L.gopls(H)
-  local gopls = H.gopls() or H.skip('gopls is not installed (CI installs it: GOBIN=DIR go install golang.org/x/tools/gopls@v0.23.0)')
-  vim.cmd('filetype on')
-  local config = { name = 'gopls', cmd = { gopls }, root_dir = H.ws }
-  local id
-  local group = vim.api.nvim_create_augroup('test-gopls', { clear = true })
-  H.defer(function()
-    pcall(vim.api.nvim_del_augroup_by_name, 'test-gopls')
-    local c = id and vim.lsp.get_client_by_id(id)
-    if c then
-      -- gopls writes its cache until it exits: wait for the process
-      local pid = c.rpc and c.rpc.pid
-      vim.lsp.stop_client(id)
-      vim.wait(10000, function()
-        return vim.lsp.get_client_by_id(id) == nil and not (pid and vim.loop.kill(pid, 0) == 0)
-      end, 20)
-    end
-  end)
-  vim.api.nvim_create_autocmd('FileType', {
-    group = group,
-    pattern = 'go',
-    callback = function(ev)
-      if vim.lsp.start then
-        id = vim.lsp.start(config, { bufnr = ev.buf })
-      else
-        id = id or vim.lsp.start_client(config)
-        vim.lsp.buf_attach_client(ev.buf, id)
-      end
-    end,
-  })
-  return function()
-    local c
-    H.wait(30000, function()
-      c = id and vim.lsp.get_client_by_id(id)
-      return c and c.initialized
-    end, 'gopls to start')
-    -- gopls answers once it has loaded the module, which takes a while
-    -- cold; Neovim 0.7 gives a request a few seconds only (it blocks).
-    local reply = vim.lsp.buf_request_sync(0, 'textDocument/documentSymbol', { textDocument = vim.lsp.util.make_text_document_params() }, 60000)
-    H.ok(reply and reply[c.id], 'gopls to load the module')
-    return c
-  end
+  return H.attach_gopls()
 end
 
 --- Sends the plugin's qwen/lsp handler a request as qwen-ls would, and
