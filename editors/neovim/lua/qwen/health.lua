@@ -160,15 +160,24 @@ function M.check_lsp(h, res, buf)
     h.info('This qwen-ls does not say which language servers it can start (an older version?).')
     return
   end
+  local allowed = res.lspAllowed ~= false
+  if not allowed then
+    h.warn('This folder is not trusted: qwen-ls starts no language server of its own here.', {
+      'The agent still gets answers from Neovim\'s own language servers.',
+      'Trust the folder to let qwen-ls start them: run qwen-ls trust in it from a shell.',
+    })
+  end
   local others = {}
   for _, ls in ipairs(res.languageServers) do
     local langs = type(ls.languages) == 'table' and table.concat(ls.languages, ', ') or ''
     local label = string.format('%s (%s)', tostring(ls.name), langs)
     if ls.forFile then
-      if ls.installed then
+      if not ls.installed then
+        h.info(string.format('%s covers this file but is not installed (%s not on PATH)', label, tostring(ls.command)))
+      elseif allowed then
         h.ok(string.format('qwen-ls can start %s for this file (%s) when Neovim\'s servers do not cover it', label, tostring(ls.command)))
       else
-        h.info(string.format('%s covers this file but is not installed (%s not on PATH)', label, tostring(ls.command)))
+        h.info(string.format('%s is installed and covers this file, but not in an untrusted folder', label))
       end
     elseif ls.installed then
       table.insert(others, tostring(ls.name))
@@ -176,12 +185,6 @@ function M.check_lsp(h, res, buf)
   end
   if #others > 0 then
     h.info('Other language servers qwen-ls can start: ' .. table.concat(others, ', '))
-  end
-  if res.lspAllowed == false then
-    h.warn('This folder is not trusted: qwen-ls starts no language server of its own here.', {
-      'The agent still gets answers from Neovim\'s own language servers.',
-      'Trust the folder to let qwen-ls start them: run qwen-ls trust in it from a shell.',
-    })
   end
 end
 

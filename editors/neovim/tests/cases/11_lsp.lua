@@ -307,10 +307,38 @@ return {
       local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
       H.contains(text, 'code intelligence', 'the section')
       H.contains(text, 'gopls, attached to main.go: the agent asks it for definition, references, hover, documentSymbol, workspaceSymbol, implementation, callHierarchy, codeActions, diagnostics', "Neovim's gopls")
+      -- qwen-ls's side, for the same file: gopls, but not here
+      H.contains(text, 'This folder is not trusted: qwen-ls starts no language server of its own here.', 'the untrusted folder')
+      if vim.fn.exepath('gopls') ~= '' then
+        H.contains(text, 'gopls (go) is installed and covers this file, but not in an untrusted folder', "qwen-ls's gopls")
+      else
+        H.contains(text, 'gopls (go) covers this file but is not installed (gopls not on PATH)', "qwen-ls's gopls")
+      end
       H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
       if os.getenv('QWEN_TEST_VERBOSE') then
         H.log(text)
       end
+    end,
+  },
+  {
+    name = 'lsp: :checkhealth qwen in a trusted folder without a Neovim server: qwen-ls starts its own',
+    run = function(H)
+      H.workspace()
+      H.trust()
+      H.model('chat.txtar')
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      vim.cmd('silent checkhealth qwen')
+      local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      H.contains(text, 'No language server of Neovim is attached to main.go: the agent uses one qwen-ls starts (below), if any.', 'no Neovim server')
+      if vim.fn.exepath('gopls') ~= '' then
+        H.contains(text, "qwen-ls can start gopls (go) for this file (gopls) when Neovim's servers do not cover it", "qwen-ls's gopls")
+      else
+        H.contains(text, 'gopls (go) ', 'gopls named')
+      end
+      H.ok(not text:find('not trusted', 1, true), 'no trust warning:\n' .. text)
+      H.ok(not text:find('ERROR', 1, true), 'no errors:\n' .. text)
     end,
   },
   {
