@@ -278,7 +278,7 @@ end
 
 --- The loaded buffer of a file URI, loading it (hidden and unlisted, no
 --- window changes) when it is not; nil and why when it cannot be.
-local function buffer_for(uri, wait, async)
+local function buffer_for(uri, wait, async, opened)
   local fname = fname_of(uri)
   if not fname then
     return nil, 'not a file: ' .. tostring(uri)
@@ -297,6 +297,7 @@ local function buffer_for(uri, wait, async)
     buf = buf or vim.uri_to_bufnr(uri)
     vim.fn.bufload(buf)
     loaded = true
+    table.insert(opened, buf)
     -- Its language servers attach from FileType autocommands, at once or
     -- scheduled.
     if vim.api.nvim_buf_get_option(buf, 'filetype') ~= '' then
@@ -613,14 +614,14 @@ local function timeout_for(async)
   return async and M.request_timeout or M.sync_request_timeout
 end
 
-local function document_request(method, params, qenc, wait, async)
+local function document_request(method, params, qenc, wait, async, opened)
   local uri
   if method:match('^callHierarchy/') then
     uri = type(params.item) == 'table' and params.item.uri or nil
   else
     uri = type(params.textDocument) == 'table' and params.textDocument.uri or nil
   end
-  local buf, why = buffer_for(uri, wait, async)
+  local buf, why = buffer_for(uri, wait, async, opened)
   if not buf then
     return not_served(why)
   end
@@ -698,7 +699,7 @@ local function lsp_diagnostics(buf, enc, ours)
   return out
 end
 
-local function diagnostics(params, qenc, wait, async)
+local function diagnostics(params, qenc, wait, async, opened)
   if not (vim.diagnostic and vim.diagnostic.get) then
     return not_served('this Neovim has no vim.diagnostic')
   end
@@ -731,7 +732,7 @@ local function diagnostics(params, qenc, wait, async)
     end)
     return { served = true, result = out }
   end
-  local buf, why, loaded = buffer_for(params.uri, wait, async)
+  local buf, why, loaded = buffer_for(params.uri, wait, async, opened)
   if not buf then
     return not_served(why)
   end
@@ -758,6 +759,19 @@ local function diagnostics(params, qenc, wait, async)
   return { served = true, result = { { uri = params.uri, diagnostics = lsp_diagnostics(buf, qenc, ours) } }, servers = names }
 end
 
+-- Unloads the buffers a request loaded, unless the person has opened
+-- one meanwhile: a hidden buffer left loaded would keep the file open in
+-- qwen-ls too, and an agent's edit would then stay in that unseen buffer,
+-- unsaved.
+local function close_hidden(bufs)
+  for _, b in ipairs(bufs) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.fn.buflisted(b) == 0 and #vim.fn.win_findbuf(b) == 0
+      and not vim.api.nvim_buf_get_option(b, 'modified') then
+      pcall(vim.api.nvim_buf_delete, b, { unload = true })
+    end
+  end
+end
+
 local function rpc_error(msg)
   local mk = vim.lsp.rpc_response_error or vim.lsp.rpc.rpc_response_error
   return mk(vim.lsp.protocol.ErrorCodes.InternalError, msg)
@@ -776,16 +790,18 @@ function M.on_request(req, client_id)
   local qclient = vim.lsp.get_client_by_id(client_id)
   local qenc = encoding_of(qclient)
   local wait, async = waiter()
+  local opened = {}
   local ok, res, err = pcall(function()
     if method == 'qwen/diagnostics' then
-      return diagnostics(params, qenc, wait, async)
+      return diagnostics(params, qenc, wait, async, opened)
     elseif method == 'workspace/symbol' then
       return workspace_symbol(params, qenc, wait, async, qclient)
     elseif capability[method] then
-      return document_request(method, params, qenc, wait, async)
+      return document_request(method, params, qenc, wait, async, opened)
     end
     return not_served('unknown method ' .. method)
   end)
+  close_hidden(opened)
   if not ok then
     return nil, rpc_error('qwen/lsp ' .. method .. ': ' .. tostring(res))
   end

@@ -126,8 +126,9 @@ return {
       end
       table.sort(names)
       H.eq({ 'Add', 'Scale' }, names, 'the symbols of calc.go')
+      -- loaded for gopls while it answered, then unloaded again
       local b = vim.fn.bufnr(H.ws .. '/calc/calc.go')
-      H.ok(b > 0 and vim.api.nvim_buf_is_loaded(b), 'calc.go loaded')
+      H.ok(b > 0 and not vim.api.nvim_buf_is_loaded(b), 'calc.go unloaded after the answer')
       H.eq(0, vim.fn.buflisted(b), 'calc.go not listed')
       H.eq(win, vim.api.nvim_get_current_win(), 'the same window')
       H.eq(cur, vim.api.nvim_get_current_buf(), 'the same buffer shown')
@@ -165,6 +166,14 @@ return {
       local calls = L.call(H, 'callHierarchy/incomingCalls', { item = res.result[1] })
       H.eq(true, calls.served, 'incomingCalls served')
       H.eq('main', calls.result[1].from.name, 'main calls Add')
+
+      -- qwen-ls asks a file it does not hold open at version 0: the first
+      -- report of gopls once the file is open answers.
+      res = L.call(H, 'qwen/diagnostics', { uri = uri(H, 'calc/calc.go'), version = 0, timeoutMs = 60000 })
+      H.eq(true, res.served, 'diagnostics of a file not open')
+      H.eq({ { uri = uri(H, 'calc/calc.go'), diagnostics = {} } }, res.result, 'no problems in calc.go')
+      H.ok(not vim.api.nvim_buf_is_loaded(b), 'calc.go unloaded again')
+      H.eq(cur, vim.api.nvim_get_current_buf(), 'still the same buffer shown')
     end,
   },
   {
