@@ -28,6 +28,23 @@ function H.wait(ms, cond, what)
   end
 end
 
+--- Skips the current case, saying why (a tool it needs is not installed
+--- here; CI installs every one).
+function H.skip(why)
+  error({ skip = why }, 0)
+end
+
+--- The gopls to attach to buffers: $QWEN_TEST_GOPLS, else the one on
+--- PATH, else nil.
+function H.gopls()
+  local p = os.getenv('QWEN_TEST_GOPLS')
+  if p and p ~= '' and vim.fn.executable(p) == 1 then
+    return p
+  end
+  p = vim.fn.exepath('gopls')
+  return p ~= '' and p or nil
+end
+
 function H.eq(want, got, what)
   if not vim.deep_equal(want, got) then
     error(string.format('%s:\n  want %s\n  got  %s', what or 'values differ', vim.inspect(want), vim.inspect(got)), 2)
@@ -309,6 +326,98 @@ end
 --- Runs Lua in the child and returns its result.
 function H.child_lua(chan, code, ...)
   return vim.rpcrequest(chan, 'nvim_exec_lua', code, { ... })
+end
+
+--- A process's command line (arguments joined by spaces), or nil when it
+--- is gone or a zombie.
+function H.cmdline(pid)
+  local stat = H.read('/proc/' .. pid .. '/stat')
+  if not stat or stat:match('^%d+ %b() Z') then
+    return nil
+  end
+  return ((H.read('/proc/' .. pid .. '/cmdline') or ''):gsub('%z', ' '))
+end
+
+--- The live descendants of pid (as numbers), children first.
+function H.descendants(pid)
+  local parent = {}
+  for _, name in ipairs(vim.fn.readdir('/proc')) do
+    local stat = name:match('^%d+$') and H.read('/proc/' .. name .. '/stat')
+    local ppid = stat and not stat:match('^%d+ %b() Z') and stat:match('^%d+ %b() %a (%d+)')
+    if ppid then
+      parent[tonumber(name)] = tonumber(ppid)
+    end
+  end
+  local out, seen = {}, { [pid] = true }
+  local grew = true
+  while grew do
+    grew = false
+    for p, pp in pairs(parent) do
+      if seen[pp] and not seen[p] then
+        seen[p] = true
+        table.insert(out, p)
+        grew = true
+      end
+    end
+  end
+  return out
+end
+
+--- The live children of this Neovim whose command line contains text.
+function H.own_processes(text)
+  local out = {}
+  for _, p in ipairs(H.descendants(vim.fn.getpid())) do
+    local cmd = H.cmdline(p)
+    if cmd and cmd:find(text, 1, true) then
+      table.insert(out, p)
+    end
+  end
+  return out
+end
+
+--- Attaches gopls to every Go buffer of the workspace, as a user's config
+--- does. Returns a function that gives the gopls client once it runs.
+function H.attach_gopls()
+  local gopls = H.gopls() or H.skip('gopls is not installed (CI installs it: GOBIN=DIR go install golang.org/x/tools/gopls@v0.23.0)')
+  vim.cmd('filetype on')
+  local config = { name = 'gopls', cmd = { gopls }, root_dir = H.ws }
+  local id
+  local group = vim.api.nvim_create_augroup('test-gopls', { clear = true })
+  H.defer(function()
+    pcall(vim.api.nvim_del_augroup_by_name, 'test-gopls')
+    local c = id and vim.lsp.get_client_by_id(id)
+    if c then
+      -- gopls writes its cache until it exits: wait for the process
+      vim.lsp.stop_client(id)
+      vim.wait(10000, function()
+        return vim.lsp.get_client_by_id(id) == nil and #H.own_processes(gopls) == 0
+      end, 20)
+    end
+  end)
+  vim.api.nvim_create_autocmd('FileType', {
+    group = group,
+    pattern = 'go',
+    callback = function(ev)
+      if vim.lsp.start then
+        id = vim.lsp.start(config, { bufnr = ev.buf })
+      else
+        id = id or vim.lsp.start_client(config)
+        vim.lsp.buf_attach_client(ev.buf, id)
+      end
+    end,
+  })
+  return function()
+    local c
+    H.wait(30000, function()
+      c = id and vim.lsp.get_client_by_id(id)
+      return c and c.initialized
+    end, 'gopls to start')
+    -- gopls answers once it has loaded the module, which takes a while
+    -- cold; Neovim 0.7 gives a request a few seconds only (it blocks).
+    local reply = vim.lsp.buf_request_sync(0, 'textDocument/documentSymbol', { textDocument = vim.lsp.util.make_text_document_params() }, 60000)
+    H.ok(reply and reply[c.id], 'gopls to load the module')
+    return c
+  end
 end
 
 --- Stops everything the test started.

@@ -35,14 +35,19 @@ for _, f in ipairs(files) do
   end
 end
 
-local passed, failed = 0, 0
+local passed, failed, skipped = 0, 0, 0
 local orig_select, orig_input = vim.ui.select, vim.ui.input
 for _, c in ipairs(cases) do
   plugin_errors = {}
   vim.v.errmsg = ''
   vim.ui.select, vim.ui.input = orig_select, orig_input
   local t0 = vim.loop.hrtime()
-  local ok, err = xpcall(c.run, debug.traceback, H)
+  local ok, err = xpcall(c.run, function(e)
+    if type(e) == 'table' and e.skip then
+      return e
+    end
+    return debug.traceback(e)
+  end, H)
   if vim.v.errmsg ~= '' then
     table.insert(plugin_errors, vim.v.errmsg)
   end
@@ -51,7 +56,10 @@ for _, c in ipairs(cases) do
   end
   H.cleanup()
   local ms = math.floor((vim.loop.hrtime() - t0) / 1e6)
-  if ok then
+  if not ok and type(err) == 'table' and err.skip then
+    skipped = skipped + 1
+    out(string.format('skip  %s: %s', c.name, err.skip))
+  elseif ok then
     passed = passed + 1
     out(string.format('ok    %s (%d ms)', c.name, ms))
   else
@@ -61,8 +69,12 @@ for _, c in ipairs(cases) do
   end
 end
 vim.notify = orig_notify
-out(string.format('%d passed, %d failed', passed, failed))
-if failed > 0 or passed == 0 then
+if skipped > 0 then
+  out(string.format('%d passed, %d failed, %d skipped', passed, failed, skipped))
+else
+  out(string.format('%d passed, %d failed', passed, failed))
+end
+if failed > 0 or passed + skipped == 0 then
   vim.cmd('cquit 1')
 else
   vim.cmd('qall!')

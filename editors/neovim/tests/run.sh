@@ -16,6 +16,12 @@ export QWEN_TEST_FILTER=${2:-${QWEN_TEST_FILTER:-}}
 export QWEN_TEST_REPO=${QWEN_TEST_REPO:-$(cd "$here/../../.." && pwd)}
 export QWEN_TEST_NVIM=$nvim
 : "${QWEN_TEST_BIN:?set QWEN_TEST_BIN to a qwen-ls binary}"
+# The language servers the tests attach (gopls) keep Go's build and module
+# caches where they are: a temporary XDG_CACHE_HOME would start them cold.
+if command -v go >/dev/null; then
+  GOCACHE=${GOCACHE:-$(go env GOCACHE)} GOMODCACHE=${GOMODCACHE:-$(go env GOMODCACHE)}
+  export GOCACHE GOMODCACHE
+fi
 # Neovim's own state (logs, shada) stays out of the real home.
 export XDG_STATE_HOME=$(mktemp -d) XDG_DATA_HOME=$(mktemp -d) XDG_CONFIG_HOME=$(mktemp -d) XDG_CACHE_HOME=$(mktemp -d)
 trap 'rm -rf "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME"' EXIT

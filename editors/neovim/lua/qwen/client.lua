@@ -62,6 +62,11 @@ local function handlers()
     require('qwen.review').on_cancelled(params, ctx.client_id)
     require('qwen.permission').on_cancelled(params, ctx.client_id)
   end
+  -- The agent's code intelligence, from the buffer's other language
+  -- servers (qwen/lsp.lua).
+  h['qwen/lsp'] = function(_, params, ctx)
+    return require('qwen.lsp').on_request(params, ctx.client_id)
+  end
   h['workspace/applyEdit'] = function(err, params, ctx, cfg)
     -- Neovim 0.7 prints the label of every workspace edit; the chat
     -- already says what happened.
@@ -98,6 +103,9 @@ local function capabilities()
     -- Neovim 0.7 must answer server requests at once, so every version
     -- answers reviews "deferred" and sends the decision later (one path).
     deferredReview = true,
+    -- qwen/lsp: definitions, references, diagnostics... from the other
+    -- language servers attached to a buffer.
+    lsp = true,
   }
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true

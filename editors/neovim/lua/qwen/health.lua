@@ -79,7 +79,11 @@ function M.check()
   local session = require('qwen.session')
   -- qwen/checkSetup resolves the model as a prompt would and sends it one
   -- real one-token request; the key is never read here.
-  local reply = util.request_sync(c, 'qwen/checkSetup', vim.empty_dict(), 20000)
+  -- With the file the person has open, the answer says which language
+  -- servers qwen-ls could start for it.
+  local buf = M.person_buf()
+  local params = buf and { uri = vim.uri_from_bufnr(buf) } or vim.empty_dict()
+  local reply = util.request_sync(c, 'qwen/checkSetup', params, 20000)
   local res, err
   if reply then
     res, err = reply.result, reply.err or reply.error
@@ -108,6 +112,79 @@ function M.check()
     end
     table.insert(advice, 'See :help qwen-failures')
     h.error(message ~= '' and message or 'the model did not answer', advice)
+  end
+  M.check_lsp(h, res, buf)
+end
+
+--- The file buffer the person was in: :checkhealth shows its report in a
+--- buffer of its own.
+function M.person_buf()
+  local util = require('qwen.util')
+  local cur = vim.api.nvim_get_current_buf()
+  if util.file_name(cur) then
+    return cur
+  end
+  local last = require('qwen.chat').last_buf
+  if last and vim.api.nvim_buf_is_valid(last) and util.file_name(last) then
+    return last
+  end
+  local alt = vim.fn.bufnr('#')
+  if alt > 0 and util.file_name(alt) then
+    return alt
+  end
+  return nil
+end
+
+--- Code intelligence: which of Neovim's language servers the agent asks
+--- for the person's file (qwen/lsp), and which qwen-ls would start itself
+--- (the languageServers and lspAllowed of qwen/checkSetup).
+function M.check_lsp(h, res, buf)
+  h.start('qwen: code intelligence (the lsp tool)')
+  if not buf then
+    h.info('No file is open: open one and run :checkhealth qwen again to see which language servers the agent can use for it.')
+  else
+    local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ':~:.')
+    local usable = require('qwen.lsp').usable(buf)
+    if #usable == 0 then
+      h.info(string.format('No language server of Neovim is attached to %s: the agent uses one qwen-ls starts (below), if any.', name))
+    end
+    for _, u in ipairs(usable) do
+      local state = u.initialized and '' or ' (still starting)'
+      h.ok(string.format('%s%s, attached to %s: the agent asks it for %s', u.name, state, name, table.concat(u.methods, ', ')))
+    end
+    if vim.fn.has('nvim-0.10') == 0 then
+      h.info('Neovim 0.7 answers the agent on the spot: each request waits at most a few seconds for the language servers (0.10 does not block).')
+    end
+  end
+  if type(res.languageServers) ~= 'table' then
+    h.info('This qwen-ls does not say which language servers it can start (an older version?).')
+    return
+  end
+  local allowed = res.lspAllowed ~= false
+  if not allowed then
+    h.warn('This folder is not trusted: qwen-ls starts no language server of its own here.', {
+      'The agent still gets answers from Neovim\'s own language servers.',
+      'Trust the folder to let qwen-ls start them: run qwen-ls trust in it from a shell.',
+    })
+  end
+  local others = {}
+  for _, ls in ipairs(res.languageServers) do
+    local langs = type(ls.languages) == 'table' and table.concat(ls.languages, ', ') or ''
+    local label = string.format('%s (%s)', tostring(ls.name), langs)
+    if ls.forFile then
+      if not ls.installed then
+        h.info(string.format('%s covers this file but is not installed (%s not on PATH)', label, tostring(ls.command)))
+      elseif allowed then
+        h.ok(string.format('qwen-ls can start %s for this file (%s) when Neovim\'s servers do not cover it', label, tostring(ls.command)))
+      else
+        h.info(string.format('%s is installed and covers this file, but not in an untrusted folder', label))
+      end
+    elseif ls.installed then
+      table.insert(others, tostring(ls.name))
+    end
+  end
+  if #others > 0 then
+    h.info('Other language servers qwen-ls can start: ' .. table.concat(others, ', '))
   end
 end
 

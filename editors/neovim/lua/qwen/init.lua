@@ -39,6 +39,21 @@ function M.setup(opts)
       end
     end,
   })
+  -- When each buffer's diagnostics last changed, for qwen/diagnostics'
+  -- wait for a version (qwen/lsp.lua).
+  require('qwen.lsp').track()
+  pcall(vim.api.nvim_create_autocmd, 'DiagnosticChanged', {
+    group = group,
+    callback = function(ev)
+      require('qwen.lsp').on_diagnostic_changed(ev)
+    end,
+  })
+  pcall(vim.api.nvim_create_autocmd, 'LspNotify', {
+    group = group,
+    callback = function(ev)
+      require('qwen.lsp').on_notify(ev)
+    end,
+  })
   -- Leaving Visual mode sends the selection (ModeChanged is in 0.7 too).
   pcall(vim.api.nvim_create_autocmd, 'ModeChanged', {
     group = group,
