@@ -164,19 +164,19 @@ function env({ withKey = true } = {}) {
   };
 }
 
-async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log', withKey = true } = {}) {
+async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log', withKey = true, extDir = extensionsDir, extraEnv = {} } = {}) {
   const args = [
     '--bind-addr', `127.0.0.1:${port}`,
     '--auth', 'none',
     '--user-data-dir', dataDir,
-    '--extensions-dir', extensionsDir,
+    '--extensions-dir', extDir,
     '--disable-telemetry',
     '--disable-update-check',
     ...(trust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     folder,
   ];
-  const p = spawn(codeServer, args, { env: env({ withKey }), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const p = spawn(codeServer, args, { env: { ...env({ withKey }), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(p);
   if (dataDir === userData) mainCodeServer = p.pid;
   const out = fs.createWriteStream(path.join(artifacts, logName));
@@ -189,6 +189,11 @@ let mainCodeServer;
 
 /** The qwen-ls language servers running below the main code-server. */
 function serverPids() {
+  return descendants(mainCodeServer).filter((p) => path.basename(p.argv[0] ?? '') === 'qwen-ls').map((p) => p.pid);
+}
+
+/** The live processes below root (not zombies), each with its argv, parents before children. */
+function descendants(root) {
   const kids = new Map();
   const argv = new Map();
   for (const d of fs.readdirSync('/proc')) {
@@ -207,12 +212,11 @@ function serverPids() {
   const out = [];
   const walk = (pid) => {
     for (const k of kids.get(pid) ?? []) {
-      const a = argv.get(k) ?? [];
-      if (path.basename(a[0] ?? '') === 'qwen-ls') out.push(k);
+      out.push({ pid: k, ppid: pid, argv: argv.get(k) ?? [] });
       walk(k);
     }
   };
-  walk(mainCodeServer);
+  walk(root);
   return out;
 }
 
@@ -1310,6 +1314,111 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
   } finally {
     await p2.close();
   }
+});
+
+// ---- code intelligence: qwen/lsp answered by VS Code's own TypeScript features ----
+//
+// A second VS Code on testdata/ts-workspace (two .ts files, no
+// node_modules: code-server's built-in TypeScript checks them), with its
+// own extensions: the .vsix under test, and e2e/lsphost, a test-only
+// extension that runs the qwen/lsp handler (src/lsp/handler.ts) in this
+// real VS Code. A `typescript-language-server` on its PATH only leaves a
+// mark when something runs it: qwen-ls must not, as VS Code covers .ts.
+
+let tsWorld;
+
+/** The TypeScript VS Code of these tests, started on first use (one page, kept for the tests after). */
+async function tsVsCode() {
+  if (tsWorld) return tsWorld;
+  const dir = path.join(tmp, 'ts');
+  const folder = path.join(dir, 'ws');
+  fs.cpSync(path.join(repo, 'testdata/ts-workspace'), folder, { recursive: true });
+  // The test host: bundled with esbuild (as the extension is), packaged with vsce.
+  const hostDir = path.join(here, 'lsphost');
+  const esbuild = await import(path.join(extDir, 'node_modules/esbuild/lib/main.js'));
+  await esbuild.build({
+    entryPoints: [path.join(hostDir, 'host.ts')],
+    outfile: path.join(hostDir, 'dist/host.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'es2022',
+    external: ['vscode'],
+    logLevel: 'warning',
+  });
+  const hostVsix = path.join(dir, 'lsphost.vsix');
+  execFileSync(path.join(extDir, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', hostVsix], {
+    cwd: hostDir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const dataDir = path.join(dir, 'user-data');
+  const extDirTs = path.join(dir, 'extensions');
+  fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
+  const settings = path.join(dataDir, 'User/settings.json');
+  fs.writeFileSync(settings, JSON.stringify({ ...baseSettings(), 'qwen.approvalMode': 'auto-edit', 'qwen.trace.server': 'verbose' }, null, 2));
+  for (const v of [findVsix(), hostVsix]) {
+    execFileSync(codeServer, ['--user-data-dir', dataDir, '--extensions-dir', extDirTs, '--install-extension', v], { env: env(), stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  // A language server qwen-ls knows, on its PATH: it marks that it ran.
+  const fakeBin = path.join(dir, 'bin');
+  const ranMark = path.join(dir, 'typescript-language-server-ran');
+  fs.mkdirSync(fakeBin);
+  fs.writeFileSync(path.join(fakeBin, 'typescript-language-server'), `#!/bin/sh\necho "$$ $*" >> '${ranMark}'\nexit 1\n`, { mode: 0o755 });
+  const hostOut = path.join(dir, 'lsphost.json');
+  const port = await freePort();
+  await startCodeServer(port, {
+    dataDir,
+    folder,
+    extDir: extDirTs,
+    logName: 'code-server-ts.log',
+    extraEnv: { PATH: `${fakeBin}${path.delimiter}${nodeBin}${path.delimiter}${process.env.PATH}`, QWEN_LSP_HOST_OUT: hostOut },
+  });
+  const codeServerPid = children.at(-1).pid;
+  const p = await page.context().newPage();
+  p.setDefaultTimeout(30000);
+  await p.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`);
+  await p.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+  await until('the Qwen status bar item (TypeScript VS Code)', async () => (await p.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0, 60000);
+  tsWorld = { page: p, folder, dataDir, hostOut, ranMark, codeServerPid };
+  return tsWorld;
+}
+
+/** Runs fn with the page of the TypeScript VS Code as the one the helpers drive. */
+async function inTsVsCode(fn) {
+  const w = await tsVsCode();
+  const main = page;
+  page = w.page;
+  try {
+    return await fn(w);
+  } finally {
+    page = main;
+  }
+}
+
+/** The LSP trace of the TypeScript VS Code's Qwen output channel (qwen.trace.server: verbose). */
+function tsTrace(w) {
+  const logs = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const f = path.join(d, e.name);
+      if (e.isDirectory()) walk(f);
+      else if (e.name.endsWith('.log')) logs.push(fs.readFileSync(f, 'utf8'));
+    }
+  };
+  walk(path.join(w.dataDir, 'logs'));
+  return logs.join('\n');
+}
+
+test('qwen/lsp handler in real VS Code: every method answered from the built-in TypeScript features', async () => {
+  await inTsVsCode(async (w) => {
+    fs.rmSync(w.hostOut, { force: true });
+    await command('Qwen LSP Host: Run the qwen/lsp Tests');
+    const results = await until('the handler tests to finish', () => (fs.existsSync(w.hostOut) ? JSON.parse(fs.readFileSync(w.hostOut, 'utf8')) : undefined), 300000);
+    for (const r of results) log(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${(r.ms / 1000).toFixed(1)} s)${r.ok ? '' : `: ${r.error}`}`);
+    const failed = results.filter((r) => !r.ok);
+    if (results.length < 13) throw new Error(`only ${results.length} handler cases ran`);
+    if (failed.length) throw new Error(`${failed.length} of ${results.length} handler cases failed: ${failed.map((r) => r.name).join('; ')}`);
+  });
 });
 
 // Opt-in (QWEN_SCREENSHOTS=light or dark): the pictures of the README, in
