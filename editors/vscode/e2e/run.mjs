@@ -1421,6 +1421,23 @@ test('qwen/lsp handler in real VS Code: every method answered from the built-in 
   });
 });
 
+test('Check Setup with a .ts file open says that VS Code’s TypeScript features answer the agent for it', async () => {
+  await inTsVsCode(async () => {
+    await useInlineScript('-- 01.response --\ntext: ok\nusage: 10 1\n');
+    await openFile('src/main.ts');
+    await command('Qwen: Check Setup');
+    const t = page.locator('.notification-toast', { hasText: 'Code intelligence for src/main.ts' }).first();
+    await t.waitFor({ timeout: 30000 });
+    const text = await t.innerText();
+    log(`check setup: ${JSON.stringify(text)}`);
+    if (!/answered/.test(text)) throw new Error(`the model check is not in the toast: ${text}`);
+    if (!text.includes("VS Code's own language features answer the agent for files they cover, here vscode.typescript-language-features")) {
+      throw new Error(`the toast does not say that VS Code answers for main.ts: ${text}`);
+    }
+    await shot('check-setup-code-intelligence');
+  });
+});
+
 // Opt-in (QWEN_SCREENSHOTS=light or dark): the pictures of the README, in
 // Default Light Modern or Default Dark Modern (the theme is in the settings
 // VS Code starts with).
