@@ -203,6 +203,20 @@ async function run(context: vscode.ExtensionContext): Promise<void> {
       },
     ],
     [
+      'diagnostics of a file no editor shows: not served (TypeScript checks only open files)',
+      async () => {
+        const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === math.toString());
+        if (tabs.length) await vscode.window.tabGroups.close(tabs);
+        const a = await req('qwen/diagnostics', { uri: math.toString() });
+        check(a.served === false && /only while it is open in an editor/.test(a.reason), 'not served, saying why', a);
+        // Shown in an editor, the same file is answered (no errors in it).
+        await vscode.window.showTextDocument(math, { preview: false });
+        const b = await req('qwen/diagnostics', { uri: math.toString() });
+        check(b.served === true && b.result[0].diagnostics.length === 0, 'served, empty', b);
+        await vscode.window.showTextDocument(main);
+      },
+    ],
+    [
       'served: false for a file no extension covers (Go in this VS Code)',
       async () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lsphost-'));

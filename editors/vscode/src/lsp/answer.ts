@@ -51,6 +51,13 @@ export function notCovered(languageId: string): string {
   return `no extension in VS Code provides language features for ${languageId} files`;
 }
 
+/**
+ * The reason of a served:false answer to qwen/diagnostics for a file with
+ * no diagnostics that no editor shows: extensions such as TypeScript check
+ * only open files, so an empty list says nothing about it.
+ */
+export const notChecked = 'VS Code reports diagnostics for this file only while it is open in an editor, and it is not';
+
 /** A hover content as VS Code holds it: a MarkdownString, or a deprecated MarkedString. */
 export type HoverContent = string | { value: string; language?: string };
 

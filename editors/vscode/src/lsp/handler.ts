@@ -18,6 +18,7 @@ import {
   LspLocation,
   LspRange,
   mergeHovers,
+  notChecked,
   notCovered,
   withoutDeclarations,
 } from './answer';
@@ -284,7 +285,11 @@ export class EditorLsp implements vscode.Disposable {
     }
     const uri = asUri(params.uri);
     const key = uri.toString();
-    if (typeof params.version === 'number' && vscode.workspace.textDocuments.some((d) => d.uri.toString() === key)) {
+    // Many language extensions (TypeScript among them) check only the
+    // files open in an editor: for any other file an empty list is no
+    // verdict, and nothing would come to wait for.
+    const checked = inEditor(key) || vscode.languages.getDiagnostics(uri).length > 0;
+    if (checked && typeof params.version === 'number' && vscode.workspace.textDocuments.some((d) => d.uri.toString() === key)) {
       const ms = typeof params.timeoutMs === 'number' ? Math.min(Math.max(0, params.timeoutMs), diagnosticsWait.max) : diagnosticsWait.default;
       let sub: vscode.Disposable | undefined;
       try {
@@ -297,8 +302,21 @@ export class EditorLsp implements vscode.Disposable {
     const diags = vscode.languages.getDiagnostics(uri);
     const { languageId, servers } = await this.coverage(uri);
     if (diags.length === 0 && servers.length === 0) return { served: false, reason: languageId ? notCovered(languageId) : `VS Code cannot open ${key}` };
+    if (diags.length === 0 && !inEditor(key)) return { served: false, reason: notChecked };
     return { served: true, result: [{ uri: c.asUri(uri), diagnostics: c.asDiagnosticsSync(diags) }], ...(servers.length ? { servers } : {}) };
   }
+}
+
+/** Whether a tab of the window shows the document (as text, or as the changed side of a diff). */
+function inEditor(uri: string): boolean {
+  return vscode.window.tabGroups.all.some((g) =>
+    g.tabs.some((t) => {
+      const input = t.input;
+      if (input instanceof vscode.TabInputText) return input.uri.toString() === uri;
+      if (input instanceof vscode.TabInputTextDiff) return input.modified.toString() === uri;
+      return false;
+    }),
+  );
 }
 
 /** A symbol of executeDocumentSymbolProvider as an LSP DocumentSymbol (VS Code's are both kinds at once). */
