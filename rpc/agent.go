@@ -11,6 +11,7 @@ import (
 	"github.com/qwen-ls/qwen-ls/session"
 	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/toolset"
+	"github.com/qwen-ls/qwen-ls/workspace"
 )
 
 // The qwen/* session methods (protocol.md §4).
@@ -38,8 +39,14 @@ func (s *Server) agentMethods() map[string]method {
 // checkSetup answers qwen/checkSetup: one real request to the configured
 // model, and which OS sandbox protects commands.
 func (s *Server) checkSetup(ctx context.Context, req *request) (any, error) {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
 	res := s.sessions.CheckSetup(ctx)
 	res.Sandbox = sandboxInfo()["summary"].(string)
+	servers, allowed := s.langs.setupInfo(p.URI)
+	res.LanguageServers, res.LSPAllowed = servers, &allowed
 	return res, nil
 }
 
@@ -52,6 +59,8 @@ func (s *Server) setupAgent() {
 	}
 	s.env = &tools.Env{Workspace: s.ws, QwenHome: home}
 	s.host = &host{s: s}
+	s.langs = &langServers{s: s}
+	s.ws.Watcher.Subscribe(func(ev workspace.Event) { s.langs.noteDisk(ev.Path) })
 	s.registry = registry.New(append(toolset.Builtins(s.env), s.opts.ExtraTools...), filterFromSettings(s.env))
 	s.ws.Settings.OnChange(func() { s.registry.SetFilter(filterFromSettings(s.env)) })
 	s.sources = registry.NewSources(registry.Options{

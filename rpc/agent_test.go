@@ -355,7 +355,7 @@ func TestListToolsReportsTheBuiltins(t *testing.T) {
 	// The built-ins come in the order of tools.md §1.5, the seven file
 	// tools always among them.
 	order := []string{"list_directory", "read_file", "write_file", "grep_search", "glob", "edit", "read_many_files",
-		"run_shell_command", "web_fetch", "web_search", "save_memory", "todo_write", "task", "exit_plan_mode"}
+		"run_shell_command", "web_fetch", "web_search", "save_memory", "todo_write", "task", "exit_plan_mode", "lsp"}
 	pos := -1
 	for _, n := range names {
 		i := slices.Index(order, n)

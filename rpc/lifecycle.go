@@ -52,6 +52,7 @@ type qwenClientCaps struct {
 	RequestPermission bool `json:"requestPermission"`
 	ProposeEdit       bool `json:"proposeEdit"`
 	DeferredReview    bool `json:"deferredReview"`
+	LSP               bool `json:"lsp"`
 }
 
 // initOptions is the part of initializationOptions the server checks at
@@ -99,6 +100,7 @@ func (s *Server) initialize(ctx context.Context, req *request) (any, error) {
 			caps.RequestPermission = q.RequestPermission
 			caps.ProposeEdit = q.ProposeEdit
 			caps.DeferredReview = q.DeferredReview
+			caps.LSP = q.LSP
 		}
 	}
 	var io initOptions

@@ -51,6 +51,9 @@ type Options struct {
 	// ExtraTools are registered after the built-ins, with them: for
 	// embedding qwen-ls and for tests.
 	ExtraTools []tools.Tool
+	// LanguageServerIdle stops a language server qwen-ls started after
+	// that long without a question; 0 means 5 minutes.
+	LanguageServerIdle time.Duration
 }
 
 // RetryPolicy is the model's retry policy.
@@ -114,7 +117,9 @@ type Server struct {
 	registry *registry.Registry
 	sessions *session.Manager
 	host     *host
-	turns    turnProgress
+	// langs are the language servers qwen-ls starts (langservers.go).
+	langs *langServers
+	turns turnProgress
 	// plain holds the transcripts of a plain client's sessions.
 	plain   transcripts
 	sources *registry.Sources
@@ -193,6 +198,8 @@ type clientCaps struct {
 	// Notices: the ACP client takes notice updates
 	// (clientCapabilities.session.notices).
 	Notices bool
+	// LSP: the client answers qwen/lsp (experimental.qwen.lsp).
+	LSP bool
 	// InitOptions is the raw initializationOptions object, or nil.
 	InitOptions json.RawMessage
 }
@@ -287,8 +294,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) int {
 	if s.env.Processes != nil {
 		s.env.Processes.KillAll()
 	}
-	// MCP servers and discovery processes are stopped with the connection.
+	// MCP servers and discovery processes are stopped with the connection,
+	// and so are the language servers.
 	s.sources.Close()
+	s.langs.close()
 	// Session files are released for the next server.
 	s.sessions.Close()
 	_ = s.conn.Close()

@@ -44,6 +44,7 @@ var ruleAliases = map[string][]string{
 	"webfetch": {"web_fetch"}, "web_fetch": {"web_fetch"}, "websearch": {"web_search"}, "web_search": {"web_search"},
 	"savememory": {"save_memory"}, "save_memory": {"save_memory"}, "todowrite": {"todo_write"}, "todo_write": {"todo_write"},
 	"exitplanmode": {"exit_plan_mode"}, "exit_plan_mode": {"exit_plan_mode"},
+	"lsp": {"lsp"},
 }
 
 // parseRule parses a rule; unbalanced parentheses make it invalid.

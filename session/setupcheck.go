@@ -22,6 +22,23 @@ type SetupCheck struct {
 	Env       []string `json:"env,omitempty"`
 	LatencyMs *int64   `json:"latencyMs,omitempty"`
 	Sandbox   string   `json:"sandbox,omitempty"`
+	// LanguageServers are the language servers qwen-ls knows, and
+	// LSPAllowed whether it may start them here (not in an untrusted
+	// folder); the rpc layer fills them.
+	LanguageServers []LanguageServer `json:"languageServers,omitempty"`
+	LSPAllowed      *bool            `json:"lspAllowed,omitempty"`
+}
+
+// LanguageServer is one language server of qwen/checkSetup.
+type LanguageServer struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	// Languages are the languageIds it serves.
+	Languages []string `json:"languages"`
+	// Installed: its command is on PATH.
+	Installed bool `json:"installed"`
+	// ForFile: it covers the file the check was asked about.
+	ForFile bool `json:"forFile"`
 }
 
 // setupCheckTimeout bounds the one request of a check.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/qwen-ls/qwen-ls/tools"
+	"github.com/qwen-ls/qwen-ls/tools/codeintel"
 )
 
 // subagentExcluded are the tools a sub-session never has: it cannot start
@@ -351,4 +352,21 @@ func (h *subagentHost) WriteFile(ctx context.Context, _ string, path, text strin
 		return cf.WriteFile(ctx, h.parent.id, path, text)
 	}
 	return false, nil
+}
+
+// CodeQuery implements tools.CodeIntel when the parent's editor does: a
+// subagent asks the same language servers, in the parent's session.
+func (h *subagentHost) CodeQuery(ctx context.Context, _ string, q codeintel.Query) (codeintel.Answer, error) {
+	if ci, ok := h.parent.host().(tools.CodeIntel); ok {
+		return ci.CodeQuery(ctx, h.parent.id, q)
+	}
+	return codeintel.Answer{}, &codeintel.UnavailableError{Message: "No language server is available to this subagent."}
+}
+
+// CodeDiagnostics implements tools.CodeIntel; see CodeQuery.
+func (h *subagentHost) CodeDiagnostics(ctx context.Context, _ string, q codeintel.DiagnosticsQuery) (codeintel.Report, error) {
+	if ci, ok := h.parent.host().(tools.CodeIntel); ok {
+		return ci.CodeDiagnostics(ctx, h.parent.id, q)
+	}
+	return codeintel.Report{}, &codeintel.UnavailableError{Message: "No language server is available to this subagent."}
 }

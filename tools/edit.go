@@ -204,5 +204,9 @@ func (t *Edit) Execute(ctx context.Context, call *Call, params map[string]any, _
 	if c.IsNewFile {
 		base = "Created the file " + c.FilePath + "."
 	}
-	return t.env.applyChange(ctx, call, c, base, true)
+	// The compiler's verdict (verdict.go) compares with the file as it
+	// was just before the change.
+	v := t.env.takeBaseline(ctx, call, c.FilePath)
+	res, err := t.env.applyChange(ctx, call, c, base, true)
+	return v.finish(ctx, res, err)
 }

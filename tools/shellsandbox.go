@@ -208,3 +208,28 @@ func personCanWrite(path string) bool {
 	fi, err := os.Stat(filepath.Dir(path))
 	return err == nil && fi.IsDir() && fi.Mode().Perm()&0o222 != 0
 }
+
+// UnaskedPolicy is the sandbox of a process that qwen-ls starts for the
+// agent without asking anyone and that is no command of the model: a
+// language server (docs/design.md "Code intelligence"). It gets what a
+// command run by an allow rule or an approval mode gets (writes in the
+// roots, its own temporary folder under owner and the build caches; reads
+// by allow-list; the network unless tools.sandbox is workspace-write), and
+// no confinement where the setting turns the sandbox off or the system has
+// none. Either way it runs under the supervisor, which kills it and all
+// it started when qwen-ls dies.
+func (e *Env) UnaskedPolicy(owner string) sandbox.Policy {
+	p := sandbox.Policy{Mode: sandbox.None, AlwaysProtected: e.alwaysProtected()}
+	setting := e.sandboxSetting()
+	if setting == sandboxOff || !sandbox.Probe().ReadOnly() {
+		return p
+	}
+	p.Mode = sandbox.Protect
+	if setting == sandboxWorkspaceWrite {
+		p.Mode = sandbox.WorkspaceWrite
+	}
+	layout := e.sandboxLayout(owner, true)
+	p.Readable, p.Class = layout.Readable(), e.protectedClass()
+	p.Writable, p.TempDir = layout.Writable(), layout.TempDir
+	return p
+}

@@ -73,8 +73,9 @@ func TestTaskSpec(t *testing.T) {
 	for _, tool := range toolset.Builtins(e.Env) {
 		names = append(names, tool.Name())
 	}
-	if n := len(names); n < 2 || names[n-2] != "task" || names[n-1] != "exit_plan_mode" || names[n-3] != "todo_write" {
-		t.Errorf("task is not declared between todo_write and exit_plan_mode: %v", names)
+	// lsp (tools.md §3.15) comes after the §1.5 list.
+	if n := len(names); n < 4 || names[n-3] != "task" || names[n-2] != "exit_plan_mode" || names[n-4] != "todo_write" || names[n-1] != "lsp" {
+		t.Errorf("task is not declared between todo_write and exit_plan_mode, before lsp: %v", names)
 	}
 }
 

@@ -106,5 +106,9 @@ func (t *WriteFile) Execute(ctx context.Context, call *Call, params map[string]a
 	if c.IsNewFile {
 		base = "Created the file " + c.FilePath + "."
 	}
-	return t.env.applyChange(ctx, call, c, base, false)
+	// The compiler's verdict (verdict.go) compares with the file as it
+	// was just before the change.
+	v := t.env.takeBaseline(ctx, call, c.FilePath)
+	res, err := t.env.applyChange(ctx, call, c, base, false)
+	return v.finish(ctx, res, err)
 }

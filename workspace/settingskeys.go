@@ -38,6 +38,9 @@ var knownSettings = []knownSetting{
 	{Path: "general.defaultFileEncoding"},
 	{Path: "general.sessionRetention.maxAgeDays"},
 	{Path: "general.sessionRetention.maxCount"},
+	// The language servers the lsp tool may start (rpc/langservers.go),
+	// in Qwen Code's language-keyed shape.
+	{Path: "lsp", Subtree: true},
 	{Path: "mcp.allowed"},
 	{Path: "mcp.excluded"},
 	{Path: "mcp.mcpServerCommand"},

@@ -45,6 +45,9 @@ var importRules = map[string]struct {
 	// The shell analysis gets what it needs of the workspace as values,
 	// so that the parser and the sandbox meet at one small interface.
 	"tools/shellsafe": {may: []string{"tools/lazy"}},
+	// The language servers qwen-ls starts itself speak LSP: the one leaf
+	// that may use the protocol packages (and procgroup, a leaf).
+	"tools/langserver": {may: []string{"tools/*"}, protocol: true},
 	// Values built on first use, for every package that has tables.
 	"tools/lazy": {},
 	// The sandbox supervisor's first stage runs among the first of the

@@ -20,7 +20,10 @@ import (
 // change that unexports something may lower a ceiling freely; one that
 // exports more must raise it here, in review.
 var surfaceCeilings = map[string]struct{ names, methods int }{
-	"tools":     {127, 94},
+	// tools: +2 names (CodeIntel, the interface the lsp tool and the
+	// verdict after edits take from the Host, and NewLSP) and +1 method
+	// (Env.UnaskedPolicy, the sandbox rpc starts language servers under).
+	"tools":     {129, 95},
 	"rpc":       {11, 7},
 	"workspace": {85, 102},
 }

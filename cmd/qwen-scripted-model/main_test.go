@@ -39,7 +39,7 @@ func TestSharedScriptsParse(t *testing.T) {
 	}
 	known := map[string]bool{"list_directory": true, "read_file": true, "write_file": true, "grep_search": true,
 		"glob": true, "edit": true, "read_many_files": true, "run_shell_command": true, "web_fetch": true,
-		"web_search": true, "save_memory": true, "todo_write": true, "task": true, "exit_plan_mode": true}
+		"web_search": true, "save_memory": true, "todo_write": true, "task": true, "exit_plan_mode": true, "lsp": true}
 	for _, f := range files {
 		rs, err := modeltest.LoadScript(f, map[string]string{"ROOT": "/ws"})
 		if err != nil {

@@ -13,6 +13,8 @@ type InitParams struct {
 	UTF8     bool
 	Rich     bool
 	Deferred bool
+	// LSP advertises experimental.qwen.lsp: the editor answers qwen/lsp.
+	LSP bool
 	// ApplyEdit and DocumentChanges set workspace capabilities.
 	ApplyEdit       bool
 	DocumentChanges bool
@@ -45,6 +47,12 @@ func (p InitParams) Params() map[string]any {
 		caps["experimental"] = map[string]any{"qwen": map[string]any{
 			"sessionUpdates": true, "requestPermission": true, "proposeEdit": true, "deferredReview": p.Deferred,
 		}}
+	}
+	if p.LSP {
+		if caps["experimental"] == nil {
+			caps["experimental"] = map[string]any{"qwen": map[string]any{}}
+		}
+		caps["experimental"].(map[string]any)["qwen"].(map[string]any)["lsp"] = true
 	}
 	params := map[string]any{"processId": nil, "capabilities": caps, "workspaceFolders": folders}
 	if p.InitializationOptions != nil {

@@ -64,6 +64,9 @@ type cache struct {
 var caches = []cache{
 	{Env: []string{"GOCACHE"}, UserCache: "go-build", Tool: "go"},
 	{Env: []string{"GOMODCACHE"}, Home: "go/pkg/mod", Tool: "go"},
+	// gopls's own file cache (the agent's language servers run under
+	// this policy: docs/design.md "Code intelligence").
+	{Env: []string{"GOPLSCACHE"}, UserCache: "gopls", Tool: "gopls"},
 	{Env: []string{"npm_config_cache", "NPM_CONFIG_CACHE"}, Home: ".npm", Tool: "npm"},
 	{UserCache: "yarn", Tool: "yarn"},
 	{Home: ".yarn/berry/cache"},

@@ -6,7 +6,7 @@ import (
 )
 
 // Builtins returns the built-in tools in their declaration order
-// (tools.md §1.5). web_search is always in the list; Unavailable names it
+// (tools.md §1.5), then lsp (§3.15). web_search is always in the list; Unavailable names it
 // while no search provider is configured, so a provider added to the
 // settings takes effect from the next model request without rebuilding the
 // tools.
@@ -26,6 +26,7 @@ func Builtins(env *tools.Env) []tools.Tool {
 		tools.NewTodoWrite(env),
 		tools.NewTask(env),
 		tools.NewExitPlanMode(env),
+		tools.NewLSP(env),
 	}
 }
 

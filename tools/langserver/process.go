@@ -1,0 +1,172 @@
+package langserver
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/qwen-ls/qwen-ls/tools/procgroup"
+)
+
+// Process is a started language server as Options.Start returns it.
+type Process interface {
+	// Wait returns once the process has ended; it is called once.
+	Wait() error
+	// Kill ends the process and whatever it started, at once. It is
+	// called when the server does not exit after shutdown and exit, and
+	// once more after it has ended, to leave nothing behind; it must be
+	// safe then.
+	Kill() error
+}
+
+// startPlain starts cmd in a process group of its own, so that Kill
+// takes whatever the server started too.
+func startPlain(cmd *exec.Cmd) (Process, error) {
+	procgroup.Prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &plainProcess{cmd: cmd}
+	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return p, nil
+}
+
+type plainProcess struct {
+	cmd *exec.Cmd
+	// mu orders Kill against the group's release after Wait.
+	mu       sync.Mutex
+	released bool
+}
+
+func (p *plainProcess) Wait() error {
+	err := p.cmd.Wait()
+	return err
+}
+
+func (p *plainProcess) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return nil
+	}
+	pid := p.cmd.Process.Pid
+	procgroup.Terminate(pid)
+	if p.cmd.ProcessState != nil {
+		procgroup.Release(pid)
+		p.released = true
+	}
+	return nil
+}
+
+// pipes are the three standard streams of a server: the child's ends go
+// into exec.Cmd as files, so that any Options.Start (a sandbox wrapper
+// too) hands them on unchanged.
+type pipes struct {
+	stdinR, stdinW   *os.File
+	stdoutR, stdoutW *os.File
+	stderrR, stderrW *os.File
+}
+
+func newPipes() (*pipes, error) {
+	p := &pipes{}
+	var err error
+	if p.stdinR, p.stdinW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.stdoutR, p.stdoutW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	if p.stderrR, p.stderrW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	return p, nil
+}
+
+// closeChild closes the child's ends in this process once it has them.
+func (p *pipes) closeChild() {
+	for _, f := range []*os.File{p.stdinR, p.stdoutW, p.stderrW} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+func (p *pipes) closeAll() {
+	p.closeChild()
+	for _, f := range []*os.File{p.stdinW, p.stdoutR, p.stderrR} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// stdio is the server's stdout and stdin as one stream for jsonrpc2.
+type stdio struct {
+	r io.ReadCloser
+	w io.WriteCloser
+}
+
+func (s stdio) Read(b []byte) (int, error)  { return s.r.Read(b) }
+func (s stdio) Write(b []byte) (int, error) { return s.w.Write(b) }
+func (s stdio) Close() error {
+	werr := s.w.Close()
+	rerr := s.r.Close()
+	if werr != nil {
+		return werr
+	}
+	return rerr
+}
+
+// tailSize is how much of a server's stderr is kept for a crash report.
+const tailSize = 4096
+
+// tail keeps the last tailSize bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	// done is closed when the stream has ended.
+	done chan struct{}
+}
+
+func newTail() *tail { return &tail{done: make(chan struct{})} }
+
+func (t *tail) readFrom(r io.ReadCloser) {
+	defer close(t.done)
+	defer r.Close()
+	b := make([]byte, 4096)
+	for {
+		n, err := r.Read(b)
+		if n > 0 {
+			t.mu.Lock()
+			t.buf = append(t.buf, b[:n]...)
+			if len(t.buf) > tailSize {
+				t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
+			}
+			t.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// String is the kept text, from its first whole line.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if len(t.buf) == tailSize {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return strings.TrimSpace(s)
+}
