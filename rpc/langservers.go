@@ -160,12 +160,21 @@ func (l *langServers) start(cmd *exec.Cmd) (langserver.Process, error) {
 // groupProcess is a started language server and its process group.
 type groupProcess struct {
 	cmd *exec.Cmd
-	// mu orders Kill against the group's release after Wait.
+	// mu guards the flags: once the process has ended, one more Kill
+	// takes what it left in its group, and then the group is released
+	// and never signalled again (its id may be reused).
 	mu       sync.Mutex
+	ended    bool
 	released bool
 }
 
-func (p *groupProcess) Wait() error { return p.cmd.Wait() }
+func (p *groupProcess) Wait() error {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+	return err
+}
 
 func (p *groupProcess) Kill() error {
 	p.mu.Lock()
@@ -175,7 +184,7 @@ func (p *groupProcess) Kill() error {
 	}
 	pid := p.cmd.Process.Pid
 	procgroup.Terminate(pid)
-	if p.cmd.ProcessState != nil {
+	if p.ended {
 		procgroup.Release(pid)
 		p.released = true
 	}
@@ -530,14 +539,19 @@ func (l *langServers) diagnostics(ctx context.Context, q codeintel.DiagnosticsQu
 	rep := codeintel.Report{Server: srv.Name()}
 	var pub langserver.Published
 	if q.Fresh {
+		start := time.Now()
 		var fresh bool
 		pub, fresh, err = srv.WaitDiagnostics(ctx, q.Path, v, q.Wait)
 		if err != nil {
 			return codeintel.Report{}, err
 		}
 		rep.Stale = !fresh
-		if fresh && q.Others {
+		if fresh && time.Since(start) > time.Millisecond {
+			// A report that just came may be followed by more for the
+			// same text (a server checks in passes) and by the reports
+			// on other files; one that was there already is complete.
 			l.settle(ctx, srv)
+			pub, _ = srv.Diagnostics(q.Path)
 		}
 	} else {
 		pub, _ = srv.Diagnostics(q.Path)

@@ -16,9 +16,9 @@ import (
 // calcModule is a small Go module: package calc with Add, and a main
 // package that calls it.
 var calcModule = map[string]string{
-	"go.mod":       "module example.com/calc\n\ngo 1.21\n",
+	"go.mod":       "module example.com/m\n\ngo 1.21\n",
 	"calc/calc.go": "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
-	"main.go":      "package main\n\nimport \"example.com/calc\"\n\nfunc main() {\n\tprintln(calc.Add(1, 2))\n}\n",
+	"main.go":      "package main\n\nimport \"example.com/m/calc\"\n\nfunc main() {\n\tprintln(calc.Add(1, 2))\n}\n",
 }
 
 func writeTree(t *testing.T, root string, files map[string]string) {

@@ -153,17 +153,18 @@ func (f *lspFormatter) from() string {
 	return " (" + f.server + ")"
 }
 
-// capped writes heading and at most limit lines, then how many were left
+// capped writes heading and the first limit of total lines (line(i) makes
+// the i-th, so that only those shown are made), then how many were left
 // out.
-func (f *lspFormatter) capped(heading string, lines []string) string {
+func (f *lspFormatter) capped(heading string, total int, line func(i int) string) string {
 	var b strings.Builder
 	b.WriteString(heading)
-	n := min(len(lines), f.req.limit)
-	for _, l := range lines[:n] {
+	n := min(total, f.req.limit)
+	for i := range n {
 		b.WriteString("\n")
-		b.WriteString(l)
+		b.WriteString(line(i))
 	}
-	if rest := len(lines) - n; rest > 0 {
+	if rest := total - n; rest > 0 {
 		if f.noLimitHint {
 			fmt.Fprintf(&b, "\n[%d more not shown]", rest)
 		} else {
@@ -172,6 +173,9 @@ func (f *lspFormatter) capped(heading string, lines []string) string {
 	}
 	return b.String()
 }
+
+// all is capped's line for lines already made.
+func all(lines []string) func(int) string { return func(i int) string { return lines[i] } }
 
 // plural is "1 thing" or "n things".
 func plural(n int, one, many string) string {
@@ -225,12 +229,9 @@ func (f *lspFormatter) locations(locs []codeintel.Location) Result {
 			cmp.Compare(a.Range.Start.Col, b.Range.Start.Col))
 	})
 	locs = slices.CompactFunc(locs, func(a, b codeintel.Location) bool { return a.Path == b.Path && a.Range.Start == b.Range.Start })
-	lines := make([]string, len(locs))
-	for i, l := range locs {
-		lines[i] = f.located(l.Path, l.Range.Start)
-	}
 	count := plural(len(locs), what[0], what[1])
-	return TextResult(f.capped(fmt.Sprintf("%s of the symbol at %s%s:", upperFirst(count), f.target(), f.from()), lines), Markdown("Found "+count))
+	heading := fmt.Sprintf("%s of the symbol at %s%s:", upperFirst(count), f.target(), f.from())
+	return TextResult(f.capped(heading, len(locs), func(i int) string { return f.located(locs[i].Path, locs[i].Range.Start) }), Markdown("Found "+count))
 }
 
 func upperFirst(s string) string {
@@ -295,7 +296,7 @@ func (f *lspFormatter) documentSymbols(syms []codeintel.Symbol) Result {
 		}
 	}
 	walk(syms, 0)
-	return TextResult(f.capped(fmt.Sprintf("%s in %s%s:", upperFirst(plural(len(lines), "symbol", "symbols")), rel, f.from()), lines),
+	return TextResult(f.capped(fmt.Sprintf("%s in %s%s:", upperFirst(plural(len(lines), "symbol", "symbols")), rel, f.from()), len(lines), all(lines)),
 		Markdown(fmt.Sprintf("Found %s", plural(len(lines), "symbol", "symbols"))))
 }
 
@@ -316,16 +317,16 @@ func (f *lspFormatter) workspaceSymbols(syms []codeintel.Symbol) Result {
 		}
 		return cmp.Or(strings.Compare(f.env.Rel(a.Path), f.env.Rel(b.Path)), cmp.Compare(a.Selection.Start.Line, b.Selection.Start.Line))
 	})
-	lines := make([]string, len(syms))
-	for i, s := range syms {
+	line := func(i int) string {
+		s := syms[i]
 		name := s.Name
 		if s.Container != "" && !strings.HasPrefix(name, s.Container+".") {
 			name = s.Container + "." + name
 		}
-		lines[i] = fmt.Sprintf("%s %s: %s", s.Kind, name, f.where(s.Path, s.Selection.Start))
+		return fmt.Sprintf("%s %s: %s", s.Kind, name, f.where(s.Path, s.Selection.Start))
 	}
 	count := plural(len(syms), "symbol", "symbols")
-	return TextResult(f.capped(fmt.Sprintf("%s match %q%s:", upperFirst(count), q, f.from()), lines), Markdown("Found "+count))
+	return TextResult(f.capped(fmt.Sprintf("%s match %q%s:", upperFirst(count), q, f.from()), len(syms), line), Markdown("Found "+count))
 }
 
 // callItemJSON is an item as the model passes it back (callItemArg reads
@@ -385,8 +386,8 @@ func (f *lspFormatter) calls(calls []codeintel.Call) Result {
 	slices.SortFunc(calls, func(a, b codeintel.Call) int {
 		return cmp.Or(strings.Compare(f.env.Rel(a.Item.Path), f.env.Rel(b.Item.Path)), cmp.Compare(a.Item.Selection.Start.Line, b.Item.Selection.Start.Line))
 	})
-	lines := make([]string, len(calls))
-	for i, c := range calls {
+	line := func(i int) string {
+		c := calls[i]
 		var sites []string
 		for j, s := range c.Sites {
 			if j == 3 {
@@ -395,17 +396,17 @@ func (f *lspFormatter) calls(calls []codeintel.Call) Result {
 			}
 			sites = append(sites, f.where(c.SitesPath, s.Start))
 		}
-		lines[i] = fmt.Sprintf("%s %s: %s", c.Item.Kind, c.Item.Name, f.where(c.Item.Path, c.Item.Selection.Start))
+		l := fmt.Sprintf("%s %s: %s", c.Item.Kind, c.Item.Name, f.where(c.Item.Path, c.Item.Selection.Start))
 		if len(sites) > 0 {
-			lines[i] += "; calls at " + strings.Join(sites, ", ")
+			l += "; calls at " + strings.Join(sites, ", ")
 		}
-		lines[i] += "\n" + f.callItemJSON(c.Item)
+		return l + "\n" + f.callItemJSON(c.Item)
 	}
 	heading := fmt.Sprintf("%s of %s%s:", upperFirst(plural(len(calls), "caller", "callers")), name, f.from())
 	if !incoming {
 		heading = fmt.Sprintf("%s calls %s%s:", name, plural(len(calls), "function", "functions"), f.from())
 	}
-	return TextResult(f.capped(heading, lines), Markdown("Found "+plural(len(calls), "call", "calls")))
+	return TextResult(f.capped(heading, len(calls), line), Markdown("Found "+plural(len(calls), "call", "calls")))
 }
 
 func (f *lspFormatter) actions(acts []codeintel.Action) Result {
@@ -427,7 +428,7 @@ func (f *lspFormatter) actions(acts []codeintel.Action) Result {
 		lines[i] = l
 	}
 	heading := fmt.Sprintf("%s at %s%s (listed only; make the change with edit):", upperFirst(plural(len(acts), "code action", "code actions")), f.target(), f.from())
-	return TextResult(f.capped(heading, lines), Markdown("Found "+plural(len(acts), "code action", "code actions")))
+	return TextResult(f.capped(heading, len(lines), all(lines)), Markdown("Found "+plural(len(acts), "code action", "code actions")))
 }
 
 // diagnosticLine is "rel:line:character: error: message (source code)"
@@ -461,7 +462,11 @@ func (f *lspFormatter) diagnostics(rep codeintel.Report) Result {
 	f.server = rep.Server
 	files := slices.Clone(rep.Files)
 	slices.SortFunc(files, func(a, b codeintel.FileDiagnostics) int { return strings.Compare(f.env.Rel(a.Path), f.env.Rel(b.Path)) })
-	var lines []string
+	type located struct {
+		path string
+		d    codeintel.Diagnostic
+	}
+	var lines []located
 	nfiles := 0
 	for _, fd := range files {
 		if f.req.abs != "" && fd.Path != f.req.abs {
@@ -471,7 +476,7 @@ func (f *lspFormatter) diagnostics(rep codeintel.Report) Result {
 			nfiles++
 		}
 		for _, d := range sortDiagnostics(fd.Diagnostics) {
-			lines = append(lines, f.diagnosticLine(fd.Path, d))
+			lines = append(lines, located{fd.Path, d})
 		}
 	}
 	stale := ""
@@ -493,5 +498,6 @@ func (f *lspFormatter) diagnostics(rep codeintel.Report) Result {
 	if stale != "" {
 		heading = strings.TrimSpace(stale) + "\n" + heading
 	}
-	return TextResult(f.capped(heading, lines), Markdown(upperFirst(count)))
+	line := func(i int) string { return f.diagnosticLine(lines[i].path, lines[i].d) }
+	return TextResult(f.capped(heading, len(lines), line), Markdown(upperFirst(count)))
 }

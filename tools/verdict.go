@@ -152,19 +152,20 @@ func (v *verdict) text(after codeintel.Report) string {
 		return fmt.Sprintf("No errors reported by %s.", inSentence(server))
 	}
 	f := &lspFormatter{env: v.env, req: &lspRequest{limit: verdictMax}, lines: map[string][]string{}, noLimitHint: true}
-	lines := make([]string, len(introduced))
-	for i, ld := range introduced {
-		lines[i] = f.diagnosticLine(ld.path, ld.d)
+	line := func(i int) string {
+		ld := introduced[i]
+		l := f.diagnosticLine(ld.path, ld.d)
 		if ld.path != v.abs {
-			lines[i] = strings.Replace(lines[i], ": error: ", ": error (in another file, which uses this one): ", 1)
+			l = strings.Replace(l, ": error: ", ": error (in another file, which uses this one): ", 1)
 		}
+		return l
 	}
 	heading := fmt.Sprintf("%s reports %s after this change:", server, plural(len(introduced), "new error", "new errors"))
 	if v.base.Stale {
 		heading = fmt.Sprintf("%s reports %s after this change (it had not checked the file before it, so some may be older):",
 			server, plural(len(introduced), "error", "errors"))
 	}
-	return f.capped(heading, lines) + oldNoteLine(oldNote)
+	return f.capped(heading, len(introduced), line) + oldNoteLine(oldNote)
 }
 
 func oldNoteLine(note string) string {

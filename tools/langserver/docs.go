@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // covers reports whether s serves the document at path: its spec covers
@@ -32,6 +33,10 @@ func (m *Manager) DidChange(path, text string) int32 {
 func (m *Manager) setText(path, text string) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !slices.ContainsFunc(m.opts.Specs, func(s Spec) bool { _, ok := s.Covers(path); return ok }) {
+		// No server will want it: keep no copy of the text.
+		return m.nextVersionLocked(path)
+	}
 	d := m.docs[path]
 	if d == nil {
 		d = &document{}
@@ -112,20 +117,26 @@ func (m *Manager) Wrote(path string) int32 {
 	return d.version
 }
 
-// ensureOpen opens path in s when it is not open there yet.
+// ensureOpen opens path in s when it is not open there yet. A document
+// the editor does not hold is read again each time it is asked about, so
+// that a change on disk nobody reported (a shell command, git) does not
+// leave the server on old text.
 func (m *Manager) ensureOpen(s *Server, path string) error {
 	m.mu.Lock()
 	d := m.docs[path]
 	m.mu.Unlock()
-	if d == nil {
+	if d == nil || !d.editor {
 		text, err := m.text(path)
 		if err != nil {
 			return fmt.Errorf("open %s in %s: %w", path, s.spec.Name, err)
 		}
 		m.mu.Lock()
-		if d = m.docs[path]; d == nil {
-			d = &document{text: text, version: m.nextVersionLocked(path)}
-			m.docs[path] = d
+		switch cur := m.docs[path]; {
+		case cur == nil:
+			m.docs[path] = &document{text: text, version: m.nextVersionLocked(path)}
+		case !cur.editor && cur.text != text:
+			cur.text = text
+			cur.version = m.nextVersionLocked(path)
 		}
 		m.mu.Unlock()
 	}
@@ -133,6 +144,15 @@ func (m *Manager) ensureOpen(s *Server, path string) error {
 	defer m.mu.Unlock()
 	if d = m.docs[path]; d != nil {
 		m.syncLocked(s, path, d)
+		// Other servers that have it open get the new text too.
+		for _, r := range m.runningLocked(path) {
+			r.mu.Lock()
+			_, open := r.open[path]
+			r.mu.Unlock()
+			if r != s && open {
+				m.syncLocked(r, path, d)
+			}
+		}
 	}
 	return nil
 }

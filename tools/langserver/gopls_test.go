@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if root := os.Getenv("QWEN_LANGSERVER_HELPER"); root != "" {
+		helperMain(root)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -238,7 +242,7 @@ func TestGoplsNavigation(t *testing.T) {
 
 // waitFor waits until the diagnostics of path for version or later hold
 // want (gopls may publish a version more than once as it learns more).
-func waitFor(t *testing.T, ctx context.Context, s *Server, path string, version int32, want string) []diagnostic {
+func waitFor(t testing.TB, ctx context.Context, s *Server, path string, version int32, want string) []diagnostic {
 	t.Helper()
 	for {
 		p, fresh, err := s.WaitDiagnostics(ctx, path, version, time.Minute)
@@ -268,7 +272,7 @@ func waitFor(t *testing.T, ctx context.Context, s *Server, path string, version 
 }
 
 // waitNext returns once s published for path again after p.
-func waitNext(t *testing.T, ctx context.Context, s *Server, path string, p Published) {
+func waitNext(t testing.TB, ctx context.Context, s *Server, path string, p Published) {
 	t.Helper()
 	key := docKey(path)
 	for {
@@ -374,6 +378,15 @@ func TestGoplsWroteRereadsTheDisk(t *testing.T) {
 		t.Fatalf("Wrote gave version %d, want the document read again", v)
 	}
 	waitFor(t, ctx, s, b, v, "undefined: Nope")
+
+	// A change nobody reported is picked up when the file is asked about.
+	if err := os.WriteFile(b, []byte(bGo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.For(ctx, root, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, b, v+1, "")
 }
 
 // Callers that ask at once share one start: one server, one process.

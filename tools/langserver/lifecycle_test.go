@@ -1,9 +1,12 @@
 package langserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -152,6 +155,30 @@ func TestCrashingServerIsReportedAndBounded(t *testing.T) {
 	}
 }
 
+// A server that never answers initialize is killed, with whatever it
+// started, once StartTimeout has passed.
+func TestUnresponsiveServerIsKilled(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the silent server is a sh script")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.mute")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: "mute", Command: []string{"sh", "-c", "sleep 1000; echo"}, Extensions: map[string]string{".mute": "mute"}}
+	m := New(Options{Specs: []Spec{spec}, StartTimeout: 300 * time.Millisecond, Logf: t.Logf})
+	_, err := m.For(testCtx(t), dir, file)
+	if err == nil || !strings.Contains(err.Error(), "did not answer initialize") {
+		t.Errorf("For: %v", err)
+	}
+	// Close waits for the process; the group's sleep is gone with it
+	// (goleak and the process table would show a leftover).
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A cancelled call returns the context's error and leaves the server
 // working.
 func TestCancelledCall(t *testing.T) {
@@ -190,5 +217,61 @@ func TestNoServer(t *testing.T) {
 	}
 	if _, err := m.For(ctx, dir, "/elsewhere/x.nt"); err == nil || !strings.Contains(err.Error(), "not inside") {
 		t.Errorf("For a file outside the root: %v", err)
+	}
+}
+
+// helperMain is the test binary standing in for qwen-ls: it starts gopls
+// for the module at root, prints its pid and waits to be killed.
+func helperMain(root string) {
+	spec := Builtin()[0]
+	spec.Command = []string{os.Getenv("QWEN_TEST_GOPLS")}
+	m := New(Options{Specs: []Spec{spec}})
+	s, err := m.For(context.Background(), root, filepath.Join(root, "a.go"))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("pid", s.pid)
+	select {}
+}
+
+// A language server does not outlive qwen-ls killed with SIGKILL: it
+// reads the end of its stdin and exits.
+func TestNothingSurvivesKillOfTheParent(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("process groups are Job Objects there, which procgroup tests")
+	}
+	root := module(t)
+	gopls := goplsPath(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(goEnv(t), "QWEN_LANGSERVER_HELPER="+root, "QWEN_TEST_GOPLS="+gopls)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var pid int
+	if _, serr := fmt.Sscanf(line, "pid %d", &pid); err != nil || serr != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper said %q (%v)", line, err)
+	}
+	if !procgroup.Alive(pid) {
+		t.Fatalf("gopls (pid %d) is not running under the helper", pid)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// Not a timing assertion: the bound only keeps a failure from hanging.
+	deadline := time.Now().Add(time.Minute)
+	for procgroup.Alive(pid) {
+		if time.Now().After(deadline) {
+			procgroup.Terminate(pid)
+			t.Fatalf("gopls (pid %d) outlived its parent by a minute", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

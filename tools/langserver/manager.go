@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,9 @@ type Options struct {
 	// StopGrace is how long a server has to shut down and exit before it
 	// is killed; 0 means 2 s.
 	StopGrace time.Duration
-	// MaxRestarts is how many times a server that crashed is started
-	// again for the same root; 0 means 3, a negative value none.
+	// MaxRestarts is how many times in a row a server that crashed is
+	// started again for the same root (a crash after it answered a call
+	// starts the count again); 0 means 3, a negative value none.
 	MaxRestarts int
 	// Logf logs what the servers report as errors and what ends them;
 	// nil discards it.
@@ -292,6 +294,11 @@ func (m *Manager) ended(s *Server) {
 	}
 	sl.cur = nil
 	if !stopping {
+		if s.served.Load() {
+			// It worked for a while: count its crashes afresh, so that
+			// only a server that keeps failing is given up.
+			sl.crashes = 0
+		}
 		sl.crashes++
 		sl.lastCrash = s.crashReport()
 		m.logf("%s", sl.lastCrash)
@@ -308,16 +315,22 @@ func (m *Manager) stopIdle(s *Server) {
 	s.stop(m.opts.StopGrace)
 }
 
-// Servers are the servers running now.
+// Servers are the servers running now, by name and root.
 func (m *Manager) Servers() []*Server {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []*Server
 	for _, sl := range m.slots {
 		if sl.cur != nil {
 			out = append(out, sl.cur)
 		}
 	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Server) int {
+		if c := strings.Compare(a.spec.Name, b.spec.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.root, b.root)
+	})
 	return out
 }
 

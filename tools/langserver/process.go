@@ -39,13 +39,19 @@ func startPlain(cmd *exec.Cmd) (Process, error) {
 
 type plainProcess struct {
 	cmd *exec.Cmd
-	// mu orders Kill against the group's release after Wait.
+	// mu guards the two flags: after the process has ended, one more
+	// Kill takes what it left in its group, and then the group is
+	// released and never signalled again (its id may be reused).
 	mu       sync.Mutex
+	ended    bool
 	released bool
 }
 
 func (p *plainProcess) Wait() error {
 	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
 	return err
 }
 
@@ -57,7 +63,7 @@ func (p *plainProcess) Kill() error {
 	}
 	pid := p.cmd.Process.Pid
 	procgroup.Terminate(pid)
-	if p.cmd.ProcessState != nil {
+	if p.ended {
 		procgroup.Release(pid)
 		p.released = true
 	}
