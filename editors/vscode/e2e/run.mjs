@@ -164,19 +164,19 @@ function env({ withKey = true } = {}) {
   };
 }
 
-async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log', withKey = true } = {}) {
+async function startCodeServer(port, { dataDir = userData, folder = ws, trust = false, logName = 'code-server.log', withKey = true, extDir = extensionsDir, extraEnv = {} } = {}) {
   const args = [
     '--bind-addr', `127.0.0.1:${port}`,
     '--auth', 'none',
     '--user-data-dir', dataDir,
-    '--extensions-dir', extensionsDir,
+    '--extensions-dir', extDir,
     '--disable-telemetry',
     '--disable-update-check',
     ...(trust ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     folder,
   ];
-  const p = spawn(codeServer, args, { env: env({ withKey }), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const p = spawn(codeServer, args, { env: { ...env({ withKey }), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   children.push(p);
   if (dataDir === userData) mainCodeServer = p.pid;
   const out = fs.createWriteStream(path.join(artifacts, logName));
@@ -189,6 +189,11 @@ let mainCodeServer;
 
 /** The qwen-ls language servers running below the main code-server. */
 function serverPids() {
+  return descendants(mainCodeServer).filter((p) => path.basename(p.argv[0] ?? '') === 'qwen-ls').map((p) => p.pid);
+}
+
+/** The live processes below root (not zombies), each with its argv, parents before children. */
+function descendants(root) {
   const kids = new Map();
   const argv = new Map();
   for (const d of fs.readdirSync('/proc')) {
@@ -207,12 +212,11 @@ function serverPids() {
   const out = [];
   const walk = (pid) => {
     for (const k of kids.get(pid) ?? []) {
-      const a = argv.get(k) ?? [];
-      if (path.basename(a[0] ?? '') === 'qwen-ls') out.push(k);
+      out.push({ pid: k, ppid: pid, argv: argv.get(k) ?? [] });
       walk(k);
     }
   };
-  walk(mainCodeServer);
+  walk(root);
   return out;
 }
 
@@ -1310,6 +1314,280 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
   } finally {
     await p2.close();
   }
+});
+
+// ---- code intelligence: qwen/lsp answered by VS Code's own TypeScript features ----
+//
+// A second VS Code on testdata/ts-workspace (two .ts files, no
+// node_modules: code-server's built-in TypeScript checks them), with its
+// own extensions: the .vsix under test, and e2e/lsphost, a test-only
+// extension that runs the qwen/lsp handler (src/lsp/handler.ts) in this
+// real VS Code. The folder's .qwen/settings.json gives qwen-ls a
+// `typescript-language-server` (by absolute path: code-server replaces
+// PATH with the login shell's) that only leaves a mark when something runs
+// it: qwen-ls must not, as VS Code covers .ts.
+
+let tsWorld;
+
+/** The TypeScript VS Code of these tests, started on first use (one page, kept for the tests after). */
+async function tsVsCode() {
+  if (tsWorld) return tsWorld;
+  const dir = path.join(tmp, 'ts');
+  const folder = path.join(dir, 'ws');
+  fs.cpSync(path.join(repo, 'testdata/ts-workspace'), folder, { recursive: true });
+  // The test host: bundled with esbuild (as the extension is), packaged with vsce.
+  const hostDir = path.join(here, 'lsphost');
+  const esbuild = await import(path.join(extDir, 'node_modules/esbuild/lib/main.js'));
+  await esbuild.build({
+    entryPoints: [path.join(hostDir, 'host.ts')],
+    outfile: path.join(hostDir, 'dist/host.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'es2022',
+    external: ['vscode'],
+    logLevel: 'warning',
+  });
+  const hostVsix = path.join(dir, 'lsphost.vsix');
+  execFileSync(path.join(extDir, 'node_modules/.bin/vsce'), ['package', '--no-dependencies', '--skip-license', '--allow-missing-repository', '--out', hostVsix], {
+    cwd: hostDir,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const dataDir = path.join(dir, 'user-data');
+  const extDirTs = path.join(dir, 'extensions');
+  fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
+  const settings = path.join(dataDir, 'User/settings.json');
+  fs.writeFileSync(settings, JSON.stringify({ ...baseSettings(), 'qwen.approvalMode': 'auto-edit', 'qwen.trace.server': 'verbose' }, null, 2));
+  for (const v of [findVsix(), hostVsix]) {
+    execFileSync(codeServer, ['--user-data-dir', dataDir, '--extensions-dir', extDirTs, '--install-extension', v], { env: env(), stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  // Language servers qwen-ls would start for .ts and .go (the lsp settings,
+  // Qwen Code's shape), each marking that it ran. Inside the folder, so
+  // that the sandbox qwen-ls starts them in lets them run and write.
+  const fakeBin = path.join(folder, 'fake-servers');
+  fs.mkdirSync(fakeBin);
+  const fake = (name) => {
+    const file = path.join(fakeBin, name);
+    fs.writeFileSync(file, `#!/bin/sh\necho "$$ $*" >> '${file}.ran'\nexit 1\n`, { mode: 0o755 });
+    return { command: file, ran: `${file}.ran` };
+  };
+  const tsServer = fake('typescript-language-server');
+  const goServer = fake('gopls');
+  fs.mkdirSync(path.join(folder, '.qwen'));
+  fs.writeFileSync(
+    path.join(folder, '.qwen/settings.json'),
+    JSON.stringify({ lsp: { typescript: { command: tsServer.command, args: ['--stdio'] }, go: { command: goServer.command } } }, null, 2),
+  );
+  const hostOut = path.join(dir, 'lsphost.json');
+  const port = await freePort();
+  await startCodeServer(port, {
+    dataDir,
+    folder,
+    extDir: extDirTs,
+    logName: 'code-server-ts.log',
+    extraEnv: { QWEN_LSP_HOST_OUT: hostOut },
+  });
+  const codeServerPid = children.at(-1).pid;
+  const p = await page.context().newPage();
+  p.setDefaultTimeout(30000);
+  await p.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(folder)}`);
+  await p.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+  await until('the Qwen status bar item (TypeScript VS Code)', async () => (await p.locator('.statusbar-item', { hasText: 'Qwen:' }).count()) > 0, 60000);
+  tsWorld = { page: p, folder, dataDir, hostOut, tsServer, goServer, codeServerPid };
+  return tsWorld;
+}
+
+/** Runs fn with the page of the TypeScript VS Code as the one the helpers drive. */
+async function inTsVsCode(fn) {
+  const w = await tsVsCode();
+  const main = page;
+  page = w.page;
+  try {
+    return await fn(w);
+  } finally {
+    page = main;
+  }
+}
+
+/** The LSP trace of the TypeScript VS Code's Qwen output channel (qwen.trace.server: verbose). */
+function tsTrace(w) {
+  const logs = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const f = path.join(d, e.name);
+      if (e.isDirectory()) walk(f);
+      else if (e.name.endsWith('.log')) logs.push(fs.readFileSync(f, 'utf8'));
+    }
+  };
+  walk(path.join(w.dataDir, 'logs'));
+  return logs.join('\n');
+}
+
+/** The qwen/lsp requests of the trace with their answers: [{params, result}] (text as traced). */
+function lspExchanges(trace) {
+  const byId = new Map();
+  // Each entry starts with a line "<time> [info] [Trace - <time>] ...", its params or result on the lines after.
+  for (const entry of trace.split(/\n(?=[^\n]*\[Trace - )/)) {
+    const m = /^[^\n]*\[Trace - [^\]]*\] (Received request|Sending response) 'qwen\/lsp - \(([^)]+)\)'/.exec(entry);
+    if (!m) continue;
+    const e = byId.get(m[2]) ?? { params: '', result: '' };
+    if (m[1] === 'Received request') e.params = entry;
+    else e.result = entry;
+    byId.set(m[2], e);
+  }
+  return [...byId.values()];
+}
+
+test('qwen/lsp handler in real VS Code: every method answered from the built-in TypeScript features', async () => {
+  await inTsVsCode(async (w) => {
+    fs.rmSync(w.hostOut, { force: true });
+    await command('Qwen LSP Host: Run the qwen/lsp Tests');
+    const results = await until('the handler tests to finish', () => (fs.existsSync(w.hostOut) ? JSON.parse(fs.readFileSync(w.hostOut, 'utf8')) : undefined), 300000);
+    for (const r of results) log(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name} (${(r.ms / 1000).toFixed(1)} s)${r.ok ? '' : `: ${r.error}`}`);
+    const failed = results.filter((r) => !r.ok);
+    if (results.length < 14) throw new Error(`only ${results.length} handler cases ran`);
+    if (failed.length) throw new Error(`${failed.length} of ${results.length} handler cases failed: ${failed.map((r) => r.name).join('; ')}`);
+  });
+});
+
+test('Check Setup with a .ts file open says that VS Code’s TypeScript features answer the agent for it', async () => {
+  await inTsVsCode(async () => {
+    await useInlineScript('-- 01.response --\ntext: ok\nusage: 10 1\n');
+    await openFile('src/main.ts');
+    await command('Qwen: Check Setup');
+    const t = page.locator('.notification-toast', { hasText: 'Code intelligence for src/main.ts' }).first();
+    await t.waitFor({ timeout: 30000 });
+    const text = await t.innerText();
+    log(`check setup: ${JSON.stringify(text)}`);
+    if (!/answered/.test(text)) throw new Error(`the model check is not in the toast: ${text}`);
+    if (!text.includes("VS Code's own language features answer the agent for files they cover, here vscode.typescript-language-features")) {
+      throw new Error(`the toast does not say that VS Code answers for main.ts: ${text}`);
+    }
+    // qwen-ls's own server for .ts, from the folder's lsp settings, is there but not needed.
+    if (!text.includes("qwen-ls's own language servers for it: typescript-language-server (installed)")) throw new Error(`the toast does not list qwen-ls's server: ${text}`);
+    await shot('check-setup-code-intelligence');
+  });
+});
+
+/** Opens src/main.ts and waits until TypeScript answers Go to Definition there (it loads the project first). */
+async function typescriptReady() {
+  await until('TypeScript to answer Go to Definition in main.ts', async () => {
+    await openFile('src/main.ts');
+    await command('Go to Line/Column...');
+    await page.keyboard.type('5:34');
+    await page.keyboard.press('Enter');
+    await command('Go to Definition');
+    try {
+      await page.locator('.tab.active', { hasText: 'math.ts' }).waitFor({ timeout: 3000 });
+      return true;
+    } catch {
+      await page.keyboard.press('Escape');
+      return false;
+    }
+  }, 120000);
+  await openFile('src/main.ts');
+}
+
+test('lsp goToDefinition across two .ts files comes from VS Code, an edit’s type error reaches the model, and qwen-ls starts no language server', async () => {
+  await inTsVsCode(async (w) => {
+    await typescriptReady();
+    // The model asks where add (used in main.ts) is defined, reads main.ts, then breaks the type of area.
+    const main = path.join(w.folder, 'src/main.ts');
+    await useInlineScript(
+      [
+        '-- 01.response --',
+        `call[id=call_lsp1]: lsp {"operation":"goToDefinition","filePath":"${main}","line":5,"character":34}`,
+        'usage: 900 20',
+        '-- 02.response --',
+        `call[id=call_read1]: read_file {"absolute_path":"${main}"}`,
+        'usage: 950 20',
+        '-- 03.response --',
+        `call[id=call_edit1]: edit {"file_path":"${main}","old_string":"export const area: number = new Square(3).area();","new_string":"export const area: number = \\"big\\";"}`,
+        'usage: 1000 40',
+        '-- 04.response --',
+        'text: add is in math.ts; area is now a string, which TypeScript rejects.',
+        'usage: 1100 20',
+        '',
+      ].join('\n'),
+    );
+    const frame = await openChat();
+    await newSession(frame);
+    await prompt(frame, 'Where is add defined? Then make area a string.');
+    const end = await turnEnd(frame, 1, 120000);
+    if (end !== '') throw new Error(`turn ended with ${end}`);
+    const reqs = await modelRequests();
+    const toolResult = (id, from = reqs) =>
+      from
+        .flatMap((r) => r.messages)
+        .filter((m) => m.role === 'tool' && m.tool_call_id === id)
+        .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+        .at(-1) ?? '';
+    // The definition: math.ts line 2, column 17 (1-based), where `add` is declared.
+    const def = toolResult('call_lsp1');
+    log(`lsp result: ${JSON.stringify(def.slice(0, 400))}`);
+    if (!/math\.ts:2:17/.test(def) || !def.includes('export function add')) throw new Error(`the definition is not math.ts:2:17: ${def.slice(0, 600)}`);
+    // The edit's result carries TypeScript's verdict, which the next request shows the model.
+    const edit = toolResult('call_edit1');
+    log(`edit result: ${JSON.stringify(edit.slice(-400))}`);
+    if (!edit.includes("Type 'string' is not assignable to type 'number'")) throw new Error(`the edit's result lacks TypeScript's message: ${edit.slice(-800)}`);
+    if (reqs.length !== 4) throw new Error(`expected four model requests, got ${reqs.length}`);
+    // The tool card: the operation and place in its title, what was found in its body.
+    const card = frame.locator('details.tool').first();
+    const title = await card.locator('.tool-title').textContent();
+    if (!/goToDefinition/.test(title ?? '') || !/main\.ts/.test(title ?? '')) throw new Error(`the lsp card's title: ${title}`);
+    await card.locator('summary').click();
+    const shown = await card.locator('.tool-output').textContent();
+    if (!/Found 1 definition/.test(shown ?? '')) throw new Error(`the lsp card does not show what was found: ${shown}`);
+    await shot('lsp-definition');
+    // The answers came from the editor: qwen-ls asked with qwen/lsp, and VS Code served them.
+    const asked = lspExchanges(tsTrace(w));
+    const served = (method, file) => asked.some((x) => x.params.includes(`"method": "${method}"`) && x.params.includes(file) && /"served": true/.test(x.result));
+    if (!served('textDocument/definition', 'src/main.ts')) throw new Error(`no served qwen/lsp textDocument/definition in the LSP trace: ${JSON.stringify(asked).slice(0, 1500)}`);
+    if (!served('qwen/diagnostics', 'src/main.ts')) throw new Error(`no served qwen/diagnostics in the LSP trace: ${JSON.stringify(asked).slice(0, 1500)}`);
+    // No language server below qwen-ls, and the typescript-language-server of its settings never ran.
+    const procs = descendants(w.codeServerPid);
+    const qwen = procs.filter((p) => path.basename(p.argv[0] ?? '') === 'qwen-ls');
+    if (qwen.length !== 1) throw new Error(`expected one qwen-ls below the TypeScript VS Code, found ${qwen.length}`);
+    const below = descendants(qwen[0].pid);
+    log(`below qwen-ls (${qwen[0].pid}): ${JSON.stringify(below.map((p) => p.argv.join(' ').slice(0, 120)))}`);
+    const servers = /tsserver|typescript-language-server|gopls|pyright|pylsp|rust-analyzer|clangd/;
+    const started = below.filter((p) => servers.test(p.argv.join(' ')));
+    if (started.length) throw new Error(`qwen-ls started language servers: ${JSON.stringify(started)}`);
+    if (fs.existsSync(w.tsServer.ran)) throw new Error(`typescript-language-server was run: ${fs.readFileSync(w.tsServer.ran, 'utf8')}`);
+    // VS Code's own tsserver did the work, below the extension host, not below qwen-ls.
+    const tsservers = procs.filter((p) => /tsserver/.test(p.argv.join(' ')));
+    log(`VS Code's tsserver processes: ${tsservers.map((p) => p.pid).join(', ')}`);
+    if (tsservers.length === 0) throw new Error("VS Code's TypeScript server is not running");
+    // The buffer holds the edit, unsaved; put it back.
+    await page.locator('.tab.active.dirty', { hasText: 'main.ts' }).waitFor({ timeout: 10000 });
+    await command('File: Revert File');
+    await page.locator('.tab.active:not(.dirty)', { hasText: 'main.ts' }).waitFor({ timeout: 10000 });
+    // The control: for a Go file, which no extension of this VS Code
+    // covers, the editor answers served: false and qwen-ls starts the
+    // server of its settings, so the marks above do show a start.
+    const gen = path.join(w.folder, 'gen/gen.go');
+    fs.mkdirSync(path.dirname(gen));
+    fs.writeFileSync(gen, 'package gen\n\nfunc Gen() int { return helper() }\n\nfunc helper() int { return 1 }\n');
+    await useInlineScript(
+      [
+        '-- 01.response --',
+        `call[id=call_lsp2]: lsp {"operation":"goToDefinition","filePath":"${gen}","line":3,"character":26}`,
+        'usage: 900 20',
+        '-- 02.response --',
+        'text: The Go server did not start.',
+        'usage: 1000 20',
+        '',
+      ].join('\n'),
+    );
+    await prompt(frame, 'Where is helper defined?');
+    await turnEnd(frame, 2, 120000);
+    const goResult = toolResult('call_lsp2', await modelRequests());
+    log(`lsp result for gen.go: ${JSON.stringify(goResult.slice(0, 300))}`);
+    if (!fs.existsSync(w.goServer.ran)) throw new Error(`qwen-ls did not start its gopls for a file VS Code does not cover: ${goResult.slice(0, 400)}`);
+    const goAsked = lspExchanges(tsTrace(w)).filter((x) => x.params.includes('gen/gen.go'));
+    if (!goAsked.some((x) => /"served": false/.test(x.result))) throw new Error(`no served: false answer for gen.go in the LSP trace: ${JSON.stringify(goAsked).slice(0, 1500)}`);
+    if (fs.existsSync(w.tsServer.ran)) throw new Error('typescript-language-server was run');
+  });
 });
 
 // Opt-in (QWEN_SCREENSHOTS=light or dark): the pictures of the README, in

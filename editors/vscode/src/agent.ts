@@ -11,7 +11,7 @@ import { parseCommands, SlashCommand } from './chat/commands';
 import { findMentions, HostMessage, PlanEntry, ToolCard, serverApprovalModes, WebviewMessage } from './chat/protocol';
 import { ModelStatusBar, StatusBar } from './status';
 import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
-import { elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
+import { codeIntelligenceSummary, elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
 
 // html: false escapes any HTML the model writes; the webview's CSP blocks
 // scripts in any case.
@@ -40,6 +40,8 @@ export interface AgentHost {
   readonly client: LanguageClient | undefined;
   ensureClient(): Promise<LanguageClient | undefined>;
   readonly output: vscode.LogOutputChannel;
+  /** The extensions whose language features answer qwen/lsp for a document (lsp/handler.ts). */
+  readonly lsp: { coverage(uri: vscode.Uri): Promise<{ languageId?: string; servers: string[] }> };
 }
 
 export class Agent {
@@ -275,14 +277,22 @@ export class Agent {
     showFix(full, places);
   }
 
-  /** Qwen: Check Setup: qwen/checkSetup, reported in a toast (and the chat, when it is open). */
+  /**
+   * Qwen: Check Setup: qwen/checkSetup, reported in a toast (and the chat,
+   * when it is open). With a file open, the answer also covers the code
+   * intelligence the agent gets for it.
+   */
   async checkSetup(): Promise<void> {
     let raw: unknown;
+    const doc = vscode.window.activeTextEditor?.document;
+    const file = doc && doc.uri.scheme === 'file' ? doc.uri : undefined;
+    let editor: { languageId?: string; servers: string[] } | undefined;
     try {
       const client = await this.requireClient();
+      if (file) editor = await this.ext.lsp.coverage(file);
       raw = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: 'Qwen: checking the model setup…' },
-        () => client.sendRequest('qwen/checkSetup', {}),
+        () => client.sendRequest('qwen/checkSetup', file ? { uri: client.code2ProtocolConverter.asUri(file) } : {}),
       );
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
@@ -299,11 +309,13 @@ export class Agent {
       return;
     }
     const sandbox = r.sandbox ? ` ${r.sandbox.charAt(0).toUpperCase()}${r.sandbox.slice(1).replace(/\.?$/, '.')}` : '';
+    const code = codeIntelligenceSummary(file ? vscode.workspace.asRelativePath(file, false) : undefined, r, editor);
+    const more = `${sandbox}${code ? ` ${code}` : ''}`;
     if (r.ok) {
       this.status.setProblem(undefined);
       this.setModel(r.model);
-      this.post({ type: 'notice', text: `Qwen: ${r.message}` });
-      void vscode.window.showInformationMessage(`Qwen: ${r.message}${sandbox}`);
+      this.post({ type: 'notice', text: `Qwen: ${r.message}${code ? ` ${code}` : ''}` });
+      void vscode.window.showInformationMessage(`Qwen: ${r.message}${more}`);
       return;
     }
     const problem: SetupProblem = { reason: r.reason ?? 'model_error', settings: r.settings ?? [], env: r.env ?? [] };
@@ -313,7 +325,7 @@ export class Agent {
     this.status.setProblem({ status: statusFor(problem.reason), message: full });
     if (r.model === null && (problem.reason === 'no_model' || problem.reason === 'no_model_name')) this.setModel(null);
     this.post({ type: 'error', message: full, settings: places.vscode });
-    showFix(full + sandbox, places);
+    showFix(full + more, places);
   }
 
   async cancel(): Promise<void> {

@@ -19,15 +19,19 @@ import { ReviewController, ProposeEditParams } from './review/controller';
 import { askPermission, PermissionParams } from './permission';
 import { ModelStatusBar, SandboxInfo, StatusBar } from './status';
 import { approvalModeSetting } from './settings';
+import { EditorLsp } from './lsp/handler';
 
 const secretKey = 'qwen.apiKey';
 
-/** Advertises the rich-client capabilities of protocol.md §2: direct review, no deferral. */
+/**
+ * Advertises the rich-client capabilities of protocol.md §2: direct review,
+ * no deferral, and qwen/lsp answered from VS Code's language features.
+ */
 class QwenCapabilities implements StaticFeature {
   fillClientCapabilities(caps: ClientCapabilities): void {
     caps.experimental = {
       ...(caps.experimental as object | undefined),
-      qwen: { sessionUpdates: true, requestPermission: true, proposeEdit: true },
+      qwen: { sessionUpdates: true, requestPermission: true, proposeEdit: true, lsp: true },
     };
   }
   initialize(): void {}
@@ -64,6 +68,8 @@ export class Extension implements vscode.Disposable, AgentHost {
   readonly agent: Agent;
   readonly review: ReviewController;
   readonly chat: ChatViewProvider;
+  /** Answers qwen/lsp; lives as long as the extension, so diagnostics versions are tracked across server restarts. */
+  readonly lsp: EditorLsp;
   private readonly disposables: vscode.Disposable[] = [];
   private focusTimer: NodeJS.Timeout | undefined;
   private starting: Promise<LanguageClient | undefined> | undefined;
@@ -76,7 +82,11 @@ export class Extension implements vscode.Disposable, AgentHost {
     this.chat = new ChatViewProvider(context.extensionUri, this.output);
     this.agent = new Agent(this, this.chat, this.status, this.modelStatus);
     this.review = new ReviewController(this.output);
-    this.disposables.push(this.output, this.status, this.modelStatus, this.review);
+    this.lsp = new EditorLsp(() => {
+      if (!this.client) throw new Error('qwen-ls is not running');
+      return this.client.code2ProtocolConverter;
+    }, context.extension.id);
+    this.disposables.push(this.output, this.status, this.modelStatus, this.review, this.lsp);
   }
 
   async activate(): Promise<void> {
@@ -193,6 +203,7 @@ export class Extension implements vscode.Disposable, AgentHost {
         this.agent.refreshState();
       }
     });
+    client.onRequest('qwen/lsp', (p: unknown, token) => this.lsp.handle(p, token));
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped) this.agent.serverStopped();
     });

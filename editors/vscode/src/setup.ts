@@ -22,6 +22,19 @@ export interface CheckSetupResult {
   env?: string[];
   latencyMs?: number;
   sandbox?: string;
+  /** The language servers qwen-ls knows, when the request named a file. */
+  languageServers?: LanguageServerInfo[];
+  /** Whether qwen-ls may start language servers (false in an untrusted folder). */
+  lspAllowed?: boolean;
+}
+
+/** One entry of checkSetup's languageServers. */
+export interface LanguageServerInfo {
+  name: string;
+  command: string;
+  languages: string[];
+  installed: boolean;
+  forFile: boolean;
 }
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : []);
@@ -53,7 +66,55 @@ export function parseCheckSetup(v: unknown): CheckSetupResult | undefined {
   if (Array.isArray(v.env)) r.env = strings(v.env);
   if (typeof v.latencyMs === 'number') r.latencyMs = v.latencyMs;
   if (typeof v.sandbox === 'string') r.sandbox = v.sandbox;
+  if (Array.isArray(v.languageServers)) {
+    r.languageServers = v.languageServers.filter(isObj).flatMap((s) =>
+      typeof s.name === 'string'
+        ? [
+            {
+              name: s.name,
+              command: typeof s.command === 'string' ? s.command : s.name,
+              languages: strings(s.languages),
+              installed: s.installed === true,
+              forFile: s.forFile === true,
+            },
+          ]
+        : [],
+    );
+  }
+  if (typeof v.lspAllowed === 'boolean') r.lspAllowed = v.lspAllowed;
   return r;
+}
+
+/**
+ * What Check Setup says about code intelligence for the open file: which
+ * VS Code extensions answer the agent's lsp tool for it (editor.servers,
+ * found as qwen/lsp finds them), and which language servers qwen-ls would
+ * start itself where none does (the answer's languageServers and
+ * lspAllowed). Empty without an open file.
+ */
+export function codeIntelligenceSummary(
+  file: string | undefined,
+  r: Pick<CheckSetupResult, 'languageServers' | 'lspAllowed'>,
+  editor: { languageId?: string; servers: string[] } | undefined,
+): string {
+  if (!file) return '';
+  const parts: string[] = [];
+  const lang = editor?.languageId ? ` (${editor.languageId})` : '';
+  if (editor && editor.servers.length > 0) {
+    parts.push(`Code intelligence for ${file}${lang}: VS Code's own language features answer the agent for files they cover, here ${editor.servers.join(', ')}.`);
+  } else {
+    parts.push(`Code intelligence for ${file}${lang}: no VS Code extension covers it.`);
+  }
+  if (r.languageServers) {
+    const mine = r.languageServers.filter((s) => s.forFile);
+    parts.push(
+      mine.length > 0
+        ? `qwen-ls's own language servers for it: ${mine.map((s) => `${s.name} (${s.installed ? 'installed' : 'not installed'})`).join(', ')}.`
+        : 'qwen-ls knows no language server for it (the lsp settings can add one).',
+    );
+  }
+  if (r.lspAllowed === false) parts.push('In this untrusted folder qwen-ls starts none.');
+  return parts.join(' ');
 }
 
 /** The VS Code settings for the qwen settings.json keys; model.apiKey has none. */

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
+  codeIntelligenceSummary,
   elsewhereHint,
   fixActions,
   fixPlaces,
@@ -140,4 +141,32 @@ test('the chat may open only the extension\'s settings, and reviews by uri', () 
   assert.equal(isHostMessage({ type: 'reviews', reviews: [{ uri: 'file:///a' }] }), false);
   assert.ok(isHostMessage({ type: 'tool', card: { id: 'c', title: 't', kind: 'execute', status: 'failed', outcome: 'cancelled' } }));
   assert.equal(isHostMessage({ type: 'tool', card: { id: 'c', title: 't', kind: 'execute', status: 'failed', outcome: 'boom' } }), false);
+});
+
+test('Check Setup reads languageServers and lspAllowed and says who answers for the open file', () => {
+  const r = parseCheckSetup({
+    ok: true,
+    message: 'scripted answered in 3 ms',
+    model: 'scripted',
+    baseUrl: 'http://127.0.0.1:1/v1',
+    lspAllowed: false,
+    languageServers: [
+      { name: 'gopls', command: 'gopls', languages: ['go'], installed: true, forFile: false },
+      { name: 'typescript-language-server', command: 'typescript-language-server', languages: ['typescript', 'javascript'], installed: false, forFile: true },
+      { command: 'nameless' },
+    ],
+  })!;
+  assert.equal(r.languageServers?.length, 2);
+  assert.equal(r.lspAllowed, false);
+  const covered = codeIntelligenceSummary('src/main.ts', r, { languageId: 'typescript', servers: ['vscode.typescript-language-features'] });
+  assert.equal(
+    covered,
+    "Code intelligence for src/main.ts (typescript): VS Code's own language features answer the agent for files they cover, here vscode.typescript-language-features. " +
+      "qwen-ls's own language servers for it: typescript-language-server (not installed). In this untrusted folder qwen-ls starts none.",
+  );
+  const bare = codeIntelligenceSummary('main.go', { languageServers: [{ name: 'gopls', command: 'gopls', languages: ['go'], installed: true, forFile: true }], lspAllowed: true }, { languageId: 'go', servers: [] });
+  assert.equal(bare, "Code intelligence for main.go (go): no VS Code extension covers it. qwen-ls's own language servers for it: gopls (installed).");
+  // An older qwen-ls says nothing of its servers; no open file, no line.
+  assert.equal(codeIntelligenceSummary('a.txt', {}, { languageId: 'plaintext', servers: [] }), 'Code intelligence for a.txt (plaintext): no VS Code extension covers it.');
+  assert.equal(codeIntelligenceSummary(undefined, r, undefined), '');
 });
