@@ -82,7 +82,7 @@ func editorName(servers []string) string {
 	if len(servers) == 0 {
 		return "the editor"
 	}
-	return "the editor (" + strings.Join(servers, ", ") + ")"
+	return "the editor's " + strings.Join(servers, " and ")
 }
 
 func nonEmpty(a, b string) string {
@@ -123,17 +123,20 @@ func (s *Server) askEditor(ctx context.Context, sessionID, method string, params
 }
 
 // editorDiagnostics asks the editor with qwen/diagnostics. For a fresh
-// report of a file it names the version the overlay holds; of a file the
-// editor does not have open, version 0 (any report that arrives after the
-// request) when a tool just wrote it, else none (what the editor has now).
-// A report that comes only when the wait is over counts as stale.
+// report on a file a tool just changed it names the version the overlay
+// holds, or version 0 (any report that arrives after the request) for a
+// file the editor does not have open; otherwise it asks for what the
+// editor has now, without waiting: the editor's diagnostics of an open
+// file are its verdict on that text, and an editor whose checks found
+// nothing new publishes nothing that a wait could see. For the same
+// reason a wait that runs out is quiet, not stale.
 func (s *Server) editorDiagnostics(ctx context.Context, sessionID string, q codeintel.DiagnosticsQuery) (codeintel.Report, bool, error) {
 	conv := s.editorConv()
 	params := map[string]any{}
 	wait := time.Duration(0)
 	if q.Path != "" {
 		params["uri"] = s.pathToURI(q.Path)
-		if v, open := s.ws.Overlay.Version(q.Path); q.Fresh && (open || q.Changed) {
+		if v, _ := s.ws.Overlay.Version(q.Path); q.Fresh && q.Changed {
 			wait = q.Wait
 			params["version"] = v
 			params["timeoutMs"] = wait.Milliseconds()
@@ -149,7 +152,7 @@ func (s *Server) editorDiagnostics(ctx context.Context, sessionID string, q code
 		}
 		return codeintel.Report{}, served, err
 	}
-	rep := codeintel.Report{Server: editorName(servers), Stale: q.Fresh && wait > 0 && time.Since(start) >= wait}
+	rep := codeintel.Report{Server: editorName(servers), Quiet: wait > 0 && time.Since(start) >= wait}
 	if q.Path != "" {
 		rep.Files = append(rep.Files, codeintel.FileDiagnostics{Path: q.Path})
 	}

@@ -2,11 +2,13 @@ package rpc_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/qwen-ls/qwen-ls/rpc"
 	"github.com/qwen-ls/qwen-ls/rpc/rpctest"
@@ -125,12 +127,12 @@ func TestLSPToolIsServedByTheEditor(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := toolMessages(t, a.model, 1)
-	want := "1 definition of the symbol at main.go:6:15 (the editor (gopls)):\ncalc/calc.go:4:6: func Add(a, b int) int {"
+	want := "1 definition of the symbol at main.go:6:15 (the editor's gopls):\ncalc/calc.go:4:6: func Add(a, b int) int {"
 	if got["def"] != want {
 		t.Errorf("lsp tool message:\n%s\nwant\n%s", got["def"], want)
 	}
 	got = toolMessages(t, a.model, 2)
-	wantEnd := "\n\nthe editor (gopls) reports 1 new error after this change:\nmain.go:6:16: error: undefined: calc.Sub (compiler UndeclaredImportedName)\n    `println(calc.Sub(1, 2))`"
+	wantEnd := "\n\nThe editor's gopls reports 1 new error after this change:\nmain.go:6:16: error: undefined: calc.Sub (compiler UndeclaredImportedName)\n    `println(calc.Sub(1, 2))`"
 	if !strings.HasSuffix(got["edit"], wantEnd) {
 		t.Errorf("edit tool message:\n%s\nwant it to end with\n%s", got["edit"], wantEnd)
 	}
@@ -159,6 +161,76 @@ func TestLSPToolIsServedByTheEditor(t *testing.T) {
 		`qwen/diagnostics {"timeoutMs":2000,"uri":"` + uri + `","version":0}`, `qwen/diagnostics {}`}
 	if strings.Join(params, "\n") != strings.Join(wantParams, "\n") {
 		t.Errorf("diagnostics requests:\n%s\nwant\n%s", strings.Join(params, "\n"), strings.Join(wantParams, "\n"))
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Errorf("qwen-ls started a language server although the editor served every request")
+	}
+}
+
+// An editor whose checks find nothing new publishes nothing (VS Code's
+// TypeScript publishes only diagnostics that changed): the baseline does
+// not wait, and a wait after the change that runs out says that no new
+// errors were reported, not that the file was never checked.
+func TestLSPQuietEditorMeansNoNewErrors(t *testing.T) {
+	mark := fakeGopls(t)
+	a := startAgentWith(t, "yolo", rpc.Options{}, func(ip *rpctest.InitParams) {
+		ip.LSP, ip.ApplyEdit = true, true
+		trusted(ip)
+	})
+	writeTree(t, a.root, calcModule)
+	main := filepath.Join(a.root, "main.go")
+	a.e.ApplyEditsLikeAnEditor(false)
+	a.e.OpenTracked(main, calcModule["main.go"])
+
+	var mu sync.Mutex
+	var waits []string
+	a.e.Handle("qwen/lsp", func(params json.RawMessage) (any, error) {
+		var p struct {
+			Method string
+			Params struct {
+				URI       string `json:"uri"`
+				Version   *int   `json:"version"`
+				TimeoutMs int    `json:"timeoutMs"`
+			}
+		}
+		json.Unmarshal(params, &p)
+		if p.Method != "qwen/diagnostics" {
+			return map[string]any{"served": false}, nil
+		}
+		if p.Params.URI == "" {
+			return map[string]any{"served": true, "servers": []string{"typescript"}, "result": []any{}}, nil
+		}
+		mu.Lock()
+		waits = append(waits, fmt.Sprintf("version=%v timeout=%d", p.Params.Version != nil, p.Params.TimeoutMs))
+		mu.Unlock()
+		if p.Params.Version != nil {
+			// Nothing new is published: the editor answers when the
+			// wait is over, with what it had.
+			time.Sleep(time.Duration(p.Params.TimeoutMs) * time.Millisecond)
+		}
+		return map[string]any{"served": true, "servers": []string{"typescript"}, "result": []any{map[string]any{"uri": p.Params.URI, "diagnostics": []any{}}}}, nil
+	})
+	a.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{
+			{ID: "read", Name: "read_file", Arguments: `{"absolute_path":"` + main + `"}`},
+		}},
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{
+			{ID: "edit", Name: "edit", Arguments: `{"file_path":"` + main + `","old_string":"calc.Add(1, 2)","new_string":"calc.Add(2, 1)"}`},
+		}},
+		modeltest.Response{Text: "Done."},
+	)
+	if _, err := a.prompt("swap the arguments"); err != nil {
+		t.Fatal(err)
+	}
+	got := toolMessages(t, a.model, 2)["edit"]
+	want := "No new errors: the editor's typescript reported no change within 2 s of this change."
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("edit tool message:\n%s\nwant it to end with\n%s", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(waits, "; ") != "version=false timeout=0; version=true timeout=2000" {
+		t.Errorf("diagnostics asked for the file: %v (the baseline must not wait)", waits)
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Errorf("qwen-ls started a language server although the editor served every request")

@@ -205,8 +205,8 @@ func TestLSPAnswerText(t *testing.T) {
 		"2 symbols match \"Add\" (gopls):\nFunction calc.Add: calc/calc.go:4:6\nFunction AddAll: calc/calc.go:9:2",
 	}, {
 		"code actions", `{"operation":"codeActions","filePath":"main.go","line":6}`,
-		codeintel.Answer{Server: "the editor (gopls)", Actions: []codeintel.Action{{Title: "Inline call to Add", Kind: "refactor.inline.call"}, {Title: "Fix", Kind: "quickfix", Preferred: true}}},
-		"2 code actions at main.go:6:1 (the editor (gopls)) (listed only; make the change with edit):\nInline call to Add [refactor.inline.call]\nFix [quickfix] (preferred)",
+		codeintel.Answer{Server: "the editor's gopls", Actions: []codeintel.Action{{Title: "Inline call to Add", Kind: "refactor.inline.call"}, {Title: "Fix", Kind: "quickfix", Preferred: true}}},
+		"2 code actions at main.go:6:1 (the editor's gopls) (listed only; make the change with edit):\nInline call to Add [refactor.inline.call]\nFix [quickfix] (preferred)",
 	}}
 	for _, c := range cases {
 		host := &codeHost{answer: c.answer}

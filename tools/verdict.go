@@ -124,7 +124,7 @@ func (v *verdict) text(after codeintel.Report) string {
 	}
 	if after.Stale {
 		return fmt.Sprintf("%s had not checked the new text within %d s, so it is not known yet whether this change introduced errors; "+
-			"ask with the lsp tool's diagnostics operation if it matters.", server, int(verdictWait.Seconds()))
+			"ask with the lsp tool's diagnostics operation if it matters.", upperFirst(server), int(verdictWait.Seconds()))
 	}
 	before := map[diagKey]int{}
 	for _, ld := range errorsOf(v.base, v.abs) {
@@ -146,6 +146,10 @@ func (v *verdict) text(after codeintel.Report) string {
 		oldNote = fmt.Sprintf(" %s already there before this change.", upperFirst(plural(old, "error was", "errors were")))
 	}
 	if len(introduced) == 0 {
+		if after.Quiet {
+			return fmt.Sprintf("No new errors: %s reported no change within %d s of this change.%s",
+				inSentence(server), int(verdictWait.Seconds()), oldNote)
+		}
 		if old > 0 {
 			return fmt.Sprintf("No new errors reported by %s.%s", inSentence(server), oldNote)
 		}
@@ -160,10 +164,10 @@ func (v *verdict) text(after codeintel.Report) string {
 		}
 		return l
 	}
-	heading := fmt.Sprintf("%s reports %s after this change:", server, plural(len(introduced), "new error", "new errors"))
+	heading := fmt.Sprintf("%s reports %s after this change:", upperFirst(server), plural(len(introduced), "new error", "new errors"))
 	if v.base.Stale {
 		heading = fmt.Sprintf("%s reports %s after this change (it had not checked the file before it, so some may be older):",
-			server, plural(len(introduced), "error", "errors"))
+			upperFirst(server), plural(len(introduced), "error", "errors"))
 	}
 	return f.capped(heading, len(introduced), line) + oldNoteLine(oldNote)
 }

@@ -80,7 +80,7 @@ type Query struct {
 // operation are set.
 type Answer struct {
 	// Server names what answered: a language server ("gopls"), or the
-	// editor's features ("the editor (gopls)").
+	// editor's features ("the editor's gopls").
 	Server string
 	// Locations answer Definition, References and Implementation.
 	Locations []Location
@@ -204,6 +204,12 @@ type Report struct {
 	// Stale is set when Fresh was asked and the server had not reported
 	// on the current text within Wait: Files are then older.
 	Stale bool
+	// Quiet is set instead when an editor saw no new report on a changed
+	// file within Wait. Editors do not say that a check found nothing
+	// new (VS Code's TypeScript publishes only diagnostics that changed),
+	// so Files are the editor's current ones, which stand for the new
+	// text as far as it knows.
+	Quiet bool
 }
 
 // UnavailableError says that no language server answers for a file (or

@@ -205,6 +205,14 @@ func (m *Manager) server(ctx context.Context, spec Spec, root string) (*Server, 
 		if sl.cur != nil {
 			s := sl.cur
 			m.mu.Unlock()
+			select {
+			case <-s.exited:
+				// Dead, and not yet recorded: once it is, start anew
+				// (or give up after too many crashes).
+				<-s.gone
+				continue
+			default:
+			}
 			return s, nil
 		}
 		if ch := sl.starting; ch != nil {

@@ -34,8 +34,10 @@ type Server struct {
 	// served is set once a call has succeeded: its crash then starts a
 	// new count of restarts.
 	served atomic.Bool
-	// exited is closed once the process has ended, exitErr set before.
+	// exited is closed once the process has ended, exitErr set before;
+	// gone once the manager has also recorded the end.
 	exited  chan struct{}
+	gone    chan struct{}
 	exitErr error
 
 	mu sync.Mutex
@@ -237,6 +239,7 @@ func (m *Manager) startServer(spec Spec, root string) (*Server, error) {
 		q:       newSendQueue(),
 		stderr:  newTail(),
 		exited:  make(chan struct{}),
+		gone:    make(chan struct{}),
 		open:    map[string]*sentDoc{},
 		diags:   map[string]*published{},
 		changed: make(chan struct{}),
@@ -255,6 +258,7 @@ func (m *Manager) startServer(spec Spec, root string) (*Server, error) {
 		_ = s.conn.Close()
 		s.q.close()
 		m.ended(s)
+		close(s.gone)
 	}()
 
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StartTimeout)
