@@ -238,10 +238,10 @@ func (s *Server) askAbout(ctx context.Context, uri string, rawRange json.RawMess
 	}
 	t := s.transcriptFor(sid)
 	quote := fmt.Sprintf("About %s (%s):\n\n%s\n\n<!-- Write your question below, then save this file. -->\n\n", sel.rel, sel.lines(), sel.fenced())
-	s.transcriptAsk(t, quote)
-	s.flushTranscript(t)
+	s.transcriptChanged(ctx, t, func() { s.transcriptAsk(t, quote) })
 	msg := fmt.Sprintf("Write your question under the selection in %s and save the file to send it.", t.path)
-	if !s.showTranscript(ctx, t, true) {
+	// The person writes next, below the selection.
+	if !s.showTranscript(ctx, t, t.lastLine(), true) {
 		s.showMessage(LevelInfo, "qwen: "+msg)
 	}
 	return map[string]any{"message": msg, "transcript": t.path}, nil

@@ -504,7 +504,8 @@ func (h *host) ApplyToBuffer(ctx context.Context, path string, version int32, ne
 		Applied       bool   `json:"applied"`
 		FailureReason string `json:"failureReason"`
 	}
-	if err := h.call(ctx, "workspace/applyEdit", map[string]any{"label": "qwen-ls edit", "edit": edit}, &res); err != nil {
+	// No label: Neovim prints an edit's label as a message.
+	if err := h.call(ctx, "workspace/applyEdit", map[string]any{"edit": edit}, &res); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

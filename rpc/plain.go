@@ -130,8 +130,8 @@ var plainCommands = []string{"qwen-ls.prompt", "qwen-ls.cancel", "qwen-ls.checkS
 
 // runPrompt runs one turn of session sid. For a plain client the turn is
 // also written to the session's transcript, which the editor is asked to
-// show, and the answer is shown with window/showMessage. taken is the
-// transcript text a saved question came from ("" for a command).
+// show beside the code, and the answer is told with window/showMessage.
+// taken is the transcript a saved question came from (nil for a command).
 func (s *Server) runPrompt(ctx context.Context, sid, text string, taken *transcript) (session.PromptResult, error) {
 	sess, err := s.sessions.Session(sid)
 	if err != nil {
@@ -149,20 +149,38 @@ func (s *Server) runPrompt(ctx context.Context, sid, text string, taken *transcr
 			return session.PromptResult{}, err
 		}
 		s.transcriptStart(t, text)
+	}
+	var you, qwen int
+	if plain {
+		// On disk before the progress begins: an editor that reloads the
+		// transcript on progress shows the turn's start.
 		s.flushTranscript(t)
-		// The person started this prompt: the conversation comes to the
-		// front.
-		s.showTranscript(ctx, t, true)
+		you, qwen = t.turnLines()
 	}
 	prog := s.serverProgress(ctx, "qwen: working")
+	// shown says the transcript is in front of the person: the turn was
+	// asked in it, or the editor showed it.
+	shown := taken != nil
+	if plain && taken == nil {
+		// The person started this prompt from the code: the conversation
+		// comes to the front, beside the code, which keeps the focus.
+		shown = s.showTranscript(ctx, t, you, false)
+	}
 	s.turns.set(sid, prog)
 	res, err := sess.Prompt(ctx, []session.ContentBlock{{Type: "text", Text: text}})
 	s.turns.set(sid, nil)
-	prog.end(res.StopReason)
 	err = sessionError(err)
 	if plain {
 		s.transcriptEnd(t, res.LastText, err)
-		s.showAnswer(t, res, err)
+	}
+	prog.end(res.StopReason)
+	if plain {
+		// The answer, from its heading, in view; also for a question
+		// asked in the transcript, whose answer lands below the view.
+		if s.showTranscript(ctx, t, qwen, false) {
+			shown = true
+		}
+		s.showAnswer(t, res, err, shown)
 	}
 	if err != nil {
 		return res, err
@@ -174,15 +192,37 @@ func (s *Server) runPrompt(ctx context.Context, sid, text string, taken *transcr
 // answerShown is how much of an answer window/showMessage carries.
 const answerShown = 600
 
-// showAnswer shows the turn's answer (or failure) with window/showMessage.
-func (s *Server) showAnswer(t *transcript, res session.PromptResult, err error) {
+// answerLine is the length of the one-line message that tells an answer
+// the person sees in the transcript.
+const answerLine = 60
+
+// showAnswer tells the turn's answer (or failure) with
+// window/showMessage. When the transcript is in front of the person
+// (shown) the message is one line, the answer's first: a longer one would
+// stop some editors (Neovim asks to press Enter) to show what the
+// transcript already shows.
+func (s *Server) showAnswer(t *transcript, res session.PromptResult, err error, shown bool) {
 	if err != nil {
 		s.showMessage(LevelError, fmt.Sprintf("qwen: %s (transcript: %s)", errText(err), t.path))
 		return
 	}
 	answer := strings.TrimSpace(res.LastText)
 	if answer == "" {
+		if shown {
+			s.showMessage(LevelInfo, fmt.Sprintf("qwen: the turn ended (%s) without an answer", res.StopReason))
+			return
+		}
 		s.showMessage(LevelInfo, fmt.Sprintf("qwen: the turn ended (%s) without an answer; the transcript is %s", res.StopReason, t.path))
+		return
+	}
+	if shown {
+		first, rest, _ := strings.Cut(answer, "\n")
+		first = strings.TrimSpace(strings.TrimLeft(first, "#"))
+		msg := "qwen: " + cut(first, answerLine-len("qwen: "))
+		if strings.TrimSpace(rest) != "" && !strings.HasSuffix(msg, "…") {
+			msg += " …"
+		}
+		s.showMessage(LevelInfo, msg)
 		return
 	}
 	if r := []rune(answer); len(r) > answerShown {
@@ -205,11 +245,10 @@ func (s *Server) promptHelp(ctx context.Context, sid string) (any, error) {
 	if !s.clientCaps().Rich && !s.opts.ACP {
 		if id, err := s.sessionOrImplicit(sid); err == nil {
 			t := s.transcriptFor(id)
-			s.transcriptAsk(t, "")
-			s.flushTranscript(t)
+			s.transcriptChanged(ctx, t, func() { s.transcriptAsk(t, "") })
 			msg += fmt.Sprintf(", or write your question under the last \"## You\" heading of %s and save it", t.path)
 			out["transcript"] = t.path
-			s.showTranscript(ctx, t, true)
+			s.showTranscript(ctx, t, t.lastLine(), true)
 		}
 	}
 	msg += "."

@@ -27,6 +27,9 @@ type plainClient struct {
 
 	mu    sync.Mutex
 	shown []map[string]any
+	// opensShown makes the editor open a shown document it does not
+	// have open (didOpen), as Neovim attached to Markdown does.
+	opensShown bool
 }
 
 func startPlain(t *testing.T, showDocument, applyEdit bool) *plainClient {
@@ -45,9 +48,19 @@ func startPlain(t *testing.T, showDocument, applyEdit bool) *plainClient {
 	e.Handle("window/showDocument", func(p json.RawMessage) (any, error) {
 		var v map[string]any
 		json.Unmarshal(p, &v)
+		// What the file held when the editor was asked to show it.
+		if uri, _ := v["uri"].(string); strings.HasPrefix(uri, "file://") {
+			data, _ := os.ReadFile(strings.TrimPrefix(uri, "file://"))
+			v["onDisk"] = string(data)
+		}
 		c.mu.Lock()
 		c.shown = append(c.shown, v)
+		opens := c.opensShown
 		c.mu.Unlock()
+		if path := strings.TrimPrefix(v["uri"].(string), "file://"); opens && c.e.Text(path) == "" {
+			c.e.OpenTracked(path, v["onDisk"].(string))
+			c.reloadOnProgress(path)
+		}
 		return map[string]any{"success": true}, nil
 	})
 	res, err := e.Call("initialize", params)
@@ -114,6 +127,18 @@ func find(t *testing.T, actions []codeAction, prefix string) codeAction {
 	return codeAction{}
 }
 
+// reloadOnProgress makes the editor read the open document at path again
+// on each $/progress, as Neovim with the README's snippet does: it closes
+// the document and opens it again.
+func (c *plainClient) reloadOnProgress(path string) {
+	c.e.OnNotification("$/progress", func(json.RawMessage) {
+		if data, err := os.ReadFile(path); err == nil && string(data) != c.e.Text(path) {
+			c.e.CloseDoc(path)
+			c.e.OpenTracked(path, string(data))
+		}
+	})
+}
+
 // transcriptFile is the one transcript under the test's qwen home.
 func (c *plainClient) transcriptFile(t *testing.T) string {
 	t.Helper()
@@ -174,6 +199,7 @@ func TestRichClientIsOfferedNoCodeActions(t *testing.T) {
 // window/showMessage and in the command's result.
 func TestPlainExplainCodeActionRunsAPromptIntoTheTranscript(t *testing.T) {
 	c := startPlain(t, true, false)
+	c.opensShown = true
 	p := filepath.Join(c.root, "calc.go")
 	os.WriteFile(p, []byte("package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n"), 0o644)
 	actions := c.codeActions(t, p, 2, 0, 4, 1)
@@ -215,9 +241,42 @@ func TestPlainExplainCodeActionRunsAPromptIntoTheTranscript(t *testing.T) {
 			t.Errorf("transcript lacks %q:\n%s", want, text)
 		}
 	}
+	// The transcript is shown beside the code, which keeps the focus: at
+	// the start with the cursor on the prompt, at the end on the answer,
+	// each time once the file holds what the cursor is put on (each
+	// after a request on its last line, which brings the end into view).
+	// The first request opens it: the editor's text is not known yet, so
+	// it puts the cursor nowhere.
 	shown := c.shownDocs()
-	if len(shown) != 1 || shown[0]["uri"] != rpctest.URI(path) || shown[0]["takeFocus"] != true || shown[0]["external"] != false {
-		t.Fatalf("showDocument = %v (transcript %s)", shown, path)
+	if len(shown) != 4 {
+		t.Fatalf("showDocument = %v", shown)
+	}
+	for i, want := range []string{"none", "## You", "", "## qwen"} {
+		d := shown[i]
+		if d["uri"] != rpctest.URI(path) || d["takeFocus"] != false || d["external"] != false {
+			t.Fatalf("showDocument %d = %v (transcript %s)", i, d, path)
+		}
+		if want == "none" {
+			if d["selection"] != nil {
+				t.Fatalf("showDocument %d of a document the editor has not opened has a selection: %v", i, d)
+			}
+			continue
+		}
+		lines := strings.Split(d["onDisk"].(string), "\n")
+		line := int(d["selection"].(map[string]any)["start"].(map[string]any)["line"].(float64))
+		if want == "" {
+			// The last line of the file, the empty one below a heading.
+			if line != len(lines)-2 {
+				t.Fatalf("showDocument %d: line %d of %d lines", i, line, len(lines))
+			}
+			continue
+		}
+		if line >= len(lines) || lines[line] != want {
+			t.Fatalf("showDocument %d: line %d is not %q in\n%s", i, line, want, d["onDisk"])
+		}
+	}
+	if !strings.Contains(shown[1]["onDisk"].(string), "Explain this code") || !strings.Contains(shown[3]["onDisk"].(string), "Add subtracts") {
+		t.Fatalf("shown before the file held the prompt or the answer: %v", shown)
 	}
 	if msgs := c.messages(3); len(msgs) != 1 || msgs[0] != "qwen: Add subtracts: it returns a - b." {
 		t.Fatalf("showMessage = %q", msgs)
@@ -262,9 +321,12 @@ func TestPlainFixThisOnADiagnosticNamesTheProblem(t *testing.T) {
 	}
 }
 
-// The transcript open in the editor is changed through workspace/applyEdit,
-// never written under it; a question written under the last "## You" and
-// saved is sent as the next prompt.
+// The transcript open in the editor is written on disk, never changed
+// through workspace/applyEdit (that would leave the editor's document
+// unsaved, and the file behind it); a question written under the last
+// "## You" and saved is sent as the next prompt, and the file then holds
+// the whole conversation. Each write is followed by $/progress, the
+// signal to reload on.
 func TestPlainTranscriptOpenInTheEditorIsTheChat(t *testing.T) {
 	c := startPlain(t, true, true)
 	c.e.ApplyEditsLikeAnEditor(false)
@@ -274,31 +336,65 @@ func TestPlainTranscriptOpenInTheEditorIsTheChat(t *testing.T) {
 	}
 	path := c.transcriptFile(t)
 	onDisk, _ := os.ReadFile(path)
-	// The editor opens the shown document.
+	// The editor opens the shown document, and reads it again on each
+	// $/progress, as Neovim with the README's snippet does: it closes the
+	// document and opens it again.
 	c.e.OpenTracked(path, string(onDisk))
-	c.model.Push(modeltest.Response{Text: "the second answer"})
-	buf := c.e.Text(path)
-	question := buf + "what is 2+2?\n"
+	c.reloadOnProgress(path)
+	p := filepath.Join(c.root, "a.txt")
+	os.WriteFile(p, []byte("alpha\n"), 0o644)
+	c.model.Push(
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{{ID: "read", Name: "read_file", Arguments: jsonArgs("absolute_path", p)}}},
+		modeltest.Response{Text: "the second answer"},
+	)
+	question := string(onDisk) + "what is 2+2?\n"
 	c.e.ReplaceTracked(path, question)
+	// The editor saves what it holds.
+	os.WriteFile(path, []byte(question), 0o600)
+	shownBefore := len(c.shownDocs())
+	progressBefore := len(c.e.Notifications("$/progress"))
 	c.e.Notify("textDocument/didSave", map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(path)}})
 	c.e.WaitNotification("window/showMessage", func(p json.RawMessage) bool { return strings.Contains(string(p), "the second answer") })
 	reqs := c.model.Requests()
 	last := reqs[len(reqs)-1].Messages
-	if got := last[len(last)-1].Text(); got != "what is 2+2?" {
+	if got := last[len(last)-3].Text(); got != "what is 2+2?" {
 		t.Fatalf("the saved question was sent as %q", got)
 	}
-	want := question + "\n## qwen\n\n\nthe second answer\n\n## You\n\n"
+	want := question + "\n## qwen\n\n- ✓ read a.txt\n\nthe second answer\n\n## You\n\n"
+	if now, _ := os.ReadFile(path); string(now) != want {
+		t.Fatalf("on disk =\n%q\nwant\n%q", now, want)
+	}
+	if len(c.e.AppliedEdits()) != 0 || len(c.e.Requests("workspace/applyEdit")) != 0 {
+		t.Fatalf("the open transcript was changed through workspace/applyEdit: %v", c.e.AppliedEdits())
+	}
 	if got := c.e.Text(path); got != want {
-		t.Fatalf("buffer =\n%q\nwant\n%q", got, want)
+		t.Fatalf("the editor's document, read again, is not the file: %q", got)
 	}
-	if len(c.e.AppliedEdits()) == 0 {
-		t.Fatal("the open transcript was not changed through workspace/applyEdit")
+	// The person is in the transcript: it is not shown at the start, and
+	// at the end only to bring the answer into view, without focus; the
+	// answer's message is one line.
+	shown := c.shownDocs()[shownBefore:]
+	if len(shown) != 2 || shown[0]["takeFocus"] != false || shown[1]["takeFocus"] != false ||
+		shown[1]["selection"].(map[string]any)["start"].(map[string]any)["line"].(float64) != float64(strings.Count(question, "\n")+1) {
+		t.Fatalf("a turn asked in the transcript showed it: %v", shown)
 	}
-	if now, _ := os.ReadFile(path); string(now) != string(onDisk) {
-		t.Fatalf("the transcript was written under the editor:\n%s", now)
+	if msgs := c.messages(3); msgs[len(msgs)-1] != "qwen: the second answer" {
+		t.Fatalf("showMessage = %q", msgs)
+	}
+	var kinds []string
+	for _, n := range c.e.Notifications("$/progress")[progressBefore:] {
+		var v struct {
+			Value struct{ Kind, Message string }
+		}
+		json.Unmarshal(n.Params, &v)
+		kinds = append(kinds, v.Value.Kind+":"+v.Value.Message)
+	}
+	if strings.Join(kinds, "|") != "begin:|report:a.txt|report:✓ read a.txt|end:end_turn" {
+		t.Fatalf("progress = %q", kinds)
 	}
 	// Saving again sends nothing: the question was answered.
 	n := len(c.model.Requests())
+	c.e.ReplaceTracked(path, want)
 	c.e.Notify("textDocument/didSave", map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(path)}})
 	if _, err := c.e.Call("workspace/executeCommand", map[string]any{"command": "qwen-ls.cancel"}); err != nil {
 		t.Fatal(err)
@@ -308,11 +404,52 @@ func TestPlainTranscriptOpenInTheEditorIsTheChat(t *testing.T) {
 	}
 }
 
+// An editor that has the transcript open and does not read it again
+// after a write (Helix, or Neovim without the snippet's autocmd) is waited
+// for once, and is never asked to show a line it does not have. The file
+// on disk holds everything; the editor's document is never changed.
+func TestPlainTranscriptIsShownAsTheEditorHasIt(t *testing.T) {
+	c := startPlain(t, true, true)
+	c.e.ApplyEditsLikeAnEditor(false)
+	c.model.Push(modeltest.Response{Text: "first"})
+	if _, err := c.execPrompt("one"); err != nil {
+		t.Fatal(err)
+	}
+	path := c.transcriptFile(t)
+	onDisk, _ := os.ReadFile(path)
+	c.e.OpenTracked(path, string(onDisk))
+	have := strings.Count(string(onDisk), "\n") - 1
+	before := len(c.shownDocs())
+	for _, answer := range []string{"second", "third"} {
+		c.model.Push(modeltest.Response{Text: answer})
+		if _, err := c.execPrompt("next"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shown := c.shownDocs()[before:]
+	if len(shown) == 0 {
+		t.Fatal("nothing shown")
+	}
+	for _, d := range shown {
+		if line := d["selection"].(map[string]any)["start"].(map[string]any)["line"].(float64); line > float64(have) {
+			t.Fatalf("asked to show line %v of an editor's document that ends at line %d", line, have)
+		}
+	}
+	if got := c.e.Text(path); got != string(onDisk) || len(c.e.AppliedEdits()) != 0 {
+		t.Fatalf("the editor's document was changed: %q", got)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasSuffix(string(data), "## You\n\nnext\n\n## qwen\n\nsecond\n\n## You\n\nnext\n\n## qwen\n\nthird\n\n## You\n\n") {
+		t.Fatalf("on disk:\n%s", data)
+	}
+}
+
 // "Ask about selection…" puts the selection under the open "## You"
 // heading; saved alone it is not sent; with a question below it, both go.
 func TestPlainAskAboutSelection(t *testing.T) {
 	c := startPlain(t, true, true)
 	c.e.ApplyEditsLikeAnEditor(false)
+	c.opensShown = true
 	p := filepath.Join(c.root, "a.txt")
 	os.WriteFile(p, []byte("alpha\nbeta\ngamma\n"), 0o644)
 	res, err := c.run(find(t, c.codeActions(t, p, 1, 0, 2, 0), "Qwen: ask about selection"))
@@ -323,14 +460,31 @@ func TestPlainAskAboutSelection(t *testing.T) {
 	if !strings.Contains(string(res), path) {
 		t.Fatalf("result = %s", res)
 	}
-	if s := c.shownDocs(); len(s) != 1 || s[0]["takeFocus"] != true {
+	// Shown beside the code first, then focused, with the cursor below
+	// the selection, where the question goes.
+	if s := c.shownDocs(); len(s) != 2 || s[0]["takeFocus"] != false || s[1]["takeFocus"] != true ||
+		!strings.HasSuffix(s[1]["onDisk"].(string), "-->\n\n") ||
+		s[1]["selection"].(map[string]any)["start"].(map[string]any)["line"].(float64) != float64(strings.Count(s[1]["onDisk"].(string), "\n")-1) {
 		t.Fatalf("shown = %v", s)
 	}
 	data, _ := os.ReadFile(path)
 	if !strings.Contains(string(data), "## You\n\nAbout a.txt (line 2):\n\n```txt\nbeta\n```") {
 		t.Fatalf("transcript:\n%s", data)
 	}
-	c.e.OpenTracked(path, string(data))
+	// The write is told with $/progress, as a turn's are: an editor
+	// that has the transcript open reloads it on that.
+	var kinds []string
+	for _, n := range c.e.Notifications("$/progress") {
+		var v struct {
+			Value struct{ Kind, Title string }
+		}
+		json.Unmarshal(n.Params, &v)
+		kinds = append(kinds, v.Value.Kind+":"+v.Value.Title)
+	}
+	if strings.Join(kinds, "|") != "begin:qwen: transcript|end:" {
+		t.Fatalf("progress = %q", kinds)
+	}
+	// The editor opened the shown document.
 	save := func() {
 		c.e.Notify("textDocument/didSave", map[string]any{"textDocument": map[string]any{"uri": rpctest.URI(path)}})
 	}
@@ -440,6 +594,12 @@ func TestPlainEditOfAnOpenBufferIsNotAnnounced(t *testing.T) {
 	if c.e.Text(p) != "new\n" {
 		t.Fatalf("buffer = %q", c.e.Text(p))
 	}
+	// Without a label, which Neovim would print as a message.
+	for _, r := range c.e.Requests("workspace/applyEdit") {
+		if strings.Contains(string(r.Params), `"label"`) {
+			t.Fatalf("workspace/applyEdit with a label: %s", r.Params)
+		}
+	}
 	for _, m := range c.messages(0) {
 		if strings.Contains(m, "wrote") {
 			t.Fatalf("announced a buffer edit: %q", m)
@@ -468,6 +628,44 @@ func TestPlainLongAnswerIsCutInTheMessage(t *testing.T) {
 		t.Fatal("showDocument sent to a client without it")
 	}
 }
+
+// When the editor shows the transcript, the answer's message is one line:
+// a longer one would stop Neovim (press Enter) to show what the
+// transcript shows. The transcript holds it all.
+func TestPlainAnswerMessageIsOneLineWhenTheTranscriptIsShown(t *testing.T) {
+	c := startPlain(t, true, false)
+	answer := "## Summary\n\n" + strings.Repeat("The package adds and scales numbers. ", 3) + "\n\n- one\n- two"
+	c.model.Push(modeltest.Response{Text: answer})
+	if _, err := c.execPrompt("summarise"); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := c.messages(3); len(msgs) != 1 || msgs[0] != "qwen: Summary …" {
+		t.Fatalf("showMessage = %q", msgs)
+	}
+	// The editor never told the server it opened the transcript: it may
+	// hold an older copy, so no request puts the cursor on a line.
+	for _, d := range c.shownDocs() {
+		if d["selection"] != nil {
+			t.Fatalf("a selection in a document the editor has not opened: %v", d)
+		}
+	}
+	c.model.Push(modeltest.Response{Text: strings.Repeat("word ", 40)})
+	if _, err := c.execPrompt("talk"); err != nil {
+		t.Fatal(err)
+	}
+	msgs := c.messages(3)
+	if got := msgs[len(msgs)-1]; len([]rune(got)) != answerLine || !strings.HasSuffix(got, "…") || strings.Contains(got, "\n") {
+		t.Fatalf("showMessage = %q", got)
+	}
+	data, _ := os.ReadFile(c.transcriptFile(t))
+	if !strings.Contains(string(data), "## qwen\n\n"+answer+"\n\n## You\n") || !strings.Contains(string(data), strings.TrimSpace(strings.Repeat("word ", 40))) {
+		t.Fatalf("transcript:\n%s", data)
+	}
+}
+
+// answerLine is the length of the one-line answer message
+// (docs/protocol.md, "Plain LSP clients").
+const answerLine = 60
 
 // A failed turn is told in the transcript and with an error message.
 func TestPlainFailedTurnIsShown(t *testing.T) {

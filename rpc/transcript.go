@@ -22,8 +22,9 @@ import (
 // The conversation of a plain LSP client as a Markdown document
 // (docs/protocol.md, "Plain LSP clients"): one file per session under
 // <qwen home>/transcripts/<project>/<session>.md. The server appends to
-// it as a turn runs; the person writes a question under the last
-// "## You" heading and saves the file to send it.
+// the file on disk as a turn runs, and the editor reloads it; the person
+// writes a question under the last "## You" heading and saves the file to
+// send it.
 
 // transcriptHint is the comment at the top of every transcript.
 const transcriptHint = "<!-- Write your question under the last \"## You\" heading and save this file to send it. -->"
@@ -49,7 +50,7 @@ type transcript struct {
 
 	mu sync.Mutex
 	// written is the text the server put in the document: a prefix of
-	// what the editor holds, since the person only adds below it.
+	// the file, since the person only adds below it.
 	written string
 	// openAsk says the document ends with an empty "## You" heading.
 	openAsk bool
@@ -66,6 +67,11 @@ type transcript struct {
 	pending  []string
 	draining bool
 	idle     chan struct{}
+	// noReload says the editor, which has the document open, did not
+	// read it again after a write (awaitReload).
+	noReload bool
+	// seenOpen says the editor had the document open when last looked.
+	seenOpen bool
 }
 
 // transcriptPath is where the transcript of sessionID lives: the project
@@ -233,28 +239,15 @@ func (s *Server) drainTranscript(t *transcript) {
 }
 
 // writeTranscript puts chunk after written, the server's part of the
-// document, and returns the new server part. An open document is changed
-// through workspace/applyEdit (never written under the editor); a closed
-// one on disk, atomically. Text the person added below the server's part
-// stays below it.
+// document, in the file on disk, atomically, and returns the new server
+// part. Text the person saved below the server's part stays below it.
+//
+// The file is written on disk even while the editor has it open, and never
+// through workspace/applyEdit: an edit would leave the editor's document
+// modified (unsaved) and the file behind it. The editor reloads the file
+// (docs/protocol.md, "Plain LSP clients"); each write is followed by
+// $/progress, which the Neovim snippet of the README reloads it on.
 func (s *Server) writeTranscript(path, written, chunk string) string {
-	if buf, ok := s.ws.Overlay.Get(path); ok && s.clientCaps().ApplyEdit {
-		at, insert := placeChunk(buf.Text, written, chunk)
-		err := s.insertInBuffer(path, buf, at, insert)
-		if err == nil {
-			return buf.Text[:at] + insert
-		}
-		if s.baseCtx.Err() != nil {
-			return written
-		}
-		if !errors.Is(err, errNotApplied) {
-			// The editor took the edit but shows other text: go on from
-			// what it holds, without writing under it.
-			s.log.Warnf("qwen: the transcript %s in the editor: %v", path, err)
-			return buf.Text[:at] + insert
-		}
-		s.log.Warnf("qwen: the transcript %s could not be updated in the editor (%v); writing it to disk", path, err)
-	}
 	cur := ""
 	if data, err := os.ReadFile(path); err == nil {
 		cur = string(data)
@@ -275,9 +268,10 @@ func (s *Server) writeTranscript(path, written, chunk string) string {
 
 // placeChunk says where chunk goes in cur, the document's text: after
 // written, the server's part, with what the person wrote below it kept
-// below. When cur is behind written (an editor that loaded the file before
-// the last write), the missing part is inserted too; when the person
-// changed the server's part, chunk goes at the end.
+// below. When cur is behind written (the file was replaced by an older
+// copy, such as an editor saving what it loaded before the last write),
+// the missing part is inserted too; when the person changed the server's
+// part, chunk goes at the end.
 func placeChunk(cur, written, chunk string) (at int, insert string) {
 	switch {
 	case strings.HasPrefix(cur, written):
@@ -288,64 +282,6 @@ func placeChunk(cur, written, chunk string) (at int, insert string) {
 		return len(cur), "\n" + chunk
 	}
 	return len(cur), chunk
-}
-
-var errNotApplied = errors.New("the editor did not apply the change")
-
-// insertInBuffer inserts text at byte offset at of the open buffer buf
-// with workspace/applyEdit, and waits (2 s at most) for the buffer to
-// show it. An insertion at the very end of a text that ends in a newline
-// is sent before that newline (the same result): editors differ on a
-// position past the last line.
-func (s *Server) insertInBuffer(path string, buf workspace.Buffer, at int, text string) error {
-	c := s.clientCaps()
-	want := buf.Text[:at] + text + buf.Text[at:]
-	off, ins := at, text
-	if at == len(buf.Text) && at > 0 && buf.Text[at-1] == '\n' && strings.HasSuffix(text, "\n") {
-		off, ins = at-1, "\n"+text[:len(text)-1]
-	}
-	edits := []map[string]any{textEdit(buf.Text, off, off, ins, c.Encoding)}
-	uri := s.pathToURI(path)
-	var edit map[string]any
-	if c.DocumentChanges {
-		edit = map[string]any{"documentChanges": []any{map[string]any{
-			"textDocument": map[string]any{"uri": uri, "version": buf.Version},
-			"edits":        edits,
-		}}}
-	} else {
-		edit = map[string]any{"changes": map[string]any{uri: edits}}
-	}
-	ov := s.ws.Overlay
-	changed := ov.Changed()
-	var res struct {
-		Applied       bool   `json:"applied"`
-		FailureReason string `json:"failureReason"`
-	}
-	if err := s.host.call(s.baseCtx, "workspace/applyEdit", map[string]any{"label": "qwen-ls transcript", "edit": edit}, &res); err != nil {
-		return fmt.Errorf("%w: %v", errNotApplied, err)
-	}
-	if !res.Applied {
-		return fmt.Errorf("%w: %s", errNotApplied, res.FailureReason)
-	}
-	deadline := time.NewTimer(applyWait)
-	defer deadline.Stop()
-	for {
-		b, ok := ov.Get(path)
-		if !ok {
-			return fmt.Errorf("%w: the document was closed", errNotApplied)
-		}
-		if b.Text == want {
-			return nil
-		}
-		select {
-		case <-changed:
-			changed = ov.Changed()
-		case <-deadline.C:
-			return errors.New("the editor's text differs from the change sent")
-		case <-s.baseCtx.Done():
-			return s.baseCtx.Err()
-		}
-	}
 }
 
 // endsWithOpenAsk reports whether text ends with an empty "## You"
@@ -373,14 +309,25 @@ func (s *Server) transcriptStart(t *transcript, prompt string) {
 // transcriptEnd writes the answer (or the error) and a new empty "## You"
 // section for the next question, and waits until it is written.
 func (s *Server) transcriptEnd(t *transcript, answer string, err error) {
+	s.flushTranscript(t)
+	t.mu.Lock()
+	// Right below the heading, the answer needs no blank line of its own;
+	// below a tool line it does.
+	sep := "\n"
+	if strings.HasSuffix(t.written, "\n\n") {
+		sep = ""
+	}
+	t.mu.Unlock()
 	var b strings.Builder
 	if strings.TrimSpace(answer) != "" {
-		b.WriteString("\n" + strings.TrimSpace(answer) + "\n")
+		b.WriteString(sep + strings.TrimSpace(answer) + "\n")
+		sep = "\n"
 	}
 	if err != nil {
-		fmt.Fprintf(&b, "\n**Error:** %s\n", errText(err))
+		fmt.Fprintf(&b, "%s**Error:** %s\n", sep, errText(err))
+		sep = "\n"
 	}
-	b.WriteString("\n" + youHeading + "\n\n")
+	b.WriteString(sep + youHeading + "\n\n")
 	t.mu.Lock()
 	t.running = false
 	t.titles = nil
@@ -414,7 +361,14 @@ func (s *Server) transcriptUpdate(t *transcript, u session.Update) {
 	if title == "" {
 		title = "tool call " + u.ToolCallID
 	}
-	s.appendTranscript(t, toolLine(updateOutcome(u), title))
+	line := toolLine(updateOutcome(u), title)
+	s.appendTranscript(t, line)
+	// On disk before the progress report that tells it: an editor that
+	// reloads the transcript on progress shows the line.
+	s.flushTranscript(t)
+	if p := s.turns.get(t.sessionID); p != nil {
+		p.report(strings.TrimSpace(strings.TrimPrefix(line, "- ")))
+	}
 }
 
 // toolLine is a finished call's line: ✓, or ✗/⊘ and how it ended.
@@ -488,21 +442,158 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// showTranscript asks the editor to show the transcript (when it can):
-// takeFocus only when the person just started the prompt.
-func (s *Server) showTranscript(ctx context.Context, t *transcript, takeFocus bool) bool {
+// turnLines returns the 0-based lines of the running turn's "## You" and
+// "## qwen" headings. It is called once the turn's start is written, when
+// the server's part ends with the "## qwen" heading.
+func (t *transcript) turnLines() (you, qwen int) {
+	t.mu.Lock()
+	w := t.written
+	t.mu.Unlock()
+	i := strings.LastIndex(w, "\n"+qwenHeading+"\n")
+	if i < 0 {
+		n := lastLine(w)
+		return n, n
+	}
+	qwen = strings.Count(w[:i+1], "\n")
+	you = qwen
+	if j := strings.LastIndex(w[:i+1], "\n"+youHeading+"\n"); j >= 0 {
+		you = strings.Count(w[:j+1], "\n")
+	}
+	return you, qwen
+}
+
+// lastLine is the 0-based line of text's last line (the one a final
+// newline ends, not the empty one after it).
+func lastLine(text string) int {
+	n := strings.Count(text, "\n")
+	if n > 0 && strings.HasSuffix(text, "\n") {
+		n--
+	}
+	return n
+}
+
+// lastLine is the 0-based line of the last line of the server's part.
+func (t *transcript) lastLine() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return lastLine(t.written)
+}
+
+// showTranscript asks the editor to show the transcript with the cursor on
+// line (0-based), taking the focus only when takeFocus (the person is
+// about to write in it). It asks twice: first without focus, on the last
+// line of the server's part, then on line. The first request opens the
+// document beside the current one in an editor that would otherwise put it
+// in place of the code the person is in (Neovim opens a window without
+// focus, and puts a document that takes the focus in the current window);
+// it also brings the end into view, so that moving up to line leaves what
+// follows line in view (an editor scrolls only as far as the cursor
+// needs). It reports whether the editor showed the transcript.
+func (s *Server) showTranscript(ctx context.Context, t *transcript, line int, takeFocus bool) bool {
 	if !s.clientCaps().ShowDocument {
 		return false
+	}
+	last := t.lastLine()
+	if !s.showTranscriptAt(ctx, t, last, false) {
+		return false
+	}
+	if line == last && !takeFocus {
+		return true
+	}
+	return s.showTranscriptAt(ctx, t, line, takeFocus)
+}
+
+// showTranscriptAt sends one window/showDocument. The cursor is put on
+// line only in a document the editor has open (its didOpen seen), once
+// the editor holds what was written (awaitReload), and never past the end
+// of the editor's text: a document it has not told the server about may
+// be an older copy, where a line past its end is an error (Neovim shows
+// it).
+func (s *Server) showTranscriptAt(ctx context.Context, t *transcript, line int, takeFocus bool) bool {
+	params := map[string]any{"uri": s.pathToURI(t.path), "external": false, "takeFocus": takeFocus}
+	if text, open := s.awaitReload(ctx, t); open {
+		pos := map[string]any{"line": min(line, lastLine(text)), "character": 0}
+		params["selection"] = map[string]any{"start": pos, "end": pos}
 	}
 	var res struct {
 		Success bool `json:"success"`
 	}
-	err := s.host.call(ctx, "window/showDocument", map[string]any{
-		"uri": s.pathToURI(t.path), "external": false, "takeFocus": takeFocus,
-	}, &res)
-	if err != nil {
+	if err := s.host.call(ctx, "window/showDocument", params, &res); err != nil {
 		s.log.Debugf("window/showDocument: %v", err)
 		return false
 	}
 	return res.Success
+}
+
+// reloadWait is how long the server waits for an editor that has the
+// transcript open to read it again after a write.
+const reloadWait = 2 * time.Second
+
+// awaitReload waits until the editor's copy of the transcript, when it has
+// one open, holds the server's part: the editor reads the file again
+// after a write (Neovim through the README's snippet, on the $/progress
+// that follows each write), and the request to show it must not overtake
+// that. A reload may close and open the document (Neovim does): a
+// document the editor had open and has closed is waited for too. An
+// editor that does not catch up within reloadWait is not waited for again
+// until it does. It returns the editor's text and whether it has the
+// transcript open.
+func (s *Server) awaitReload(ctx context.Context, t *transcript) (string, bool) {
+	ov := s.ws.Overlay
+	t.mu.Lock()
+	want, stale, seen := t.written, t.noReload, t.seenOpen
+	t.mu.Unlock()
+	changed := ov.Changed()
+	buf, open := ov.Get(t.path)
+	caughtUp := open && strings.HasPrefix(buf.Text, want)
+	t.mu.Lock()
+	if open {
+		t.seenOpen = true
+	}
+	if caughtUp {
+		// It caught up after all (the person saved, or reloaded).
+		t.noReload = false
+	}
+	t.mu.Unlock()
+	if caughtUp || stale || (!open && !seen) {
+		return buf.Text, open
+	}
+	timer := time.NewTimer(reloadWait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-changed:
+		case <-timer.C:
+			buf, open = ov.Get(t.path)
+			t.mu.Lock()
+			// Closed for good, or open and not read again.
+			t.seenOpen = open
+			t.noReload = open
+			t.mu.Unlock()
+			if open {
+				s.log.Debugf("qwen: the editor did not read the transcript %s again; it is shown as the editor has it", t.path)
+			}
+			return buf.Text, open
+		case <-ctx.Done():
+			return buf.Text, open
+		}
+		changed = ov.Changed()
+		if b, ok := ov.Get(t.path); ok {
+			buf, open = b, true
+			if strings.HasPrefix(b.Text, want) {
+				return b.Text, true
+			}
+		}
+	}
+}
+
+// transcriptChanged follows a change of the transcript outside a turn
+// (an ask, an open "## You") that write has made: it is written on disk,
+// then told with a $/progress begin and end, the signal an editor can
+// reload it on, as a turn's progress is.
+func (s *Server) transcriptChanged(ctx context.Context, t *transcript, write func()) {
+	prog := s.serverProgress(ctx, "qwen: transcript")
+	write()
+	s.flushTranscript(t)
+	prog.end("written")
 }

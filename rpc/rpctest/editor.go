@@ -71,6 +71,7 @@ type Editor struct {
 	orphans  []Message // responses whose id is null or unknown
 	answered []string  // ids of the responses to our requests, in arrival order
 	handlers map[string]Handler
+	onNote   map[string]func(json.RawMessage)
 	requests []Message // every server→editor request
 	changed  chan struct{}
 	readErr  error
@@ -443,7 +444,27 @@ func (e *Editor) readLoop(r *bufio.Reader) {
 			continue
 		}
 		e.dispatch(m)
+		if m.Method != "" && m.ID == nil {
+			e.mu.Lock()
+			f := e.onNote[m.Method]
+			e.mu.Unlock()
+			if f != nil {
+				f(m.Params)
+			}
+		}
 	}
+}
+
+// OnNotification makes the fake editor react to each notification of
+// method, in arrival order, before it reads the next message, as an
+// editor's handler does (e.g. reading a file again on $/progress).
+func (e *Editor) OnNotification(method string, f func(params json.RawMessage)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.onNote == nil {
+		e.onNote = map[string]func(json.RawMessage){}
+	}
+	e.onNote[method] = f
 }
 
 func (e *Editor) dispatch(m Message) {
