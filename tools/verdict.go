@@ -124,7 +124,7 @@ func (v *verdict) text(after codeintel.Report) string {
 	}
 	if after.Stale {
 		return fmt.Sprintf("%s had not checked the new text within %d s, so it is not known yet whether this change introduced errors; "+
-			"ask with the lsp tool's diagnostics operation if it matters.", upperFirst(server), int(verdictWait.Seconds()))
+			"ask with the lsp tool's diagnostics operation if it matters.", sentenceStart(server), int(verdictWait.Seconds()))
 	}
 	before := map[diagKey]int{}
 	for _, ld := range errorsOf(v.base, v.abs) {
@@ -164,10 +164,10 @@ func (v *verdict) text(after codeintel.Report) string {
 		}
 		return l
 	}
-	heading := fmt.Sprintf("%s reports %s after this change:", upperFirst(server), plural(len(introduced), "new error", "new errors"))
+	heading := fmt.Sprintf("%s reports %s after this change:", sentenceStart(server), plural(len(introduced), "new error", "new errors"))
 	if v.base.Stale {
 		heading = fmt.Sprintf("%s reports %s after this change (it had not checked the file before it, so some may be older):",
-			upperFirst(server), plural(len(introduced), "error", "errors"))
+			sentenceStart(server), plural(len(introduced), "error", "errors"))
 	}
 	return f.capped(heading, len(introduced), line) + oldNoteLine(oldNote)
 }
@@ -183,6 +183,15 @@ func oldNoteLine(note string) string {
 func inSentence(server string) string {
 	if server == "The language server" {
 		return "the language server"
+	}
+	return server
+}
+
+// sentenceStart is a server's name at the start of a sentence: "the
+// editor's gopls" takes a capital, a bare name such as gopls does not.
+func sentenceStart(server string) string {
+	if strings.HasPrefix(server, "the ") {
+		return "The " + server[len("the "):]
 	}
 	return server
 }
