@@ -32,6 +32,10 @@ var goBenches = []goBench{
 	{pkg: "./workspace", name: "BenchmarkIndexBuildGOROOT/build", metric: "ns/op", scale: 1e-6, unit: "ms", what: "index GOROOT (walk only)", target: "—"},
 	{pkg: "./workspace", name: "BenchmarkIndexBuildGOROOT/build+watch", metric: "ns/op", scale: 1e-6, unit: "ms", what: "index GOROOT (walk + watch)", target: "—"},
 	{pkg: "./tools", name: "BenchmarkReadFile1MB", metric: "ns/op", scale: 1e-6, unit: "ms", what: "read_file of a 1 MB file", target: "< 2 ms", limit: 2},
+	{pkg: "./tools/langserver", name: "BenchmarkDefinitionWarm", metric: "ns/op", scale: 1e-6, unit: "ms", what: "goToDefinition through a started gopls, warm", target: "—"},
+	{pkg: "./tools/langserver", name: "BenchmarkDiagnosticsAfterChange", metric: "ns/op", scale: 1e-6, unit: "ms", what: "gopls: a change to its diagnostics for that version", target: "—"},
+	{pkg: "./rpc", name: "BenchmarkLSPDefinitionWarm", metric: "ms/definition", scale: 1, unit: "ms", what: "lsp goToDefinition prompt (warm gopls, 2 model requests)", target: "—"},
+	{pkg: "./rpc", name: "BenchmarkLSPEditVerdict", metric: "extra-ms", scale: 1, unit: "ms", what: "what the compiler's verdict adds to an edit (warm gopls)", target: "—"},
 	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/7.5MB-written", metric: "peak-RSS-MiB", scale: 1, unit: "MiB", what: "peak RSS, write_file of 7.5 MB", target: "—"},
 	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/7.5MB-written", metric: "RSS-3s-after-MiB", scale: 1, unit: "MiB", what: "RSS 3 s after that write", target: "—"},
 	{pkg: "./cmd/qwen-ls", name: "BenchmarkLargeWriteArgument/20MB-refused", metric: "peak-RSS-MiB", scale: 1, unit: "MiB", what: "peak RSS, 20 MB arguments refused", target: "—"},
@@ -49,6 +53,9 @@ var goBenchRuns = [][3]string{
 	{"./workspace", "^BenchmarkOverlayIncrementalEdits$", ""},
 	{"./workspace", "^BenchmarkIndexBuildGOROOT$/^(build|build\\+watch)$", ""},
 	{"./tools", "^BenchmarkReadFile1MB$", ""},
+	// The code-intelligence rows skip (no figure) where gopls is missing.
+	{"./tools/langserver", "^(BenchmarkDefinitionWarm|BenchmarkDiagnosticsAfterChange)$", ""},
+	{"./rpc", "^(BenchmarkLSPDefinitionWarm|BenchmarkLSPEditVerdict)$", "40x"},
 	{"./cmd/qwen-ls", "^BenchmarkLargeWriteArgument$", "1x"},
 }
 
