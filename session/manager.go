@@ -365,6 +365,9 @@ type Session struct {
 	notes       []string
 	// snaps are the shell snapshots' content store and stat cache.
 	snaps *snapshotter
+	// shown are the finished tool calls as the editor was shown them, by
+	// call id, for replays (replay.go).
+	shown map[string]*shownCall
 	// stats are counted for /stats (commands.go).
 	stats sessionStats
 }
