@@ -457,6 +457,8 @@ function M.header()
   local s
   if status.no_model then
     s = 'qwen · no model (:checkhealth qwen)'
+  elseif status.missing(status.setup) then
+    s = 'qwen · ' .. status.missing(status.setup) .. ' (:checkhealth qwen)'
   else
     s = 'qwen · ' .. (status.model or '…')
   end
@@ -510,11 +512,20 @@ function M.setup_hint(data)
   local parts = {}
   local settings = type(data.settings) == 'table' and data.settings or {}
   local env = type(data.env) == 'table' and data.env or {}
-  if #settings > 0 then
-    local s = {}
-    for _, k in ipairs(settings) do
+  local key_var = false
+  for _, v in ipairs(env) do
+    key_var = key_var or (type(v) == 'string' and v:find('KEY', 1, true) ~= nil)
+  end
+  local s = {}
+  for _, k in ipairs(settings) do
+    -- env.<KEY> of the settings is a variable, and an API key belongs in
+    -- cmd_env (or the environment) here, not in a settings file: both
+    -- are named as variables below.
+    if type(k) == 'string' and not k:match('^env%.') and not (k == 'model.apiKey' and key_var) then
       table.insert(s, where[k] or k)
     end
+  end
+  if #s > 0 then
     table.insert(parts, 'set ' .. table.concat(s, ', '))
   end
   if #env > 0 then
@@ -534,6 +545,10 @@ end
 function M.turn_error(err)
   local msg = err.message or vim.inspect(err)
   local data = type(err.data) == 'table' and err.data or nil
+  if data and (data.reason == 'no_model' or require('qwen.status').missing(data)) then
+    -- The statusline names what is missing from now on.
+    require('qwen.status').set_setup(data)
+  end
   local hint = M.setup_hint(data)
   local text = 'error: ' .. msg
   if hint then
