@@ -299,3 +299,48 @@ func TestReplayEqualsLive(t *testing.T) {
 		t.Fatalf("the session's title is not the command as typed: %s", res)
 	}
 }
+
+// A session file written before calls were recorded ("call" events)
+// still replays each call with the title its tool gives its arguments,
+// not the tool's bare name, and with the outcome read from the result.
+func TestReplayOfAnOlderSessionFile(t *testing.T) {
+	a := reviewer(t, nil)
+	p := filepath.Join(a.root, "a.txt")
+	os.WriteFile(p, []byte(keptHunksFile), 0o644)
+	a.answerProposals(func(proposal) any { return map[string]any{"outcome": "rejected"} })
+	a.rewriteFile(p, keptHunksProposal())
+	if _, err := a.prompt("rewrite"); err != nil {
+		t.Fatal(err)
+	}
+	live := shownCalls(sessionUpdates(t, a.e, a.sid))
+	files, _ := filepath.Glob(filepath.Join(a.e.Home, "projects", "*", "sessions", a.sid+".jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(line, `"type":"call"`) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(strings.SplitAfter(string(data), "\n")) {
+		t.Fatal("the session file has no call events")
+	}
+	if err := os.WriteFile(files[0], []byte(strings.Join(kept, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, replayed := a.reopen(t, nil)
+	got := shownCalls(replayed)
+	for _, id := range []string{"read", "w"} {
+		if got[id] == nil || got[id].call["title"] != live[id].call["title"] || !reflect.DeepEqual(got[id].call["locations"], live[id].call["locations"]) {
+			t.Errorf("call %s replayed as %v, live %v", id, got[id], live[id].call)
+		}
+	}
+	if q := qwenMeta(got["w"].final); q["outcome"] != "rejected" {
+		t.Errorf("the rejected write replayed with %v", q)
+	}
+}

@@ -196,8 +196,8 @@ func (s *Session) Replay() {
 					Status: StatusPending, RawInput: rawInput(tc.Arguments)}
 				if sc := shown[tc.ID]; sc != nil {
 					u.Title, u.ToolKind, u.Locations = sc.Title, sc.Kind, sc.Locations
-				} else if t, err := s.toolset().Lookup(tc.Name); err == nil {
-					u.ToolKind = kindOf(t)
+				} else {
+					u.Title, u.ToolKind, u.Locations = s.describeCall(tc)
 				}
 				host.Update(s.id, u)
 			}
@@ -210,6 +210,28 @@ func (s *Session) Replay() {
 	} else if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
 		host.Update(s.id, Update{Kind: UpdatePlan, Entries: planEntries(todos)})
 	}
+}
+
+// describeCall is the title, kind and locations a call of a session file
+// written before calls were recorded had when it ran, as far as the tool
+// registered under its name now describes it: the tool's description of
+// its arguments, else its name.
+func (s *Session) describeCall(tc ToolCall) (string, string, []Location) {
+	t, terr := s.toolset().Lookup(tc.Name)
+	if terr != nil {
+		return tc.Name, string(tools.KindOther), nil
+	}
+	params, perr := tools.PrepareArgs(t, tc.Arguments)
+	if perr != nil {
+		return t.DisplayName(), kindOf(t), nil
+	}
+	title := tools.GuardDescribe(t, params)
+	if sd, ok := t.(tools.SessionDescriber); ok {
+		if d := sd.DescribeSession(s.id, params); d != "" {
+			title = d
+		}
+	}
+	return title, kindOf(t), locations(t, params)
 }
 
 // replayedResult is the last update of a replayed call: as it was shown
