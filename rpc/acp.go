@@ -186,7 +186,7 @@ func (s *Server) acpPrompt(ctx context.Context, req *request) (any, error) {
 	}
 	s.takeACPTrustNotice(p.SessionID)
 	title := sess.Title()
-	res, err := sess.Prompt(ctx, s.acpAttachLinks(ctx, p.SessionID, p.Prompt))
+	res, err := sess.PromptAs(ctx, s.acpAttachLinks(ctx, p.SessionID, p.Prompt), req.typed)
 	if t := sess.Title(); t != title {
 		s.acpSessionInfo(sess)
 	}

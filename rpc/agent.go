@@ -254,7 +254,7 @@ func (s *Server) prompt(ctx context.Context, req *request) (any, error) {
 	}
 	progress := s.beginProgress(p.WorkDoneToken, "qwen: working")
 	s.turns.set(p.SessionID, progress)
-	res, err := sess.Prompt(ctx, p.Prompt)
+	res, err := sess.PromptAs(ctx, p.Prompt, req.typed)
 	s.turns.set(p.SessionID, nil)
 	progress.end(res.StopReason)
 	if err != nil {

@@ -370,8 +370,9 @@ func (s *Server) withSlashCommands(m method) method {
 				return s.commandAnswer(name, map[string]any{"stopReason": res.stopReason}), nil
 			}
 			// nil: the command made the prompt (init); run the turn.
+			typed := p.Prompt[idx].Text
 			p.Prompt[idx].Text = initPrompt(s.env.MemoryFileName())
-			out, err := inner(ctx, s.withPrompt(req, p.Prompt))
+			out, err := inner(ctx, s.withTyped(s.withPrompt(req, p.Prompt), typed))
 			return s.commandAnswer(name, out), err
 		}
 		c, ok := s.findCustom(name)
@@ -386,8 +387,9 @@ func (s *Server) withSlashCommands(m method) method {
 		if stop != "" {
 			return s.commandAnswer(name, map[string]any{"stopReason": stop}), nil
 		}
+		typed := p.Prompt[idx].Text
 		p.Prompt[idx].Text = text
-		out, err := inner(ctx, s.withPrompt(req, p.Prompt))
+		out, err := inner(ctx, s.withTyped(s.withPrompt(req, p.Prompt), typed))
 		return s.commandAnswer(name, out), err
 	}
 	return m
@@ -405,6 +407,13 @@ func (s *Server) withPrompt(req *request, prompt []session.ContentBlock) *reques
 	r := *req
 	r.Params = raw
 	return &r
+}
+
+// withTyped marks req's prompt as one the person typed as typed: the
+// session shows typed, not the expansion, in its title and replays.
+func (s *Server) withTyped(req *request, typed string) *request {
+	req.typed = strings.TrimSpace(typed)
+	return req
 }
 
 // commandAnswer adds the command's name to a prompt's answer: command in

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,11 +145,12 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 		return session.EditAnswer{}, err
 	}
 	var ans struct {
-		Outcome   string          `json:"outcome"`
-		FinalText *string         `json:"finalText"`
-		KeptHunks json.RawMessage `json:"keptHunks"`
-		Feedback  string          `json:"feedback"`
-		Always    bool            `json:"always"`
+		Outcome      string          `json:"outcome"`
+		FinalText    *string         `json:"finalText"`
+		KeptHunks    json.RawMessage `json:"keptHunks"`
+		HunkFeedback json.RawMessage `json:"hunkFeedback"`
+		Feedback     string          `json:"feedback"`
+		Always       bool            `json:"always"`
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return session.EditAnswer{}, fmt.Errorf("the editor's answer to qwen/proposeEdit is malformed: %w", err)
@@ -161,7 +163,10 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 		// decision, whatever hunks the answer also names.
 		h.s.log.Infof("qwen: the review of %s sent finalText and keptHunks; finalText wins", r.ToolCallID)
 	case kept && (ans.Outcome == "" || ans.Outcome == "accepted"):
-		out.Outcome, out.FinalText = h.keptAnswer(r, ans.KeptHunks)
+		out.Outcome, out.FinalText, out.Kept = h.keptAnswer(r, ans.KeptHunks)
+	}
+	if len(ans.HunkFeedback) > 0 && string(ans.HunkFeedback) != "null" {
+		out.Reasons = h.hunkReasons(r, ans.HunkFeedback)
 	}
 	switch out.Outcome {
 	case "accepted", "rejected", "cancelled":
@@ -179,37 +184,62 @@ func (h *host) ReviewEdit(ctx context.Context, sessionID string, r session.EditR
 // which are the hunks of the same two texts. An index that is not an
 // integer, is out of range or comes twice makes the whole answer a
 // rejection: a malformed answer never writes anything.
-func (h *host) keptAnswer(r session.EditReview, raw json.RawMessage) (string, *string) {
-	hunks := diff.Hunks(r.OldText, r.NewText)
-	idx, err := keptIndices(raw, len(hunks))
+// The decision of each hunk is returned as kept (nil for a malformed
+// answer).
+func (h *host) keptAnswer(r session.EditReview, raw json.RawMessage) (string, *string, []bool) {
+	n := len(diff.Hunks(r.OldText, r.NewText))
+	idx, err := keptIndices(raw, n)
 	if err != nil {
 		h.s.log.Warnf("qwen: the review of %s is taken as a rejection: keptHunks %s", r.ToolCallID, err)
-		return "rejected", nil
+		return "rejected", nil, nil
 	}
-	switch len(idx) {
-	case 0:
-		return "rejected", nil
-	case len(hunks):
-		return "accepted", nil
-	}
-	keep := make([]bool, len(hunks))
+	keep := make([]bool, n)
 	for _, i := range idx {
 		keep[i] = true
 	}
-	var b strings.Builder
-	at := 0
-	for i, hk := range hunks {
-		b.WriteString(r.OldText[at:hk.Start])
-		if keep[i] {
-			b.WriteString(hk.Text)
-		} else {
-			b.WriteString(r.OldText[hk.Start:hk.End])
-		}
-		at = hk.End
+	switch len(idx) {
+	case 0:
+		return "rejected", nil, keep
+	case n:
+		return "accepted", nil, keep
 	}
-	b.WriteString(r.OldText[at:])
-	text := b.String()
-	return "accepted", &text
+	text := tools.ApplyKept(r.OldText, r.NewText, keep)
+	return "accepted", &text, keep
+}
+
+// hunkReasons reads hunkFeedback: [{hunk, feedback}], the person's reason
+// for rejecting each of those hunks (indices as in keptHunks). Reasons
+// only tell the model why; they never change what is written. So a
+// malformed list is left out whole, and an entry naming no hunk of the
+// proposal is skipped, each with a warning in the log.
+func (h *host) hunkReasons(r session.EditReview, raw json.RawMessage) map[int]string {
+	var items []struct {
+		Hunk     *json.Number `json:"hunk"`
+		Feedback *string      `json:"feedback"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&items); err != nil {
+		h.s.log.Warnf("qwen: the review of %s: hunkFeedback is not a list of {hunk, feedback}: %s", r.ToolCallID, clip(string(raw)))
+		return nil
+	}
+	n := len(diff.Hunks(r.OldText, r.NewText))
+	out := map[int]string{}
+	for _, it := range items {
+		if it.Hunk == nil || it.Feedback == nil {
+			h.s.log.Warnf("qwen: the review of %s: a hunkFeedback entry lacks its hunk or feedback; skipped", r.ToolCallID)
+			continue
+		}
+		i, err := strconv.Atoi(it.Hunk.String())
+		if err != nil || i < 0 || i >= n {
+			h.s.log.Warnf("qwen: the review of %s: hunkFeedback names hunk %s, not one of the %d proposed; skipped", r.ToolCallID, clip(it.Hunk.String()), n)
+			continue
+		}
+		if fb := strings.TrimSpace(*it.Feedback); fb != "" {
+			out[i] = fb
+		}
+	}
+	return out
 }
 
 // keptIndices reads keptHunks: a JSON array of distinct integers in

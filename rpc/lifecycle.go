@@ -167,6 +167,13 @@ func (s *Server) initRoots(p *protocol.InitializeParams) ([]string, error) {
 	return nil, nil
 }
 
+// setupProblem is initialize's experimental.qwen.setup: a prompt's setup
+// error data with its message.
+type setupProblem struct {
+	session.Setup
+	Message string `json:"message"`
+}
+
 func (s *Server) initializeResult(caps clientCaps) (any, error) {
 	enc := protocol.PositionEncodingKindUTF16
 	if caps.Encoding == workspace.UTF8 {
@@ -180,19 +187,21 @@ func (s *Server) initializeResult(caps clientCaps) (any, error) {
 	} else {
 		tools = append(tools, s.registry.Snapshot().Names()...)
 	}
-	var model any
-	if name := s.sessions.ModelName(); name != "" {
-		model = name
+	qwen := map[string]any{
+		"protocolVersion": protocolVersion,
+		"model":           nil,
+		"approvalModes":   approvalModes,
+		"tools":           tools,
+		"sandbox":         sandboxInfo(),
 	}
-	exp, err := json.Marshal(map[string]any{
-		"qwen": map[string]any{
-			"protocolVersion": protocolVersion,
-			"model":           model,
-			"approvalModes":   approvalModes,
-			"tools":           tools,
-			"sandbox":         sandboxInfo(),
-		},
-	})
+	if name := s.sessions.ModelName(); name != "" {
+		qwen["model"] = name
+	} else if setup, msg, ok := s.sessions.ModelSetup(); ok {
+		// What is missing, so that an editor says more than "no model"
+		// when a model is configured but cannot be reached.
+		qwen["setup"] = setupProblem{Setup: setup, Message: msg}
+	}
+	exp, err := json.Marshal(map[string]any{"qwen": qwen})
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,9 @@ type request struct {
 	afterReply func()
 	// long are where the long strings of Params lie (jsonValue).
 	long [][2]int
+	// typed is a prompt as the person typed it, when the server sends
+	// the model another text (a custom command, /init).
+	typed string
 }
 
 // params is Params with where its long strings lie.

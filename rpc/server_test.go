@@ -75,8 +75,14 @@ func TestInitializeAdvertisesProtocolCapabilities(t *testing.T) {
 			c := got.Capabilities
 			// experimental.qwen.sandbox depends on the machine; its own
 			// test is TestInitializeReportsSandbox.
+			// experimental.qwen.setup (no model is configured here) has
+			// its own, TestInitializeSaysWhatIsMissing.
 			if q, ok := c["experimental"].(map[string]any)["qwen"].(map[string]any); ok {
 				delete(q, "sandbox")
+				if setup, _ := q["setup"].(map[string]any); setup["reason"] != "no_model" {
+					t.Errorf("experimental.qwen.setup = %v, want reason no_model", q["setup"])
+				}
+				delete(q, "setup")
 			}
 			want := map[string]any{
 				"positionEncoding": tc.want,

@@ -227,6 +227,75 @@ func TestInitializeNamesTheModel(t *testing.T) {
 	}
 }
 
+// initialize also says what keeps a prompt from having a model, with the
+// prompt error's reason, settings, variables and message, so that an
+// editor says "no model" only when nothing is configured and otherwise
+// names what is missing before the first prompt.
+func TestInitializeSaysWhatIsMissing(t *testing.T) {
+	m := modeltest.Start(t)
+	for _, tc := range []struct {
+		name   string
+		model  map[string]any
+		reason string
+	}{
+		{"nothing configured", nil, "no_model"},
+		{"name only", map[string]any{"name": "qwen3-coder-plus"}, "no_endpoint"},
+		{"remote endpoint without a key", map[string]any{"name": "m", "baseUrl": "https://models.example.invalid/v1"}, "no_api_key"},
+		{"endpoint without a name", map[string]any{"baseUrl": m.URL}, "no_model_name"},
+		{"configured", map[string]any{"name": "scripted", "baseUrl": m.URL}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := rpctest.Start(t, rpc.Options{Version: "test", Stderr: testLog{t}})
+			io := map[string]any{}
+			if tc.model != nil {
+				io["model"] = tc.model
+			}
+			root, _ := filepath.EvalSymlinks(t.TempDir())
+			res := e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: io})
+			var r struct {
+				Capabilities struct {
+					Experimental struct {
+						Qwen struct {
+							Model *string `json:"model"`
+							Setup *struct {
+								setupData
+								Message string `json:"message"`
+							} `json:"setup"`
+						} `json:"qwen"`
+					} `json:"experimental"`
+				} `json:"capabilities"`
+			}
+			json.Unmarshal(res, &r)
+			q := r.Capabilities.Experimental.Qwen
+			if tc.reason == "" {
+				if q.Setup != nil || q.Model == nil {
+					t.Fatalf("a configured model: experimental.qwen = %+v", q)
+				}
+				return
+			}
+			if q.Model != nil || q.Setup == nil || q.Setup.Reason != tc.reason || len(q.Setup.Settings) == 0 || len(q.Setup.Env) == 0 {
+				t.Fatalf("experimental.qwen = %s", res)
+			}
+			ns, err := e.Call("qwen/newSession", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sess struct{ SessionID string }
+			json.Unmarshal(ns, &sess)
+			_, err = e.Call("qwen/prompt", map[string]any{"sessionId": sess.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "hi"}}})
+			var re *rpctest.RPCError
+			if !errorAs(err, &re) || re.Message != q.Setup.Message {
+				t.Fatalf("the prompt failed with %v; initialize said %q", err, q.Setup.Message)
+			}
+			var d setupData
+			json.Unmarshal(re.Data, &d)
+			if d.Reason != q.Setup.Reason || !slices.Equal(d.Settings, q.Setup.Settings) || !slices.Equal(d.Env, q.Setup.Env) {
+				t.Fatalf("error.data %+v, initialize %+v", d, q.Setup.setupData)
+			}
+		})
+	}
+}
+
 func errorAs(err error, re **rpctest.RPCError) bool {
 	return errors.As(err, re)
 }

@@ -198,7 +198,7 @@ func (s *Session) Clear() (ClearResult, error) {
 	s.history, s.tokens, s.transcript, s.ownTranscript = nil, nil, nil, false
 	s.calib = calibration{}
 	s.title, s.plan, s.turns = "", nil, 0
-	s.checkpoints, s.reverted, s.notes = nil, nil, nil
+	s.checkpoints, s.reverted, s.notes, s.shown = nil, nil, nil, nil
 	s.failSig, s.failCount = "", 0
 	s.allowed = nil
 	s.created, s.updated = now, now

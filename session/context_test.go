@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -178,7 +179,10 @@ func replayed(st *stored, s *session.Session) (prompts, whole int) {
 		case "user_message_chunk":
 			prompts++
 		case session.UpdateToolCallUpd:
-			if c, ok := u.Content.([]session.ToolContent); ok && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == want {
+			// Shown as it was live ("read"), with the whole output the
+			// model was given as its raw output, whatever compression cut.
+			var raw struct{ Output string }
+			if json.Unmarshal(u.RawOutput, &raw) == nil && raw.Output == want {
 				whole++
 			}
 		}
@@ -320,18 +324,22 @@ func TestContextLengthCutsTheCurrentTurnsHugeOutput(t *testing.T) {
 	if cuts != 1 {
 		t.Errorf("context_compressed updates report %d cut outputs, want 1", cuts)
 	}
-	// The editor's replay still shows the whole output.
+	// The editor's replay still shows the call as it was shown live, and
+	// its raw output is the whole output, not the cut one.
 	st.host.mu.Lock()
 	st.host.updates = nil
 	st.host.mu.Unlock()
 	s.Replay()
 	whole := false
 	for _, u := range st.host.all() {
-		if c, ok := u.Content.([]session.ToolContent); ok && u.Kind == session.UpdateToolCallUpd && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == out.String() {
+		var raw struct{ Output string }
+		c, ok := u.Content.([]session.ToolContent)
+		if ok && u.Kind == session.UpdateToolCallUpd && len(c) == 1 && c[0].Content != nil && c[0].Content.Text == "read" &&
+			json.Unmarshal(u.RawOutput, &raw) == nil && raw.Output == out.String() {
 			whole = true
 		}
 	}
 	if !whole {
-		t.Error("the replay does not show the whole output")
+		t.Error("the replay does not show the call as it was shown, with the whole output")
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/qwen-ls/qwen-ls/tools"
 )
 
 // ListedSession is one entry of qwen/listSessions.
@@ -130,64 +128,4 @@ func (s *Session) splitTranscript() {
 	if !s.ownTranscript {
 		s.transcript, s.ownTranscript = slices.Clone(s.history), true
 	}
-}
-
-// Replay sends the session's history to the editor as session updates,
-// the way qwen/loadSession restores a conversation: user prompts, the
-// agent's text, each tool call with its result, and the todo list.
-func (s *Session) Replay() {
-	host := s.host()
-	s.mu.Lock()
-	history := slices.Clone(s.allMessages())
-	plan := slices.Clone(s.plan)
-	s.mu.Unlock()
-	calls := map[string]ToolCall{}
-	for _, msg := range history {
-		switch msg.Role {
-		case "user":
-			if text := withoutReminders(msg.Text); text != "" {
-				host.Update(s.id, Update{Kind: "user_message_chunk", Content: textBlock(text)})
-			}
-		case "assistant":
-			if msg.Text != "" {
-				host.Update(s.id, Update{Kind: UpdateAgentMessage, Content: textBlock(msg.Text)})
-			}
-			for _, tc := range msg.ToolCalls {
-				calls[tc.ID] = tc
-				kind := string(tools.KindOther)
-				if t, err := s.toolset().Lookup(tc.Name); err == nil {
-					kind = kindOf(t)
-				}
-				host.Update(s.id, Update{Kind: UpdateToolCall, ToolCallID: tc.ID, Title: tc.Name, ToolKind: kind,
-					Status: StatusPending, RawInput: rawInput(tc.Arguments)})
-			}
-		case "tool":
-			status, outcome := StatusCompleted, replayOutcome(msg.Text)
-			if outcome != OutcomeCompleted {
-				status = StatusFailed
-			}
-			host.Update(s.id, Update{Kind: UpdateToolCallUpd, ToolCallID: msg.ToolCallID, Status: status,
-				Content: []ToolContent{{Type: "content", Content: textBlock(msg.Text)}}, Meta: outcomeMeta(outcome)})
-		}
-	}
-	if plan != nil {
-		host.Update(s.id, Update{Kind: UpdatePlan, Entries: plan})
-	} else if todos, err := tools.LoadTodos(s.mgr.opts.Env, s.id); err == nil && todos != nil {
-		host.Update(s.id, Update{Kind: UpdatePlan, Entries: planEntries(todos)})
-	}
-}
-
-// replayOutcome reads how a stored call ended from the tool message the
-// model was given. Only the marks qwen-ls writes itself count; an error
-// result is not told apart from a success here, since its text is the
-// tool's own.
-func replayOutcome(text string) string {
-	switch {
-	case strings.HasPrefix(text, "[Cancelled] The user rejected"):
-		// reasonRejected, an edit's rejection and the plan's all start so.
-		return OutcomeRejected
-	case strings.HasPrefix(text, "[Cancelled]"), strings.HasPrefix(text, "[Interrupted]"):
-		return OutcomeCancelled
-	}
-	return OutcomeCompleted
 }

@@ -69,6 +69,12 @@ type EditAnswer struct {
 	FinalText *string
 	Feedback  string
 	Always    bool
+	// Kept says which hunks the person kept, one entry per hunk of the
+	// proposal, when they decided hunk by hunk (keptHunks); nil when not.
+	Kept []bool
+	// Reasons are the person's reasons for rejecting hunks, by hunk index
+	// (hunkFeedback).
+	Reasons map[int]string
 }
 
 // ToolSet is the registry's snapshot for one model request.

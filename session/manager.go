@@ -234,6 +234,22 @@ func (m *Manager) ModelName() string {
 	return ""
 }
 
+// ModelSetup is the setup problem that keeps a prompt from having a
+// model, with its message for a person, as a prompt would fail with it;
+// ok is false when a model is configured.
+func (m *Manager) ModelSetup() (setup Setup, message string, ok bool) {
+	if m.opts.NewModel == nil {
+		nm := &NoModelError{}
+		return nm.Setup(), nm.Error(), true
+	}
+	_, err := m.opts.NewModel()
+	var nm *NoModelError
+	if errors.As(err, &nm) {
+		return nm.Setup(), nm.Error(), true
+	}
+	return Setup{}, "", false
+}
+
 func (m *Manager) info(s *Session) SessionInfo {
 	info := SessionInfo{ID: s.id, Cwd: s.cwd, Mode: s.Mode()}
 	if model, err := s.newModel(); err == nil {
@@ -365,6 +381,9 @@ type Session struct {
 	notes       []string
 	// snaps are the shell snapshots' content store and stat cache.
 	snaps *snapshotter
+	// shown are the finished tool calls as the editor was shown them, by
+	// call id, for replays (replay.go).
+	shown map[string]*shownCall
 	// stats are counted for /stats (commands.go).
 	stats sessionStats
 }

@@ -38,6 +38,10 @@ type Message struct {
 	// Reasoning is an assistant message's thinking, kept so that it can
 	// be sent back to providers that want it (provider.go).
 	Reasoning string
+	// Typed is a prompt as the person typed it, when the model was sent
+	// another text (a custom command's expansion, /init): what a replay
+	// shows. Never sent to the model.
+	Typed string
 }
 
 // Part is one part of a multi-part user message.

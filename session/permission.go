@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -77,21 +76,29 @@ func (s *Session) ask(ctx context.Context, r *callRun, conf *tools.Confirmation)
 		}
 		if ans.Outcome == outcomeAccepted && ans.FinalText != nil && *ans.FinalText == edit.OldText {
 			// Accepting with the old text keeps nothing: a rejection.
-			ans = EditAnswer{Outcome: outcomeRejected, Feedback: ans.Feedback}
+			ans = EditAnswer{Outcome: outcomeRejected, Feedback: ans.Feedback, Kept: ans.Kept, Reasons: ans.Reasons}
 		}
 		if ans.Outcome != outcomeAccepted {
 			r.state, r.userRejected = stateCancelled, true
-			r.reason = fmt.Sprintf("The user rejected the proposed change to %s; the file was not modified.", edit.FilePath)
-			if fb := strings.TrimSpace(ans.Feedback); fb != "" && ans.Outcome == outcomeRejected {
-				r.reason += " The user's feedback: " + fb
-				r.hasFeedback = true
+			if ans.Outcome != outcomeRejected {
+				// Dismissed without deciding: no feedback to tell.
+				ans.Feedback, ans.Reasons = "", nil
+			}
+			var report *tools.ReviewReport
+			if len(ans.Kept) > 0 || len(ans.Reasons) > 0 {
+				report = tools.ReviewReportOf(edit.OldText, edit.NewText, ans.Kept, ans.Reasons)
+			}
+			r.reason = tools.RejectionReason(edit.FilePath, ans.Feedback, report)
+			r.hasFeedback = strings.TrimSpace(ans.Feedback) != "" || report != nil && report.HasReasons()
+			if report != nil && len(report.Hunks) > 1 {
+				r.review = report
 			}
 			return
 		}
 		if ans.Always {
 			_ = s.SetMode(ModeAutoEdit)
 		}
-		r.call.Decision = &tools.EditDecision{FinalText: ans.FinalText}
+		r.call.Decision = &tools.EditDecision{FinalText: ans.FinalText, Kept: ans.Kept, Reasons: ans.Reasons, Feedback: ans.Feedback}
 		r.approved = true
 		return
 	}

@@ -231,7 +231,7 @@ func (m *Manager) Load(id string) (LoadResult, error) {
 	}
 	s := &Session{id: ld.id, cwd: cwd, mode: mode, model: model, mgr: m, created: ld.created,
 		history: ld.history, tokens: ld.tokens, transcript: ld.transcript, ownTranscript: ld.ownTranscript, calib: ld.calib,
-		turns: ld.turns, updated: ld.updated, title: ld.title, checkpoints: ld.checkpoint, reverted: ld.reverted}
+		turns: ld.turns, updated: ld.updated, title: ld.title, checkpoints: ld.checkpoint, reverted: ld.reverted, shown: ld.shown}
 	s.ledger = tools.NewLedger()
 	if ld.hasTodos {
 		s.plan = ld.todos

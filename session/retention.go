@@ -175,14 +175,15 @@ func (st *Store) collect(root string, now time.Time) int {
 	return removed
 }
 
-// collectRefs adds the contents a session file's checkpoints name. It
-// reports false when the file cannot be read whole.
+// collectRefs adds the contents a session file's checkpoints and shown
+// calls name (a shown diff's texts, replay.go). It reports false when the
+// file cannot be read whole.
 func collectRefs(f *os.File, refs map[string]bool) bool {
 	r := bufio.NewReaderSize(f, 64<<10)
-	marker := []byte(`"type":"checkpoint"`)
+	marker, callMarker := []byte(`"type":"checkpoint"`), []byte(`"type":"call"`)
 	for {
 		line, err := r.ReadBytes('\n')
-		if bytes.Contains(line, marker) {
+		if bytes.Contains(line, marker) || bytes.Contains(line, callMarker) {
 			var ev event
 			if json.Unmarshal(line, &ev) == nil {
 				for _, fc := range ev.Files {
@@ -191,6 +192,16 @@ func collectRefs(f *os.File, refs map[string]bool) bool {
 					}
 					if fc.After != "" {
 						refs[fc.After] = true
+					}
+				}
+				if ev.Call != nil {
+					for _, it := range ev.Call.Content {
+						if it.Old != "" {
+							refs[it.Old] = true
+						}
+						if it.New != "" {
+							refs[it.New] = true
+						}
 					}
 				}
 			}

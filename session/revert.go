@@ -102,6 +102,7 @@ func (s *Session) RevertTurn(ctx context.Context, turn int) (RevertResult, error
 	s.notes = append(s.notes, revertNote(s.mgr.opts.Env, res))
 	s.mu.Unlock()
 	s.record(event{Type: "reverted", Turn: turn})
+	s.markUndone(turn)
 	if len(failures) > 0 {
 		return res, fmt.Errorf("some files of turn %d could not be put back: %s", turn, strings.Join(failures, "; "))
 	}

@@ -60,6 +60,12 @@ type callRun struct {
 	call     *tools.Call
 	// forced: an ask rule demands the prompt (no "always" options).
 	forced bool
+	// title, kind and locs are what the call's tool_call showed.
+	title, kind string
+	locs        []Location
+	// review is the person's hunk-by-hunk decision on a proposal they
+	// rejected whole (an accepted one's is in its FileDiff).
+	review *tools.ReviewReport
 	// displayed is set once the final update went to the editor.
 	displayed atomic.Bool
 }
@@ -112,6 +118,7 @@ func (s *Session) runBatch(ctx context.Context, ts ToolSet, calls []ToolCall, cu
 				locs = locations(tool, params)
 			}
 		}
+		r.title, r.kind, r.locs = title, kind, locs
 		host.Update(s.id, Update{Kind: UpdateToolCall, ToolCallID: tc.ID, Title: title, ToolKind: kind,
 			Status: StatusPending, Locations: locs, RawInput: rawInput(tc.Arguments)})
 	}
@@ -569,11 +576,27 @@ func (s *Session) display(r *callRun) {
 			raw = nil
 		}
 	}
-	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: raw, Meta: outcomeMeta(outcome)}
+	meta := outcomeMeta(outcome)
+	meta.Qwen.Review = reviewMeta(r)
+	u := Update{Kind: UpdateToolCallUpd, ToolCallID: r.tc.ID, Status: status, RawOutput: raw, Meta: meta}
 	if content != nil {
 		u.Content = content
 	}
 	s.host().Update(s.id, u)
+	s.recordShown(r, status, meta.Qwen, content)
+}
+
+// reviewMeta is how the person decided a reviewed edit hunk by hunk, for
+// the call's last update; nil when they did not.
+func reviewMeta(r *callRun) *ReviewMeta {
+	rep := r.review
+	if fd, ok := r.result.Display.(*tools.FileDiff); ok && r.state == stateSuccess && fd.Review != nil {
+		rep = fd.Review
+	}
+	if rep == nil || len(rep.Hunks) < 2 {
+		return nil
+	}
+	return &ReviewMeta{Kept: rep.Kept(), Total: len(rep.Hunks), Summary: rep.Summary(), Hunks: rep.Hunks}
 }
 
 // planEntries is a todo list as the editor's plan.

@@ -128,9 +128,11 @@ type event struct {
 	HistoryToks  []int           `json:"historyTokens,omitempty"`
 	TokensBefore int             `json:"tokensBefore,omitempty"`
 	TokensAfter  int             `json:"tokensAfter,omitempty"`
-	// checkpoint
+	// checkpoint, call
 	CallID string       `json:"callId,omitempty"`
 	Files  []fileChange `json:"files,omitempty"`
+	// call: a finished tool call as the editor was shown it (replay.go)
+	Call *shownCall `json:"call,omitempty"`
 }
 
 // storedMessage is a Message as written to disk. It has exactly
@@ -143,6 +145,7 @@ type storedMessage struct {
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
 	Reasoning  string     `json:"reasoning,omitempty"`
+	Typed      string     `json:"typed,omitempty"`
 }
 
 func storeMessage(m Message) *storedMessage {
@@ -335,6 +338,7 @@ type loaded struct {
 	hasTodos      bool
 	checkpoint    []checkpointRecord
 	reverted      map[int]bool
+	shown         map[string]*shownCall
 	// problems are the lines that could not be read.
 	problems []string
 }
@@ -347,7 +351,7 @@ func (st *Store) load(path string) (*loaded, error) {
 		return nil, fmt.Errorf("open the session file: %w", err)
 	}
 	defer f.Close()
-	ld := &loaded{path: path, reverted: map[int]bool{}}
+	ld := &loaded{path: path, reverted: map[int]bool{}, shown: map[string]*shownCall{}}
 	r := bufio.NewReaderSize(f, 64<<10)
 	sawHeader := false
 	for n := 1; ; n++ {
@@ -440,6 +444,10 @@ func (ld *loaded) apply(ev event) {
 		ld.checkpoint = append(ld.checkpoint, checkpointRecord{Turn: ev.Turn, CallID: ev.CallID, Files: ev.Files})
 	case "reverted":
 		ld.reverted[ev.Turn] = true
+	case "call":
+		if ev.Call != nil && ev.CallID != "" {
+			ld.shown[ev.CallID] = ev.Call
+		}
 	}
 }
 

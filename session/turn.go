@@ -31,6 +31,14 @@ const connectionLost = "\n[connection lost; retrying]\n"
 // cancelled, or a limit is reached. A second prompt while one runs gets
 // ErrBusy; with no model configured, a *NoModelError.
 func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResult, error) {
+	return s.PromptAs(ctx, blocks, "")
+}
+
+// PromptAs is Prompt for a prompt the person typed as typed, which the
+// server turned into blocks (a custom command, /init): the session keeps
+// typed as what the person said, for its title and its replay, and sends
+// blocks to the model. typed "" is Prompt.
+func (s *Session) PromptAs(ctx context.Context, blocks []ContentBlock, typed string) (PromptResult, error) {
 	st := s.mgr.opts.Env.Settings()
 	model, err := s.newModel()
 	if err != nil {
@@ -50,7 +58,11 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 	s.turns++
 	turn := s.turns
 	s.mu.Unlock()
-	s.beginTurn(turn, titleText(blocks))
+	titled := typed
+	if titled == "" {
+		titled = titleText(blocks)
+	}
+	s.beginTurn(turn, titled)
 	defer func() {
 		cancel()
 		s.mu.Lock()
@@ -59,19 +71,21 @@ func (s *Session) Prompt(ctx context.Context, blocks []ContentBlock) (PromptResu
 	}()
 	s.takeUsage()
 	start := time.Now()
-	res, err := s.runTurn(ctx, model, blocks)
+	res, err := s.runTurn(ctx, model, blocks, typed)
 	extra := s.takeUsage()
 	res.Usage = res.Usage.Add(extra)
 	s.countTurn(time.Since(start), extra)
 	return res, err
 }
 
-func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBlock) (PromptResult, error) {
+func (s *Session) runTurn(ctx context.Context, model Model, blocks []ContentBlock, typed string) (PromptResult, error) {
 	host := s.host()
 	st := s.mgr.opts.Env.Settings()
 	res := PromptResult{}
 	freeAfter := false
-	s.append(s.userMessage(blocks))
+	prompt := s.userMessage(blocks)
+	prompt.Typed = typed
+	s.append(prompt)
 	if ready := s.mgr.opts.Ready; ready != nil {
 		if err := ready(ctx); err != nil && ctx.Err() != nil {
 			res.StopReason = StopCancelled

@@ -1,6 +1,10 @@
 package session
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/qwen-ls/qwen-ls/tools"
+)
 
 // Update is one ACP session update (protocol.md §5); its JSON is the
 // payload's "update" object.
@@ -56,6 +60,22 @@ type UpdateMeta struct {
 type QwenMeta struct {
 	// Outcome is one of the Outcome constants.
 	Outcome string `json:"outcome,omitempty"`
+	// Review is how the person decided an edit hunk by hunk, when they
+	// did (docs/protocol.md "How a tool call ended").
+	Review *ReviewMeta `json:"review,omitempty"`
+	// Undone: the call's turn was undone (qwen/revertTurn, /undo), and
+	// with it the changes the call made.
+	Undone bool `json:"undone,omitempty"`
+}
+
+// ReviewMeta is a review decided hunk by hunk: how many hunks were kept
+// of how many, the line clients show ("2 of 3 changes kept"), and the
+// decision and reason of each hunk.
+type ReviewMeta struct {
+	Kept    int                `json:"kept"`
+	Total   int                `json:"total"`
+	Summary string             `json:"summary"`
+	Hunks   []tools.HunkReport `json:"hunks"`
 }
 
 // How a finished tool call ended: ACP's status has only completed and

@@ -40,29 +40,65 @@ type review struct {
 	// Text is the text to write: the proposed text or the user's final
 	// text (the old text when rejected).
 	Text string
-	// Hunks are the proposal's hunks and Applied says which of them the
-	// final text kept; both are set for reviewPartial only.
-	Hunks   []diff.Hunk
-	Applied []bool
+	// Report says, hunk by hunk, what the person kept and rejected: set
+	// for reviewPartial, and for a proposal of several hunks that the
+	// person accepted one by one.
+	Report *ReviewReport
 }
 
-// classifyReview tells what an accepted review answer means. finalText is
-// the client's finalText (nil when it sent none). applyChange calls it
-// before writing, and answers a "rejected" that arrives as an acceptance
-// whose final text is the old text with rejectionMessage, writing nothing.
-func classifyReview(oldText, newText string, finalText *string) review {
+// classifyReview tells what an accepted review answer means (d nil: no
+// review, as proposed). applyChange calls it before writing, and answers a
+// "rejected" that arrives as an acceptance whose final text is the old
+// text with rejectionMessage, writing nothing. The hunks kept are those d
+// names, else those the final text shows.
+func classifyReview(oldText, newText string, d *EditDecision) review {
+	var finalText *string
+	var kept []bool
+	var reasons map[int]string
+	if d != nil {
+		finalText, kept, reasons = d.FinalText, d.Kept, d.Reasons
+	}
 	if finalText == nil || *finalText == newText {
-		return review{Outcome: reviewAsProposed, Text: newText}
+		out := review{Outcome: reviewAsProposed, Text: newText}
+		if len(kept) > 1 {
+			out.Report = ReviewReportOf(oldText, newText, kept, reasons)
+		}
+		return out
 	}
 	final := *finalText
 	if final == oldText {
 		return review{Outcome: reviewRejected, Text: oldText}
 	}
 	hunks := diff.Hunks(oldText, newText)
+	if len(kept) == len(hunks) && applyKept(oldText, hunks, kept) == final {
+		return review{Outcome: reviewPartial, Text: final, Report: NewReviewReport(hunks, kept, reasons)}
+	}
 	if applied, ok := keptHunks(oldText, hunks, final); ok {
-		return review{Outcome: reviewPartial, Text: final, Hunks: hunks, Applied: applied}
+		return review{Outcome: reviewPartial, Text: final, Report: NewReviewReport(hunks, applied, reasons)}
 	}
 	return review{Outcome: reviewModified, Text: final}
+}
+
+// ApplyKept is old with only the hunks kept applied (kept has one entry
+// per hunk of old → new): the text of a review decided hunk by hunk.
+func ApplyKept(oldText, newText string, kept []bool) string {
+	return applyKept(oldText, diff.Hunks(oldText, newText), kept)
+}
+
+func applyKept(old string, hunks []diff.Hunk, kept []bool) string {
+	var b strings.Builder
+	at := 0
+	for i, hk := range hunks {
+		b.WriteString(old[at:hk.Start])
+		if i < len(kept) && kept[i] {
+			b.WriteString(hk.Text)
+		} else {
+			b.WriteString(old[hk.Start:hk.End])
+		}
+		at = hk.End
+	}
+	b.WriteString(old[at:])
+	return b.String()
 }
 
 // maxKeptPaths bounds the search of keptHunks. Real answers keep one or
@@ -231,11 +267,7 @@ func proposalOf(ctx context.Context, tool Tool, call *Call, params map[string]an
 // text when the user typed during the review.
 func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, base string, snippetAsProposed bool) (Result, error) {
 	abs := c.FilePath
-	var final *string
-	if call.Decision != nil {
-		final = call.Decision.FinalText
-	}
-	review := classifyReview(c.OldText, c.NewText, final)
+	review := classifyReview(c.OldText, c.NewText, call.Decision)
 	if review.Outcome == reviewRejected {
 		// The scheduler answers rejections itself; should one get here,
 		// nothing is written and the result is still no success.
@@ -297,7 +329,11 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		msg += " The user modified your proposal before it was applied, so the file differs from what you proposed. " +
 			changeSnippet(proposed, toWrite)
 	case reviewPartial:
-		msg += " " + partialSentence(review) + " " + changeSnippet(proposed, toWrite)
+		feedback := ""
+		if call.Decision != nil {
+			feedback = call.Decision.Feedback
+		}
+		msg += " " + partialSentence(review.Report, feedback) + " " + changeSnippet(proposed, toWrite)
 	}
 
 	display := &FileDiff{
@@ -305,6 +341,7 @@ func (e *Env) applyChange(ctx context.Context, call *Call, c *EditConfirmation, 
 		FilePath:   abs,
 		FileDiff:   diff.Unified(e.Rel(abs), diff.Original, diff.Written, current, toWrite),
 		NewContent: toWrite,
+		Review:     review.Report,
 	}
 	if snap != nil {
 		display.OriginalContent = &current
@@ -379,33 +416,10 @@ func (e *Env) unsavedInEditor(abs, text string) bool {
 	return ok && b.Text == text && b.Dirty
 }
 
-// partialSentence says which hunks the user kept and which not.
-func partialSentence(r review) string {
-	var rejected []string
-	for i, h := range r.Hunks {
-		if !r.Applied[i] {
-			rejected = append(rejected, hunkLines(h))
-		}
-	}
-	return fmt.Sprintf("The user applied only %d of the %d proposed changes; the changes at original lines %s were rejected and not applied.",
-		len(r.Hunks)-len(rejected), len(r.Hunks), strings.Join(rejected, ", "))
-}
-
 // changedDuringReview is the conflict answer of §2.11.
 func changedDuringReview(abs string) *ToolError {
 	return Errorf(errorFileChangedSinceRead,
 		"File %s changed while your change was being reviewed, and the change no longer applies cleanly; nothing was written. Re-read the file with read_file and try again.", abs)
-}
-
-// hunkLines names the original lines of a hunk for the "partly applied"
-// message: 1-based and inclusive. An insertion replaces no line, so it is
-// named by the line it follows (the first line when it comes first).
-func hunkLines(h diff.Hunk) string {
-	if h.OldEnd > h.OldStart {
-		return fmt.Sprintf("%d-%d", h.OldStart+1, h.OldEnd)
-	}
-	l := max(h.OldStart, 1)
-	return fmt.Sprintf("%d-%d", l, l)
 }
 
 // rebase applies the line hunks of base → target to current, a later

@@ -41,10 +41,22 @@ func applyHunks(old string, hunks []diff.Hunk) string {
 	return b.String()
 }
 
+// keptOf is which hunks a classified review kept.
+func keptOf(r review) []bool {
+	if r.Report == nil {
+		return nil
+	}
+	out := make([]bool, len(r.Report.Hunks))
+	for i, h := range r.Report.Hunks {
+		out[i] = h.Kept
+	}
+	return out
+}
+
 func TestClassifyReview(t *testing.T) {
 	old := "a\nb\nc\nd\ne\n"
 	proposed := "a\nB\nc\nd\nE\n"
-	str := func(s string) *string { return &s }
+	str := func(s string) *EditDecision { return &EditDecision{FinalText: &s} }
 
 	if r := classifyReview(old, proposed, nil); r.Outcome != reviewAsProposed || r.Text != proposed {
 		t.Errorf("no final text: %v %q", r.Outcome, r.Text)
@@ -56,7 +68,7 @@ func TestClassifyReview(t *testing.T) {
 		t.Errorf("final == old: %v", r.Outcome)
 	}
 	r := classifyReview(old, proposed, str("a\nb\nc\nd\nE\n"))
-	if r.Outcome != reviewPartial || r.Text != "a\nb\nc\nd\nE\n" || !reflect.DeepEqual(r.Applied, []bool{false, true}) || len(r.Hunks) != 2 {
+	if r.Outcome != reviewPartial || r.Text != "a\nb\nc\nd\nE\n" || !reflect.DeepEqual(keptOf(r), []bool{false, true}) || len(r.Report.Hunks) != 2 {
 		t.Errorf("one of two hunks: %+v", r)
 	}
 	if r := classifyReview(old, proposed, str("a\nB\nc\nd\nEE\n")); r.Outcome != reviewModified {
@@ -90,9 +102,9 @@ func TestClassifyReviewWithEmptySides(t *testing.T) {
 			}
 		}
 		final := applyHunks(old, kept)
-		r := classifyReview(old, proposed, &final)
-		if r.Outcome != reviewPartial || !reflect.DeepEqual(r.Applied, want) {
-			t.Errorf("mask %b: final %q gave %v %v, want partial %v", mask, final, r.Outcome, r.Applied, want)
+		r := classifyReview(old, proposed, &EditDecision{FinalText: &final})
+		if r.Outcome != reviewPartial || !reflect.DeepEqual(keptOf(r), want) {
+			t.Errorf("mask %b: final %q gave %v %v, want partial %v", mask, final, r.Outcome, keptOf(r), want)
 		}
 	}
 }
@@ -120,7 +132,7 @@ func TestClassifyReviewEverySubset(t *testing.T) {
 			}
 		}
 		final := applyHunks(old, kept)
-		r := classifyReview(old, proposed, &final)
+		r := classifyReview(old, proposed, &EditDecision{FinalText: &final})
 		want := reviewPartial
 		switch mask {
 		case 0:
@@ -134,8 +146,8 @@ func TestClassifyReviewEverySubset(t *testing.T) {
 		}
 		if want == reviewPartial {
 			for i := range hunks {
-				if r.Applied[i] != (mask&(1<<i) != 0) {
-					t.Errorf("mask %04b: applied %v", mask, r.Applied)
+				if keptOf(r)[i] != (mask&(1<<i) != 0) {
+					t.Errorf("mask %04b: applied %v", mask, keptOf(r))
 				}
 			}
 		}
@@ -224,8 +236,9 @@ func TestHunkLines(t *testing.T) {
 		{diff.Hunk{OldStart: 3, OldEnd: 3}, "3-3"},
 		{diff.Hunk{OldStart: 0, OldEnd: 0}, "1-1"},
 	} {
-		if got := hunkLines(tt.h); got != tt.want {
-			t.Errorf("hunkLines(%+v) = %q, want %q", tt.h, got, tt.want)
+		start, end := hunkSpan(tt.h)
+		if got := fmt.Sprintf("%d-%d", start, end); got != tt.want {
+			t.Errorf("hunkSpan(%+v) = %s, want %s", tt.h, got, tt.want)
 		}
 	}
 }

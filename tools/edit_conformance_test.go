@@ -267,7 +267,25 @@ func TestCase29_ReviewAnswers(t *testing.T) {
 		final := "one\ntwo\nthree\nfour\nFIVE\n"
 		call.Decision = &tools.EditDecision{FinalText: &final}
 		out := wantApplied(t, executeChange(t, tools.NewWriteFile(e.Env), call, params))
-		want := "Overwrote the file " + p + ". The user applied only 1 of the 2 proposed changes; the changes at original lines 1-1 were rejected and not applied. " +
+		want := "Overwrote the file " + p + ". The user applied only 1 of the 2 proposed changes; the changes at original lines 1-1 were rejected and not applied; those at original lines 5-5 were applied. " +
+			"The file now reads (lines 1-5 of 5):\n\n---\n\none\ntwo\nthree\nfour\nFIVE"
+		if out != want {
+			t.Errorf("message:\n%q\nwant\n%q", out, want)
+		}
+		if got := diskText(t, p); got != final {
+			t.Errorf("disk = %q", got)
+		}
+	})
+
+	// Decided hunk by hunk, with a reason for the rejected one: the model
+	// reads, per hunk, what was kept, what was not, and why.
+	t.Run("one of two hunks, rejected with a reason", func(t *testing.T) {
+		e, p, call, params, c := setup(t)
+		kept := []bool{false, true}
+		final := tools.ApplyKept(c.OldText, c.NewText, kept)
+		call.Decision = &tools.EditDecision{FinalText: &final, Kept: kept, Reasons: map[int]string{0: "keep one\nin lower case", 1: "ignored: kept"}, Feedback: "thanks"}
+		out := wantApplied(t, executeChange(t, tools.NewWriteFile(e.Env), call, params))
+		want := "Overwrote the file " + p + ". The user applied only 1 of the 2 proposed changes; the changes at original lines 1-1 (the user's reason: keep one in lower case) were rejected and not applied; those at original lines 5-5 were applied. The user's feedback: thanks. " +
 			"The file now reads (lines 1-5 of 5):\n\n---\n\none\ntwo\nthree\nfour\nFIVE"
 		if out != want {
 			t.Errorf("message:\n%q\nwant\n%q", out, want)
@@ -310,7 +328,7 @@ func TestCase29_ReviewAnswers(t *testing.T) {
 	t.Run("accepted with the old text is a rejection", func(t *testing.T) {
 		e, p, call, params, c := setup(t)
 		final := original
-		if r := tools.ClassifyReview(c.OldText, c.NewText, &final); r.Outcome != tools.ReviewRejected {
+		if r := tools.ClassifyReview(c.OldText, c.NewText, &tools.EditDecision{FinalText: &final}); r.Outcome != tools.ReviewRejected {
 			t.Fatalf("outcome %v", r.Outcome)
 		}
 		// Should the scheduler execute it anyway, nothing is written and

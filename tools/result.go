@@ -141,6 +141,9 @@ type FileDiff struct {
 	FileDiff        string  `json:"fileDiff"`
 	OriginalContent *string `json:"originalContent"`
 	NewContent      string  `json:"newContent"`
+	// Review is how the person decided the proposal hunk by hunk, when
+	// they did.
+	Review *ReviewReport `json:"review,omitempty"`
 }
 
 // TodoStatus is the state of one todo item.

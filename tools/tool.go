@@ -90,6 +90,15 @@ type EditDecision struct {
 	// FinalText is the text the user left: nil (or equal to the proposed
 	// text) means "as proposed".
 	FinalText *string
+	// Kept says, hunk by hunk, which hunks of the proposal the person
+	// kept, when they decided them one by one (FinalText is then the old
+	// text with those hunks applied); nil when they did not.
+	Kept []bool
+	// Reasons are the person's reasons for rejecting hunks, by hunk
+	// index.
+	Reasons map[int]string
+	// Feedback is the person's note on the whole proposal.
+	Feedback string
 }
 
 // Call is the per-call data of one tool call. It travels as an explicit

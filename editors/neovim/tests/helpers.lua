@@ -241,6 +241,34 @@ function H.chat_lines()
   return require('qwen.chat').lines()
 end
 
+--- Stops qwen-ls and loads the chat's session in a new one, as after
+--- restarting Neovim: the chat then shows the session's replay.
+function H.reload()
+  local session = require('qwen.session')
+  local util = require('qwen.util')
+  local sid = H.ok(session.session_id, 'a session to reload')
+  for _, c in ipairs(util.get_clients('qwen')) do
+    vim.lsp.stop_client(c.id)
+  end
+  H.wait(5000, function()
+    return #util.get_clients('qwen') == 0 and session.client_id == nil
+  end, 'qwen-ls to stop')
+  local started = false
+  session.with_client(function()
+    started = true
+  end)
+  H.wait(10000, function()
+    return started and vim.lsp.get_client_by_id(session.client_id) ~= nil
+  end, 'a new qwen-ls')
+  local loaded = false
+  session.load(sid, function()
+    loaded = true
+  end)
+  H.wait(10000, function()
+    return loaded
+  end, 'the session to load')
+end
+
 --- Sends a prompt as a user does: typed into the chat's input, sent with
 --- the submit keymap.
 function H.type_prompt(text)

@@ -21,16 +21,43 @@ local status_icon = {
   failed = '✗',
   rejected = '✗',
   cancelled = '⊘',
+  undone = '↶',
 }
+
+local function qwen_meta(u)
+  local meta = type(u._meta) == 'table' and u._meta.qwen or nil
+  return type(meta) == 'table' and meta or nil
+end
 
 --- How a tool call ended, as the server says (_meta.qwen.outcome of its
 --- last update), else nil.
 local function outcome_of(u)
-  local meta = type(u._meta) == 'table' and u._meta.qwen or nil
-  local o = type(meta) == 'table' and meta.outcome or nil
+  local meta = qwen_meta(u)
+  local o = meta and meta.outcome or nil
   if type(o) == 'string' and status_icon[o] then
     return o
   end
+end
+
+--- A review decided hunk by hunk (_meta.qwen.review): its summary line
+--- ("2 of 3 changes kept") and each hunk's decision, or nil.
+local function review_of(u)
+  local meta = qwen_meta(u)
+  local r = meta and meta.review or nil
+  if type(r) ~= 'table' or type(r.summary) ~= 'string' then
+    return nil
+  end
+  local hunks = {}
+  for _, h in ipairs(type(r.hunks) == 'table' and r.hunks or {}) do
+    if type(h) == 'table' and type(h.startLine) == 'number' and type(h.endLine) == 'number' then
+      table.insert(hunks, {
+        lines = string.format('%d-%d', h.startLine, h.endLine),
+        kept = h.kept == true,
+        feedback = type(h.feedback) == 'string' and h.feedback ~= '' and h.feedback or nil,
+      })
+    end
+  end
+  return { summary = r.summary, hunks = hunks }
 end
 
 local function valid(b)
@@ -203,8 +230,14 @@ local function render_block(b)
   elseif b.kind == 'tool' then
     local state = b.outcome or b.status or 'pending'
     local icon = status_icon[state] or ''
+    -- What happened, in words: the review's "2 of 3 changes kept" rather
+    -- than "completed", and "undone" once its turn was undone.
+    local said = b.review and b.review.summary or state
+    if b.undone then
+      icon, said = status_icon.undone, said .. ', undone'
+    end
     local arrow = b.expanded and '▾' or '▸'
-    local lines = { string.format('%s %s %s  (%s)', arrow, icon, b.title or b.id, state) }
+    local lines = { string.format('%s %s %s  (%s)', arrow, icon, b.title or b.id, said) }
     if b.expanded then
       local input = {}
       if type(b.input) == 'table' then
@@ -221,7 +254,11 @@ local function render_block(b)
         end
       end
       vim.list_extend(lines, indent(input, '    '))
-      local out = tool_output(b)
+      local out = {}
+      for _, h in ipairs(b.review and b.review.hunks or {}) do
+        table.insert(out, string.format('lines %s: %s%s', h.lines, h.kept and 'kept' or 'rejected', h.feedback and (' (' .. h.feedback .. ')') or ''))
+      end
+      vim.list_extend(out, tool_output(b))
       if #out == 0 then
         out = { b.status == 'completed' and '(no output to show)' or '(no output yet)' }
       end
@@ -238,10 +275,9 @@ local function render_block(b)
     table.insert(lines, '')
     return lines
   elseif b.kind == 'review' then
+    -- Only while the review waits: once decided, the edit's line says
+    -- what happened (review_done).
     local key = config.options.keys.toggle_tool
-    if b.result then
-      return { '', 'Review: ' .. b.what .. ' -- ' .. b.result, '' }
-    end
     return { '', 'Review: ' .. b.what .. ' -- :QwenReview' .. (key and (' or ' .. key .. ' here') or '') .. ' to open', '' }
   elseif b.kind == 'note' then
     local lines = indent(vim.split(b.text, '\n', { plain = true }), '')
@@ -380,6 +416,13 @@ function M.on_update(u)
     elseif u.status == 'completed' or u.status == 'failed' then
       b.outcome = nil
     end
+    if o or u.status == 'completed' or u.status == 'failed' then
+      -- The last update says it all: how the review went, and whether
+      -- the turn was undone.
+      b.review = review_of(u)
+      local meta = qwen_meta(u)
+      b.undone = meta ~= nil and meta.undone == true
+    end
     if u.title then
       b.title = u.title
     end
@@ -414,6 +457,8 @@ function M.header()
   local s
   if status.no_model then
     s = 'qwen · no model (:checkhealth qwen)'
+  elseif status.missing(status.setup) then
+    s = 'qwen · ' .. status.missing(status.setup) .. ' (:checkhealth qwen)'
   else
     s = 'qwen · ' .. (status.model or '…')
   end
@@ -436,12 +481,18 @@ function M.review_line(id, what)
   reviews[id] = add({ kind = 'review', id = id, what = what })
 end
 
-function M.review_done(id, result)
+--- The review was decided (or cancelled): its line goes, since the edit's
+--- own line says what happened ("2 of 3 changes kept"), as a replay of
+--- the session will.
+function M.review_done(id)
   local b = reviews[id]
   reviews[id] = nil
-  if b and index_of(b) then
-    b.result = result
-    changed(b)
+  local i = b and index_of(b)
+  if i then
+    table.remove(M.blocks, i)
+    if valid(M.buf) then
+      M.render(i)
+    end
   end
 end
 
@@ -461,11 +512,20 @@ function M.setup_hint(data)
   local parts = {}
   local settings = type(data.settings) == 'table' and data.settings or {}
   local env = type(data.env) == 'table' and data.env or {}
-  if #settings > 0 then
-    local s = {}
-    for _, k in ipairs(settings) do
+  local key_var = false
+  for _, v in ipairs(env) do
+    key_var = key_var or (type(v) == 'string' and v:find('KEY', 1, true) ~= nil)
+  end
+  local s = {}
+  for _, k in ipairs(settings) do
+    -- env.<KEY> of the settings is a variable, and an API key belongs in
+    -- cmd_env (or the environment) here, not in a settings file: both
+    -- are named as variables below.
+    if type(k) == 'string' and not k:match('^env%.') and not (k == 'model.apiKey' and key_var) then
       table.insert(s, where[k] or k)
     end
+  end
+  if #s > 0 then
     table.insert(parts, 'set ' .. table.concat(s, ', '))
   end
   if #env > 0 then
@@ -485,6 +545,10 @@ end
 function M.turn_error(err)
   local msg = err.message or vim.inspect(err)
   local data = type(err.data) == 'table' and err.data or nil
+  if data and (data.reason == 'no_model' or require('qwen.status').missing(data)) then
+    -- The statusline names what is missing from now on.
+    require('qwen.status').set_setup(data)
+  end
   local hint = M.setup_hint(data)
   local text = 'error: ' .. msg
   if hint then
@@ -510,7 +574,7 @@ end
 --- Expands or collapses the tool call shown at (1-based) line lnum.
 function M.toggle_at(lnum)
   for i, b in ipairs(M.blocks) do
-    if b.kind == 'review' and not b.result and b.start and lnum - 1 >= b.start and lnum - 1 < b.start + b.count then
+    if b.kind == 'review' and b.start and lnum - 1 >= b.start and lnum - 1 < b.start + b.count then
       local review = require('qwen.review')
       local r = review.reviews[b.id]
       if r then

@@ -184,11 +184,13 @@ function M.approval_modes(c)
   return { 'default', 'plan', 'auto-edit', 'yolo' }
 end
 
-local told_no_model = false
+local told_setup = {} -- setup reasons told in this Neovim session
 
 --- The model the server starts with (experimental.qwen.model of the
---- initialize result): null means none is configured, which the
---- statusline shows and one notification explains.
+--- initialize result). null means none can be used, and
+--- experimental.qwen.setup says why: nothing configured ("no model"), or
+--- what a configured model lacks, which the statusline names in this
+--- plugin's terms and one notification explains.
 function M.on_model(caps)
   local q = type(caps) == 'table' and type(caps.experimental) == 'table' and caps.experimental.qwen or nil
   if type(q) ~= 'table' then
@@ -197,14 +199,25 @@ function M.on_model(caps)
   local status = require('qwen.status')
   -- Neovim's LSP client reads a JSON null inside an object as nil.
   if q.model == nil or q.model == vim.NIL then
-    status.set({ no_model = true })
-    if not told_no_model then
-      told_no_model = true
+    -- A server too old to say why: nothing configured, as it meant then.
+    local setup = type(q.setup) == 'table' and q.setup or { reason = 'no_model' }
+    status.set_setup(setup)
+    local reason = type(setup.reason) == 'string' and setup.reason or 'no_model'
+    if told_setup[reason] then
+      return
+    end
+    told_setup[reason] = true
+    if reason == 'no_model' then
       util.notify_fit('no model is configured: set model.name and model.baseUrl (setup{ model = ... } or ~/.qwen/settings.json), or OPENAI_MODEL, OPENAI_BASE_URL and OPENAI_API_KEY; :checkhealth qwen',
         'no model configured: see :checkhealth qwen', vim.log.levels.WARN)
+    else
+      local what = status.missing(setup) or reason
+      local hint = require('qwen.chat').setup_hint(setup)
+      util.notify_fit('the model cannot be used yet: ' .. what .. (hint and ('. To fix it: ' .. hint) or '') .. '; :checkhealth qwen',
+        what .. '; see :checkhealth qwen', vim.log.levels.WARN)
     end
   elseif type(q.model) == 'string' then
-    status.set({ no_model = false })
+    status.set_setup(nil)
     -- The server's default; the chat's session may choose another.
     if not status.model then
       status.set({ model = q.model })

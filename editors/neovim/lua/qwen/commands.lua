@@ -162,10 +162,21 @@ function M.omnifunc(findstart, base)
     return -3 -- not a command: leave completion quietly
   end
   local items = {}
-  for _, c in ipairs(M.match((base or ''):sub(2))) do
-    local menu = c.description
+  local matches = M.match((base or ''):sub(2))
+  -- The popup lines up word, kind and menu; the menu holds the argument
+  -- hint and the description, so the hints are padded to one width and
+  -- the descriptions start in one column.
+  local hint_width = 0
+  for _, c in ipairs(matches) do
     if c.hint then
-      menu = c.hint .. '  ' .. menu
+      hint_width = math.max(hint_width, vim.fn.strdisplaywidth(c.hint))
+    end
+  end
+  for _, c in ipairs(matches) do
+    local menu = c.description
+    if hint_width > 0 then
+      local hint = c.hint or ''
+      menu = hint .. string.rep(' ', hint_width - vim.fn.strdisplaywidth(hint)) .. '  ' .. menu
     end
     if c.source ~= 'builtin' then
       menu = menu .. ' (' .. c.source .. ')'

@@ -102,6 +102,13 @@ function M.check()
     return
   end
   local message = type(res.message) == 'string' and res.message or ''
+  -- What the check found is the statusline's word from now on.
+  local status = require('qwen.status')
+  if res.ok == true then
+    status.set_setup(nil)
+  elseif res.reason == 'no_model' or status.missing(res) then
+    status.set_setup(res)
+  end
   if res.ok == true then
     h.ok(message)
   else

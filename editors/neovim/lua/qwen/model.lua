@@ -16,7 +16,15 @@ local no_model_data = {
   env = { 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_MODEL' },
 }
 
+-- No model to choose: nothing configured, or what the configured one
+-- lacks (status.setup).
 local function tell_no_model()
+  local missing = status.missing(status.setup)
+  if missing then
+    local hint = require('qwen.chat').setup_hint(status.setup)
+    util.notify_user('the model cannot be used yet: ' .. missing .. (hint and ('. To fix it: ' .. hint) or '') .. '. :checkhealth qwen tries the model.', vim.log.levels.WARN)
+    return
+  end
   local hint = require('qwen.chat').setup_hint(no_model_data)
   util.notify_user('no model is configured. To fix it: ' .. hint .. '. :checkhealth qwen tries the model.', vim.log.levels.WARN)
 end
@@ -63,7 +71,7 @@ end
 --- The model of the statusline and the chat's header.
 function M.show(id)
   if type(id) == 'string' and id ~= '' then
-    status.set({ model = id, no_model = false })
+    status.set({ model = id, no_model = false, setup = vim.NIL })
   end
   require('qwen.chat').header_changed()
 end
@@ -75,7 +83,7 @@ function M.set(id, cb)
   if id == '' then
     return M.pick()
   end
-  if status.no_model then
+  if status.no_model or status.setup then
     tell_no_model()
     return
   end

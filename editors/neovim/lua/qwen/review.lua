@@ -180,6 +180,9 @@ local function render_hunk(r, i)
   clear_hunk(r, h)
   local n = line_count(r)
   local label = ({ pending = 'pending', accepted = 'accepted', rejected = 'rejected' })[h.state]
+  if h.state == 'rejected' and h.feedback then
+    label = label .. ': ' .. status.cut(h.feedback, status.max_detail)
+  end
   local header = {
     { string.format('── qwen: hunk %d/%d %s ', i, #r.hunks, label), 'QwenReviewHeader' },
   }
@@ -347,10 +350,10 @@ local function finish(r, outcome, extra, what)
   end)
   what = what or outcome
   if extra and extra.finalText then
-    what = 'accepted with changes'
+    what = 'accepted with your changes'
   end
   util.notify_user(string.format('%s: %s', rel(r.path), what))
-  require('qwen.chat').review_done(r.id, what)
+  require('qwen.chat').review_done(r.id)
 end
 
 --- The proposal without the rejected hunks, to edit by hand.
@@ -364,23 +367,51 @@ local function proposal_text(r)
   return util.apply_edits(r.old, edits, encoding(r))
 end
 
+--- What a review decided hunk by hunk says, as the edit's chat line will
+--- (the server's _meta.qwen.review): "2 of 3 changes kept".
+function M.kept_line(kept, total)
+  if kept == 0 then
+    return 'rejected'
+  elseif kept == total then
+    return 'accepted'
+  end
+  return string.format('%d of %d changes kept', kept, total)
+end
+
 local function check_done(r)
-  local kept = {}
+  local kept, reasons = {}, {}
+  local same = nil -- the one reason every hunk was rejected with, if so
   for i, h in ipairs(r.hunks) do
     if h.state == 'pending' then
       return false
     elseif h.state == 'accepted' then
       table.insert(kept, i - 1)
+    elseif h.feedback then
+      table.insert(reasons, { hunk = i - 1, feedback = h.feedback })
     end
   end
-  if r.new_file then
-    -- One hunk stands for the whole new file.
-    finish(r, #kept > 0 and 'accepted' or 'rejected')
+  if #kept == 0 and #reasons == #r.hunks then
+    same = reasons[1].feedback
+    for _, x in ipairs(reasons) do
+      if x.feedback ~= same then
+        same = nil
+        break
+      end
+    end
+  end
+  if r.new_file or (same and #kept == 0) then
+    -- One hunk stands for the whole new file; and one reason for every
+    -- hunk is the edit's feedback.
+    local fb = same or (r.hunks[1] and r.hunks[1].feedback)
+    finish(r, #kept > 0 and 'accepted' or 'rejected', (#kept == 0 and fb) and { feedback = fb } or nil)
   else
     -- The server turns the kept hunks (indices into its edits) into the
-    -- answer.
-    local what = #kept == 0 and 'rejected' or (#kept < #r.hunks and 'accepted with changes' or 'accepted')
-    finish(r, nil, { keptHunks = kept }, what)
+    -- answer, and tells the model each rejected hunk's reason.
+    local extra = { keptHunks = kept }
+    if #reasons > 0 then
+      extra.hunkFeedback = reasons
+    end
+    finish(r, nil, extra, M.kept_line(#kept, #r.hunks))
   end
   return true
 end
@@ -477,17 +508,56 @@ function M.move(r, dir)
   end
 end
 
+--- Rejects with a reason: the hunk under the cursor, or, with the cursor
+--- on no hunk (or from outside the review), every hunk not decided yet.
+--- The hunks already accepted stay accepted; the reason goes to the model
+--- with the hunks it was given for.
 function M.reject_with_feedback(r, feedback)
-  if feedback then
-    return finish(r, 'rejected', { feedback = feedback })
+  local targets = {}
+  local here = vim.api.nvim_get_current_buf() == r.buf and hunk_at(r, cursor_row()) or nil
+  if here then
+    targets = { here }
+  else
+    for i, h in ipairs(r.hunks) do
+      if h.state == 'pending' then
+        table.insert(targets, i)
+      end
+    end
   end
-  vim.ui.input({ prompt = 'Why reject this edit? ' }, function(text)
+  if #targets == 0 then
+    util.notify_user('every hunk is decided already', vim.log.levels.WARN)
+    return
+  end
+  local function apply(text)
+    if not M.reviews[r.id] then
+      return
+    end
+    text = vim.trim(text or '')
+    for _, i in ipairs(targets) do
+      r.hunks[i].state = 'rejected'
+      r.hunks[i].feedback = text ~= '' and text or nil
+      render_hunk(r, i)
+    end
+    if not check_done(r) then
+      update_status()
+    end
+  end
+  if feedback then
+    return apply(feedback)
+  end
+  local prompt
+  if here and #r.hunks > 1 then
+    prompt = string.format('Why reject hunk %d/%d? ', here, #r.hunks)
+  elseif #targets < #r.hunks then
+    prompt = string.format('Why reject the %d undecided hunk%s? ', #targets, #targets == 1 and '' or 's')
+  else
+    prompt = 'Why reject this edit? '
+  end
+  vim.ui.input({ prompt = prompt }, function(text)
     if text == nil then
       return -- dismissed: the review stays open
     end
-    if M.reviews[r.id] then
-      finish(r, 'rejected', text ~= '' and { feedback = text } or nil)
-    end
+    apply(text)
   end)
 end
 
@@ -772,7 +842,7 @@ function M.on_cancelled(params, client_id)
     M.reviews[r.id] = nil
     update_status()
   end
-  require('qwen.chat').review_done(r.id, 'cancelled')
+  require('qwen.chat').review_done(r.id)
   util.notify_user('the review of ' .. rel(r.path) .. ' was cancelled')
 end
 

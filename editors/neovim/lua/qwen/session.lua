@@ -94,7 +94,7 @@ function M.prompt(text, blocks)
   end
   M.busy = true
   M.cleared_in_turn = false
-  status.set({ busy = true, tool = vim.NIL })
+  status.set({ busy = true, tool = vim.NIL, answering = false })
   chat().user_message(text, blocks)
   M.with_session(function(c, sid)
     local last = require('qwen.chat').last_file_buffer()
@@ -113,11 +113,15 @@ function M.prompt(text, blocks)
     token_seq = token_seq + 1
     local ok = util.request(c, 'qwen/prompt', { sessionId = sid, prompt = prompt, workDoneToken = 'qwen-prompt-' .. token_seq }, function(err, res)
       M.busy = false
-      status.set({ busy = false, tool = vim.NIL, progress = vim.NIL })
+      status.set({ busy = false, tool = vim.NIL, progress = vim.NIL, answering = false })
       if err then
         M.last_stop = { error = err }
         chat().turn_error(err)
         return
+      end
+      if type(res) == 'table' and type(res.usage) == 'table' then
+        -- The model answered: whatever it lacked before is there now.
+        status.set_setup(nil)
       end
       M.last_stop = res
       require('qwen.model').add_turn(res and res.usage)
@@ -327,9 +331,12 @@ function M.on_update(params, client_id)
   if kind == 'current_mode_update' then
     status.set({ mode = u.currentModeId })
   elseif kind == 'tool_call' then
-    status.set({ tool = u.title })
+    status.set({ tool = u.title, answering = false })
   elseif kind == 'tool_call_update' and (u.status == 'completed' or u.status == 'failed') then
     status.set({ tool = vim.NIL })
+  elseif kind == 'agent_message_chunk' and M.busy and not status.answering then
+    -- The answer streams: the statusline no longer names the last tool.
+    status.set({ answering = true, tool = vim.NIL, progress = vim.NIL })
   elseif kind == 'usage_update' then
     require('qwen.model').context = u
     status.set({ usage = u })

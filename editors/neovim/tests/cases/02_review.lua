@@ -12,10 +12,10 @@ local K = {
   feedback = '\\f',
 }
 
-local function start_edit(H)
+local function start_edit(H, script)
   local ws = H.workspace()
   ORIGINAL = H.read(ws .. '/calc/calc.go')
-  H.model('edit-two-hunks.txtar')
+  H.model(script or 'edit-two-hunks.txtar')
   H.setup()
   vim.cmd('edit calc/calc.go')
   H.wait_client()
@@ -27,6 +27,30 @@ end
 
 local function buf_lines(buf)
   return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+-- vim.ui.input answering text, recording the prompt it was asked with.
+local function answer_input(text)
+  local asked = {}
+  vim.ui.input = function(opts, cb)
+    table.insert(asked, opts.prompt)
+    vim.schedule(function()
+      cb(text)
+    end)
+  end
+  return asked
+end
+
+-- The chat's line for the edit call_edit1 of the review scripts.
+local EDIT_LINE = 'calc/calc.go: // Add returns the sum of a an... => // Add returns a + b....'
+
+-- The chat line that starts with prefix, or nil.
+local function chat_line(H, prefix)
+  for i, l in ipairs(H.chat_lines()) do
+    if l:sub(1, #prefix) == prefix then
+      return l, i
+    end
+  end
 end
 
 return {
@@ -188,25 +212,91 @@ return {
     end,
   },
   {
-    name = 'review: reject with feedback',
+    name = 'review: reject with feedback off every hunk rejects the whole edit',
     run = function(H)
       local ws, r = start_edit(H)
       local buf = r.buf
-      local asked
-      vim.ui.input = function(opts, cb)
-        asked = opts.prompt
-        vim.schedule(function()
-          cb('keep factor a multiplier')
-        end)
-      end
+      local asked = answer_input('keep factor a multiplier')
+      vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- on no hunk
       H.feed(K.feedback)
       H.wait_turn()
-      H.ok(asked, 'vim.ui.input to be asked')
+      H.eq({ 'Why reject this edit? ' }, asked, 'vim.ui.input asked about the whole edit')
       H.eq(ORIGINAL, require('qwen.util').buf_text(buf), 'the buffer is unchanged')
       H.eq(false, vim.bo[buf].modified, 'the buffer is not modified')
       local told = H.ok(H.tool_result('call_edit1'), 'the edit result')
       H.contains(told, 'The user rejected the proposed change', 'a rejection')
-      H.contains(told, 'keep factor a multiplier', 'the feedback')
+      H.contains(told, "The user's feedback: keep factor a multiplier", 'the feedback')
+      H.ok(chat_line(H, '▸ ✗ ' .. EDIT_LINE .. '  (rejected)'), 'the chat line says rejected:\n' .. table.concat(H.chat_lines(), '\n'))
+    end,
+  },
+  {
+    name = 'review: reject with feedback after accepting a hunk keeps it and rejects only the rest',
+    run = function(H)
+      local ws, r = start_edit(H)
+      local buf = r.buf
+      local asked = answer_input('keep factor a multiplier')
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed(K.accept)
+      vim.api.nvim_win_set_cursor(0, { 6, 0 }) -- on no hunk: the undecided ones
+      H.feed(K.feedback)
+      H.wait_turn()
+      H.eq({ 'Why reject the 1 undecided hunk? ' }, asked, 'vim.ui.input asked about the rest')
+      local want = ORIGINAL:gsub('// Add returns the sum of a and b%.', '// Add returns a + b.')
+      H.eq(want, require('qwen.util').buf_text(buf), 'the accepted hunk is applied, the other is not')
+      local told = H.ok(H.tool_result('call_edit1'), 'the edit result')
+      H.contains(told, "The user applied only 1 of the 2 proposed changes; the changes at original lines 12-12 (the user's reason: keep factor a multiplier) were rejected and not applied; those at original lines 3-3 were applied.", 'the model is told both hunks and the reason')
+      H.ok(chat_line(H, '▸ ✓ ' .. EDIT_LINE .. '  (1 of 2 changes kept)'), 'the chat line:\n' .. table.concat(H.chat_lines(), '\n'))
+    end,
+  },
+  {
+    name = 'review: accept one hunk and reject another with a reason; the model, the file and the chat say so, live and after a reload',
+    run = function(H)
+      local ws, r = start_edit(H, 'edit-three-hunks.txtar')
+      local buf = r.buf
+      H.eq(3, #r.hunks, 'three hunks')
+      local asked = answer_input('keep the comment as it is')
+      vim.api.nvim_win_set_cursor(0, { 3, 0 })
+      H.feed(K.accept)
+      H.feed(']h')
+      H.eq(8, vim.api.nvim_win_get_cursor(0)[1], ']h goes to hunk 2')
+      H.feed(K.feedback)
+      H.wait(3000, function()
+        return r.hunks[2].state == 'rejected'
+      end, 'hunk 2 to be rejected')
+      H.eq({ 'Why reject hunk 2/3? ' }, asked, 'vim.ui.input asked about the hunk')
+      H.eq({ 'accepted', 'rejected', 'pending' }, { r.hunks[1].state, r.hunks[2].state, r.hunks[3].state }, 'only hunk 2 rejected; hunk 1 still accepted')
+      H.contains(H.virt_lines(buf), 'qwen: hunk 2/3 rejected: keep the comment as it is', 'the hunk shows its reason')
+      H.ok(require('qwen.review').reviews[r.id], 'the review is still open')
+      H.feed(']h')
+      H.feed(K.accept)
+      local res = H.wait_turn()
+      H.eq('end_turn', res.stopReason, 'stop reason')
+      local want = ORIGINAL:gsub('// Add returns the sum of a and b%.', '// Add returns a + b.'):gsub('out%[i%] = p %* factor\n', 'out[i] = p * factor / 100\n')
+      H.eq(want, require('qwen.util').buf_text(buf), 'the buffer holds exactly the kept hunks')
+      H.ok(require('qwen.util').buf_text(buf):find('multiplies every price by factor', 1, true), 'the rejected hunk is not applied')
+      local told = H.ok(H.tool_result('call_edit1'), 'the edit result')
+      H.contains(told, "The user applied only 2 of the 3 proposed changes; the changes at original lines 8-8 (the user's reason: keep the comment as it is) were rejected and not applied; those at original lines 3-3, 12-12 were applied.", 'the model is told each hunk and the reason')
+      local line = '▸ ✓ ' .. EDIT_LINE .. '  (2 of 3 changes kept)'
+      local _, at = chat_line(H, line)
+      H.ok(at, 'the chat line says what happened:\n' .. table.concat(H.chat_lines(), '\n'))
+      H.ok(not chat_line(H, 'Review: '), 'the review line is gone once decided')
+      local chat = require('qwen.chat')
+      chat.toggle_at(at)
+      local expanded = table.concat(H.chat_lines(), '\n')
+      H.contains(expanded, 'lines 8-8: rejected (keep the comment as it is)', 'the expanded line gives each hunk')
+      H.contains(expanded, 'lines 3-3: kept', 'and the kept ones')
+      local live = H.chat_lines()
+
+      -- A new qwen-ls, as after restarting Neovim, loads the session.
+      H.reload()
+      local _, again = chat_line(H, line)
+      H.ok(again, 'the replay says the same:\n' .. table.concat(H.chat_lines(), '\n'))
+      chat.toggle_at(again)
+      H.contains(table.concat(H.chat_lines(), '\n'), 'lines 8-8: rejected (keep the comment as it is)', 'the replay keeps each hunk')
+      H.ok(vim.tbl_contains(live, '## You'), 'the live prompt')
+      H.eq(1, #vim.tbl_filter(function(l)
+        return l == 'Shorten the Add comment and make Scale take a percentage'
+      end, H.chat_lines()), 'the replayed prompt')
     end,
   },
   {

@@ -2,6 +2,13 @@
 -- a remote endpoint without a key, and no qwen-ls at all. Each is told once
 -- per Neovim session in a notification that names the setting.
 local function capture_notify(H)
+  -- Room for a whole message on the command line: a shorter one is
+  -- what fits (util.notify_fit).
+  local columns = vim.o.columns
+  vim.o.columns = 300
+  H.defer(function()
+    vim.o.columns = columns
+  end)
   local seen = {}
   local orig = vim.notify
   vim.notify = function(msg, level, opts)
@@ -46,6 +53,30 @@ local function setup_env(H, env, opts)
   H.wait_client()
 end
 
+-- The notifications below WARN (what initialize said was missing).
+local function warnings(seen)
+  local out = {}
+  for _, n in ipairs(seen) do
+    if n.level == vim.log.levels.WARN then
+      table.insert(out, n.msg)
+    end
+  end
+  return out
+end
+
+-- Before any prompt: the statusline and the chat's header name what is
+-- missing, and one warning says how to fix it, in the plugin's terms.
+local function before_prompt(H, seen, want_status)
+  H.wait(5000, function()
+    return require('qwen').statusline() == want_status
+  end, 'the statusline ' .. want_status .. ', got ' .. require('qwen').statusline())
+  local warns = warnings(seen)
+  H.eq(1, #warns, 'one warning: ' .. vim.inspect(warns))
+  H.ok(not warns[1]:find('no model is configured', 1, true), 'not "no model": ' .. warns[1])
+  H.contains(require('qwen.chat').header(), want_status:gsub('^qwen: ', ''), "the chat's header")
+  return warns[1]
+end
+
 local function prompt_error(H, text)
   local t0 = vim.loop.hrtime()
   vim.cmd('QwenAsk ' .. text)
@@ -88,8 +119,13 @@ return {
     run = function(H)
       local seen = capture_notify(H)
       setup_env(H, {}, { model = 'qwen3-coder-plus' })
+      local warn = before_prompt(H, seen, 'qwen: no endpoint (model.baseUrl or OPENAI_API_KEY)')
+      H.contains(warn, 'setup{ model = { baseUrl', "the plugin's own spelling of the setting")
+      H.contains(warn, 'OPENAI_API_KEY', 'the variable')
+      H.contains(warn, 'cmd_env', 'where the variable goes')
       local err = prompt_error(H, 'hello')
       H.eq('no_endpoint', (err.data or {}).reason, 'error.data.reason')
+      H.eq('qwen: no endpoint (model.baseUrl or OPENAI_API_KEY) [default]', require('qwen').statusline(), 'the statusline after the prompt')
       local errs = errors(seen)
       H.eq(1, #errs, 'one error notification')
       H.contains(errs[1], 'model.baseUrl', 'the setting that is missing')
@@ -104,12 +140,64 @@ return {
       local seen = capture_notify(H)
       -- never contacted: without a key the server stops before any request
       setup_env(H, { OPENAI_BASE_URL = 'https://model.example.invalid/v1', OPENAI_MODEL = 'qwen3-coder-plus' })
+      local warn = before_prompt(H, seen, 'qwen: no API key (OPENAI_API_KEY)')
+      H.contains(warn, 'OPENAI_API_KEY, DASHSCOPE_API_KEY (in cmd_env or the environment)', 'where the key goes')
+      H.ok(not warn:find('model.apiKey', 1, true), 'a key goes in cmd_env, not a settings file: ' .. warn)
       local err = prompt_error(H, 'hello')
       H.eq('no_api_key', (err.data or {}).reason, 'error.data.reason')
       local errs = errors(seen)
       H.eq(1, #errs, 'one error notification')
       H.contains(errs[1], 'OPENAI_API_KEY', 'the variable to set')
       H.contains(errs[1], 'model.apiKey', 'the setting to set')
+    end,
+  },
+  {
+    name = 'failures: an endpoint without a model name names model.name',
+    allow_errors = true,
+    run = function(H)
+      local seen = capture_notify(H)
+      setup_env(H, { OPENAI_BASE_URL = 'http://127.0.0.1:9/v1' })
+      local warn = before_prompt(H, seen, 'qwen: no model name (model.name)')
+      H.contains(warn, 'setup{ model = { name', "the plugin's own spelling of the setting")
+      local err = prompt_error(H, 'hello')
+      H.eq('no_model_name', (err.data or {}).reason, 'error.data.reason')
+    end,
+  },
+  {
+    name = "failures: a provider's unset key variable is named as a cmd_env variable, not a setting",
+    allow_errors = true,
+    run = function(H)
+      local seen = capture_notify(H)
+      H.workspace()
+      H.user_settings({
+        modelProviders = { openai = { { id = 'team-model', baseUrl = 'https://team.example.invalid/v1', envKey = 'TEAM_MODEL_KEY' } } },
+        model = { name = 'team-model' },
+      })
+      local base = { HOME = H.home, OPENAI_API_KEY = '', OPENAI_BASE_URL = '', OPENAI_MODEL = '', DASHSCOPE_API_KEY = '', TEAM_MODEL_KEY = '' }
+      vim.opt.runtimepath:prepend(H.plugin)
+      vim.cmd('runtime plugin/qwen.lua')
+      vim.cmd('cd ' .. vim.fn.fnameescape(H.ws))
+      require('qwen').setup({ cmd = { H.bin, '--stdio' }, cmd_env = base })
+      vim.cmd('edit main.go')
+      H.wait_client()
+      local warn = before_prompt(H, seen, 'qwen: no API key (TEAM_MODEL_KEY)')
+      H.contains(warn, 'TEAM_MODEL_KEY (in cmd_env or the environment)', 'the variable and where it goes')
+      H.ok(not warn:find('env.TEAM_MODEL_KEY', 1, true), "not the server's settings spelling: " .. warn)
+    end,
+  },
+  {
+    name = 'failures: nothing configured is "no model"',
+    allow_errors = true,
+    run = function(H)
+      local seen = capture_notify(H)
+      setup_env(H, {})
+      H.wait(5000, function()
+        return require('qwen').statusline() == 'qwen: no model'
+      end, 'the statusline to say no model, got ' .. require('qwen').statusline())
+      local warns = warnings(seen)
+      H.eq(1, #warns, 'one warning')
+      H.contains(warns[1], 'no model', 'says so')
+      H.eq('qwen · no model (:checkhealth qwen)', require('qwen.chat').header(), "the chat's header")
     end,
   },
   {

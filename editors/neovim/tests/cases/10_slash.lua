@@ -112,6 +112,25 @@ return {
       H.contains(p.words, '/help', 'help offered')
       H.eq(#p.names, p.size, 'every command of the server in the popup')
       H.eq('/', p.line, 'nothing inserted before a choice')
+      -- the columns line up: every description starts in one column,
+      -- after the argument hints padded to one width
+      local cols = H.child_lua(chan, [[
+        local out = {}
+        for _, it in ipairs(vim.fn.complete_info({ 'items' }).items or {}) do
+          local c = require('qwen.commands').find(it.word:sub(2))
+          local at = c and c.description ~= '' and it.menu:find(c.description, 1, true)
+          if at then
+            out[it.word] = vim.fn.strdisplaywidth(it.menu:sub(1, at - 1))
+          end
+        end
+        return out
+      ]])
+      local starts = {}
+      for _, col in pairs(cols) do
+        starts[col] = true
+      end
+      H.eq(1, vim.tbl_count(starts), 'the descriptions start in one column: ' .. vim.inspect(cols))
+      H.ok(cols['/model'] ~= nil and cols['/model'] > 0, 'after the hints')
       local st = #vim.tbl_filter(function(n)
         return n:sub(1, 2) == 'st'
       end, p.names)
