@@ -125,6 +125,12 @@ class Review {
   }
 }
 
+/** A reason as a CodeLens shows it: one line, short, with no $(icon) syntax. */
+function lensText(s: string, max = 80): string {
+  const one = s.replace(/\s+/g, ' ').replace(/\$\(/g, '$ (');
+  return one.length > max ? one.slice(0, max - 1) + '…' : one;
+}
+
 export class ReviewController implements vscode.CodeLensProvider, vscode.FileDecorationProvider, vscode.Disposable {
   private readonly reviews = new Map<string, Review>();
   private readonly fs = new ProposalFs();
@@ -369,7 +375,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
     if (!review || review.finished) return;
     const hunk = this.hunkFor(review, index);
     if (!hunk || hunk.state !== 'pending') return;
-    const line = hunk.startLine + 1;
+    const line = hunk.line + 1; // where the person sees it now
     const reason = await vscode.window.showInputBox({
       title: `Qwen: undo the change at line ${line} of ${path.basename(review.uri.fsPath)}`,
       prompt: 'Tell the model why this change is undone (optional; Enter to undo without a reason, Escape to go back)',
@@ -623,7 +629,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
         lenses.push(new vscode.CodeLens(r, { title: 'Undo', command: 'qwen.review.undoHunk', arguments: [key, h.index] }));
         lenses.push(new vscode.CodeLens(r, { title: 'Undo with reason…', command: 'qwen.review.undoHunkWithReason', arguments: [key, h.index] }));
       } else {
-        const title = h.state === 'kept' ? '$(check) Kept' : h.feedback ? `$(discard) Undone: ${h.feedback}` : '$(discard) Undone';
+        const title = h.state === 'kept' ? '$(check) Kept' : h.feedback ? `$(discard) Undone: ${lensText(h.feedback)}` : '$(discard) Undone';
         lenses.push(new vscode.CodeLens(r, { title, command: '' }));
       }
     }
