@@ -801,6 +801,40 @@ test('keep one hunk, undo one with a reason and one without: the model reads whi
   if (user.trim() !== typed) throw new Error(`the replayed prompt is not as typed: ${user}`);
 });
 
+// Opt-in with the other screenshots (QWEN_SCREENSHOTS=light|dark, --only screenshots):
+// a partial review's card, expanded, in media/screenshots/review-partial-*.png.
+if (process.env.QWEN_SCREENSHOTS) {
+  test(`screenshots of a partial review's card in ${process.env.QWEN_SCREENSHOTS}`, async () => {
+    await useScript('edit-three-hunks.txtar');
+    const frame = await openChat();
+    await newSession(frame);
+    await prompt(frame, 'Tidy calc, three places');
+    await openReview(frame);
+    const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
+    await until('three Keep lenses', async () => (await keep.count()) === 3, 60000);
+    await keep.first().click();
+    await until('two Keep lenses left', async () => (await keep.count()) === 2);
+    await page.locator('.codelens-decoration a', { hasText: /^Undo with reason…$/ }).first().click();
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('say what Scale does, not how factor is read');
+    await page.keyboard.press('Enter');
+    await until('one Keep lens left', async () => (await keep.count()) === 1);
+    await page.locator('.codelens-decoration a', { hasText: /^Undo$/ }).first().click();
+    await turnEnd(frame);
+    const c = await editCard(frame);
+    await c.card.locator('summary').click();
+    await command('View: Toggle Maximized Panel');
+    await page.mouse.move(0, 0);
+    await sleep(800);
+    await page.screenshot({ path: path.join(extDir, 'media/screenshots', `review-partial-${process.env.QWEN_SCREENSHOTS}.png`) });
+    await command('View: Toggle Maximized Panel');
+    // Back to the file as it was: the kept hunk is one unsaved, undoable step.
+    await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+    await page.keyboard.press('Control+Z');
+  });
+}
+
 test('a new file is reviewed in the diff editor and written when kept', async () => {
   await useScript('new-file.txtar');
   const frame = await openChat();
