@@ -706,6 +706,135 @@ test('Undo all asks for feedback, and the model gets it', async () => {
   await until('the review lenses to go', async () => (await page.locator('.codelens-decoration a', { hasText: /^(Keep|Undo|Keep all)$/ }).count()) === 0, 10000);
 });
 
+/** The chat's card of the edit call: its header's words, whether undone, and the undone hunks listed inside. */
+async function editCard(frame) {
+  const card = frame.locator('details.tool[data-kind="edit"]').last();
+  try {
+    await card.waitFor({ state: 'attached', timeout: 10000 });
+  } catch {
+    const seen = await frame.locator('details.tool').evaluateAll((els) => els.map((e) => `${e.dataset.kind}:${e.dataset.status}:${e.textContent}`));
+    throw new Error(`no edit card; the cards: ${JSON.stringify(seen)}`);
+  }
+  return {
+    card,
+    status: (await card.locator('.tool-status').textContent()) ?? '',
+    undone: (await card.getAttribute('data-undone')) === 'true',
+    rejected: await card.locator('.tool-review li').allTextContents(),
+  };
+}
+
+test('keep one hunk, undo one with a reason and one without: the model reads which and why, the file holds the kept hunk, the card says "1 of 3 changes kept" live, undone and replayed', async () => {
+  await useScript('edit-three-hunks.txtar');
+  const file = path.join(ws, 'calc/calc.go');
+  const disk = fs.readFileSync(file, 'utf8');
+  const kept = disk.replace('// Add returns the sum of a and b.', '// Add returns a + b.');
+  if (kept === disk) throw new Error('calc.go is not the file edit-three-hunks.txtar edits');
+  const reason = 'say what Scale does, not how factor is read';
+  const typed = 'Tidy calc, three places (partial review)';
+  const frame = await openChat();
+  await newSession(frame);
+  await prompt(frame, typed);
+  await openReview(frame);
+  const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
+  const undo = page.locator('.codelens-decoration a', { hasText: /^Undo$/ });
+  const withReason = page.locator('.codelens-decoration a', { hasText: /^Undo with reason…$/ });
+  await until('three Keep lenses', async () => (await keep.count()) === 3, 60000);
+  if ((await withReason.count()) !== 3) throw new Error(`expected three "Undo with reason…" lenses, found ${await withReason.count()}`);
+  const input = page.locator('.quick-input-widget input');
+  if (await input.isVisible()) throw new Error('an input box is open before any click');
+  // Hunk 1 (line 3, the comment on Add): keep.
+  await keep.first().click();
+  await until('two Keep lenses left', async () => (await keep.count()) === 2);
+  if (await input.isVisible()) throw new Error('Keep opened an input box');
+  // Hunk 2 (line 8, the comment on Scale): undo with a reason, asked only now.
+  await withReason.first().click();
+  await input.waitFor({ state: 'visible' });
+  await input.fill(reason);
+  await page.keyboard.press('Enter');
+  await until('one Keep lens left', async () => (await keep.count()) === 1);
+  await page.locator('.codelens-decoration', { hasText: `Undone: ${reason}` }).first().waitFor({ timeout: 10000 });
+  // Hunk 3 (line 12, the percentage): plain Undo, which asks nothing.
+  await undo.first().click();
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`turn ended with ${end}`);
+  if (await input.isVisible()) throw new Error('an input box opened after the last decision: the reasons were given already');
+  // The model is told, hunk by hunk, what was kept, what was undone and why.
+  const reqs = await modelRequests();
+  const result = String(reqs.at(-1).messages.filter((m) => m.role === 'tool' && m.tool_call_id === 'call_edit1').at(-1)?.content ?? '');
+  for (const want of ['1 of the 3', `8-8 (the user's reason: ${reason})`, '12-12', '3-3 were applied']) {
+    if (!result.includes(want)) throw new Error(`the tool result lacks "${want}": ${result.slice(0, 800)}`);
+  }
+  // The file holds exactly the kept hunk (saved here to compare it byte for byte).
+  await until('the kept change in the buffer', async () => (await editorText()).includes('// Add returns a + b.'));
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  await until('calc.go saved with the kept hunk only', () => fs.readFileSync(file, 'utf8') === kept, 10000);
+  // The card, live.
+  let c = await editCard(frame);
+  if (c.status !== '1 of 3 changes kept' || c.undone) throw new Error(`the live card says "${c.status}" (undone: ${c.undone})`);
+  await c.card.locator('summary').click();
+  c = await editCard(frame);
+  if (JSON.stringify(c.rejected) !== JSON.stringify([`Undone at line 8: ${reason}`, 'Undone at line 12'])) throw new Error(`the expanded card lists ${JSON.stringify(c.rejected)}`);
+  if (!(await c.card.locator('.tool-review').isVisible())) throw new Error('the undone hunks are not shown when the card is expanded');
+  await shot('partial-review-card');
+  // Undo the turn: the card keeps what it says and is marked undone.
+  await command('Qwen: Undo Last Agent Turn');
+  await frame.locator('.msg.notice', { hasText: 'restored calc/calc.go' }).waitFor({ timeout: 10000 });
+  await until('the card marked undone', async () => (await editCard(frame)).undone);
+  c = await editCard(frame);
+  if (c.status !== '1 of 3 changes kept, undone' || c.rejected.length !== 2) throw new Error(`after the undo the card says "${c.status}", lists ${JSON.stringify(c.rejected)}`);
+  // The undo put the buffer back; saving puts the disk back too, for the tests after this one.
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  await until('calc.go as before the turn', () => fs.readFileSync(file, 'utf8') === disk, 10000);
+  // Reload the session: the replay draws the same card.
+  await newSession(frame);
+  await viewAction('Open Session').click();
+  await page.locator('.quick-input-widget input').fill('three places');
+  await (await quickPickRow(typed)).click();
+  await frame.locator('.msg.user', { hasText: typed }).waitFor({ timeout: 30000 });
+  await until('the replayed edit card', async () => (await frame.locator('details.tool[data-kind="edit"]').count()) === 1);
+  c = await editCard(frame);
+  if (c.status !== '1 of 3 changes kept, undone' || !c.undone) throw new Error(`the replayed card says "${c.status}" (undone: ${c.undone})`);
+  if (JSON.stringify(c.rejected) !== JSON.stringify([`Undone at line 8: ${reason}`, 'Undone at line 12'])) throw new Error(`the replayed card lists ${JSON.stringify(c.rejected)}`);
+  const user = await frame.locator('.msg.user').first().textContent();
+  if (user.trim() !== typed) throw new Error(`the replayed prompt is not as typed: ${user}`);
+});
+
+// Opt-in with the other screenshots (QWEN_SCREENSHOTS=light|dark, --only screenshots):
+// a partial review's card, expanded, in media/screenshots/review-partial-*.png.
+if (process.env.QWEN_SCREENSHOTS) {
+  test(`screenshots of a partial review's card in ${process.env.QWEN_SCREENSHOTS}`, async () => {
+    await useScript('edit-three-hunks.txtar');
+    const frame = await openChat();
+    await newSession(frame);
+    await prompt(frame, 'Tidy calc, three places');
+    await openReview(frame);
+    const keep = page.locator('.codelens-decoration a', { hasText: /^Keep$/ });
+    await until('three Keep lenses', async () => (await keep.count()) === 3, 60000);
+    await keep.first().click();
+    await until('two Keep lenses left', async () => (await keep.count()) === 2);
+    await page.locator('.codelens-decoration a', { hasText: /^Undo with reason…$/ }).first().click();
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('say what Scale does, not how factor is read');
+    await page.keyboard.press('Enter');
+    await until('one Keep lens left', async () => (await keep.count()) === 1);
+    await page.locator('.codelens-decoration a', { hasText: /^Undo$/ }).first().click();
+    await turnEnd(frame);
+    const c = await editCard(frame);
+    await c.card.locator('summary').click();
+    await command('View: Toggle Maximized Panel');
+    await page.mouse.move(0, 0);
+    await sleep(800);
+    await page.screenshot({ path: path.join(extDir, 'media/screenshots', `review-partial-${process.env.QWEN_SCREENSHOTS}.png`) });
+    await command('View: Toggle Maximized Panel');
+    // Back to the file as it was: the kept hunk is one unsaved, undoable step.
+    await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+    await page.keyboard.press('Control+Z');
+  });
+}
+
 test('a new file is reviewed in the diff editor and written when kept', async () => {
   await useScript('new-file.txtar');
   const frame = await openChat();

@@ -8,6 +8,7 @@ import { LanguageClient, State } from 'vscode-languageclient/node';
 import { approvalModeSetting } from './settings';
 import { ChatViewProvider } from './chat/view';
 import { parseCommands, SlashCommand } from './chat/commands';
+import { callEnd } from './chat/outcome';
 import { findMentions, HostMessage, PlanEntry, ToolCard, serverApprovalModes, WebviewMessage } from './chat/protocol';
 import { ModelStatusBar, StatusBar } from './status';
 import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
@@ -681,6 +682,11 @@ export class Agent {
         if (typeof u.status === 'string') card.status = u.status;
         const outcome = toolOutcome(card.status, u._meta);
         if (outcome) card.outcome = outcome;
+        // A review decided hunk by hunk, and the undo of the call's turn (an
+        // update without content: the card keeps what it shows).
+        const end = callEnd(card.status, u._meta);
+        if (end.review) card.review = end.review;
+        if (end.undone) card.undone = true;
         if (Array.isArray(u.content)) {
           const texts: string[] = [];
           const diffs: NonNullable<ToolCard['diffs']> = [];

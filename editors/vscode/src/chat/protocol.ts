@@ -4,6 +4,7 @@
 // or mistyped field, an extra field or an oversized value drops the message.
 // The webview checks what it receives with the same rules (isHostMessage).
 import { maxCommands, SlashCommand } from './commands';
+import { parseReview, ReviewSummary } from './outcome';
 
 /**
  * The approval modes the webview may ask for. The server advertises its
@@ -52,6 +53,10 @@ export interface ToolCard {
   status: string;
   /** How a finished call ended (_meta.qwen.outcome, else its status). */
   outcome?: 'completed' | 'failed' | 'rejected' | 'cancelled';
+  /** A review decided hunk by hunk (_meta.qwen.review): "2 of 3 changes kept". */
+  review?: ReviewSummary;
+  /** The call's turn was undone (_meta.qwen.undone). */
+  undone?: boolean;
   output?: string;
   diffs?: { path: string; oldText: string | null; newText: string }[];
 }
@@ -163,6 +168,8 @@ function isToolCard(v: unknown): v is ToolCard {
   if (!isStr(v.id) || !isStr(v.title) || !isStr(v.kind) || !isStr(v.status)) return false;
   if (v.output !== undefined && !isStr(v.output)) return false;
   if (v.outcome !== undefined && !['completed', 'failed', 'rejected', 'cancelled'].includes(v.outcome as string)) return false;
+  if (v.review !== undefined && parseReview(v.review) === undefined) return false;
+  if (v.undone !== undefined && typeof v.undone !== 'boolean') return false;
   if (v.diffs !== undefined) {
     if (!Array.isArray(v.diffs)) return false;
     for (const d of v.diffs) {

@@ -42,6 +42,8 @@ export interface ProposeEditResult {
   /** Absent when keptHunks (indices into edits) carries the decision. */
   outcome?: 'accepted' | 'rejected' | 'cancelled';
   keptHunks?: number[];
+  /** The reasons given for undone hunks (index into edits, reason). */
+  hunkFeedback?: { hunk: number; feedback: string }[];
   finalText?: string;
   feedback?: string;
   always?: boolean;
@@ -123,6 +125,12 @@ class Review {
   }
 }
 
+/** A reason as a CodeLens shows it: one line, short, with no $(icon) syntax. */
+function lensText(s: string, max = 80): string {
+  const one = s.replace(/\s+/g, ' ').replace(/\$\(/g, '$ (');
+  return one.length > max ? one.slice(0, max - 1) + '…' : one;
+}
+
 export class ReviewController implements vscode.CodeLensProvider, vscode.FileDecorationProvider, vscode.Disposable {
   private readonly reviews = new Map<string, Review>();
   private readonly fs = new ProposalFs();
@@ -171,6 +179,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       vscode.languages.registerCodeLensProvider([{ scheme: 'file' }, { scheme: proposalScheme }], this),
       vscode.commands.registerCommand('qwen.review.keepHunk', (uri?: string, index?: number) => this.decideCmd('kept', uri, index)),
       vscode.commands.registerCommand('qwen.review.undoHunk', (uri?: string, index?: number) => this.decideCmd('undone', uri, index)),
+      vscode.commands.registerCommand('qwen.review.undoHunkWithReason', (uri?: string, index?: number) => this.undoWithReason(uri, index)),
       vscode.commands.registerCommand('qwen.review.keepAll', (uri?: string) => this.decideAll('kept', uri)),
       vscode.commands.registerCommand('qwen.review.undoAll', (uri?: string) => this.decideAll('undone', uri)),
       vscode.commands.registerCommand('qwen.review.openDiff', (uri?: string) => this.openDiff(uri)),
@@ -349,6 +358,39 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
   private decideCmd(state: HunkState, uri?: string, index?: number): void {
     const review = this.reviewFor(uri);
     if (!review || review.finished) return;
+    const hunk = this.hunkFor(review, index);
+    if (!hunk || hunk.state !== 'pending') return;
+    hunk.state = state;
+    this.afterDecision(review);
+  }
+
+  /**
+   * "Undo with reason…": asks for the reason in an InputBox opened only by
+   * this explicit action, then undoes the hunk with it (sent as
+   * hunkFeedback). Escape leaves the hunk undecided; an empty reason undoes
+   * it without one.
+   */
+  private async undoWithReason(uri?: string, index?: number): Promise<void> {
+    const review = this.reviewFor(uri);
+    if (!review || review.finished) return;
+    const hunk = this.hunkFor(review, index);
+    if (!hunk || hunk.state !== 'pending') return;
+    const line = hunk.line + 1; // where the person sees it now
+    const reason = await vscode.window.showInputBox({
+      title: `Qwen: undo the change at line ${line} of ${path.basename(review.uri.fsPath)}`,
+      prompt: 'Tell the model why this change is undone (optional; Enter to undo without a reason, Escape to go back)',
+      placeHolder: 'Reason for the model',
+      ignoreFocusOut: true,
+    });
+    if (reason === undefined || review.finished || hunk.state !== 'pending') return;
+    hunk.state = 'undone';
+    const r = reason.trim();
+    if (r !== '') hunk.feedback = r;
+    this.afterDecision(review);
+  }
+
+  /** The hunk a command names: by index, else (from a keybinding) the pending hunk at the cursor, the next below it, or the first. */
+  private hunkFor(review: Review, index?: number): Hunk | undefined {
     let hunk: Hunk | undefined;
     if (typeof index === 'number') {
       hunk = review.hunks[index];
@@ -362,9 +404,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
         pending.find((h) => h.line >= line) ??
         pending[0];
     }
-    if (!hunk || hunk.state !== 'pending') return;
-    hunk.state = state;
-    this.afterDecision(review);
+    return hunk;
   }
 
   private decideAll(state: HunkState, uri?: string): void {
@@ -384,7 +424,8 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
 
   private async answer(review: Review, a: ReviewAnswer): Promise<void> {
     if (review.finished || review.askingFeedback) return;
-    if (a.outcome === 'rejected' || a.keptHunks?.length === 0) {
+    // Every hunk undone: ask for the reason once, unless the person already gave reasons hunk by hunk.
+    if ((a.outcome === 'rejected' || a.keptHunks?.length === 0) && !a.hunkFeedback?.length) {
       review.askingFeedback = true;
       const feedback = await vscode.window.showInputBox({
         title: `Qwen: undo ${path.basename(review.uri.fsPath)}`,
@@ -586,8 +627,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.FileDec
       if (h.state === 'pending') {
         lenses.push(new vscode.CodeLens(r, { title: 'Keep', command: 'qwen.review.keepHunk', arguments: [key, h.index] }));
         lenses.push(new vscode.CodeLens(r, { title: 'Undo', command: 'qwen.review.undoHunk', arguments: [key, h.index] }));
+        lenses.push(new vscode.CodeLens(r, { title: 'Undo with reason…', command: 'qwen.review.undoHunkWithReason', arguments: [key, h.index] }));
       } else {
-        lenses.push(new vscode.CodeLens(r, { title: h.state === 'kept' ? '$(check) Kept' : '$(discard) Undone', command: '' }));
+        const title = h.state === 'kept' ? '$(check) Kept' : h.feedback ? `$(discard) Undone: ${lensText(h.feedback)}` : '$(discard) Undone';
+        lenses.push(new vscode.CodeLens(r, { title, command: '' }));
       }
     }
     return lenses;

@@ -40,6 +40,8 @@ export interface Hunk {
   /** First line of the hunk in the live document: moves as the user types above it. */
   line: number;
   state: HunkState;
+  /** The person's reason for undoing this hunk ("Undo with reason…"), sent as hunkFeedback. */
+  feedback?: string;
 }
 
 /** Offsets where each line of text starts. Lines end at \n, \r\n or a lone \r (LSP). */
@@ -140,13 +142,20 @@ export function allDecided(hunks: readonly Hunk[]): boolean {
 export interface ReviewAnswer {
   outcome?: 'accepted' | 'rejected';
   keptHunks?: number[];
+  /** The reasons given for undone hunks, by index into the proposal's edits. */
+  hunkFeedback?: { hunk: number; feedback: string }[];
   finalText?: string;
 }
 
-/** The answer once every hunk is decided: the indices of the kept ones. */
+/** The answer once every hunk is decided: the indices of the kept ones, and the reasons given for undone ones. */
 export function answerFor(hunks: readonly Hunk[]): ReviewAnswer {
   if (!allDecided(hunks)) throw new Error('the review is not decided yet');
-  return { keptHunks: hunks.filter((h) => h.state === 'kept').map((h) => h.index) };
+  const a: ReviewAnswer = { keptHunks: hunks.filter((h) => h.state === 'kept').map((h) => h.index) };
+  const reasons = hunks
+    .filter((h) => h.state === 'undone' && h.feedback !== undefined && h.feedback.trim() !== '')
+    .map((h) => ({ hunk: h.index, feedback: h.feedback!.trim() }));
+  if (reasons.length > 0) a.hunkFeedback = reasons;
+  return a;
 }
 
 /** The answer for a proposal the user edited in the diff editor. */

@@ -92,6 +92,27 @@ test('undoing every hunk sends no index', () => {
   assert.deepEqual(answerFor(hunks), { keptHunks: [] });
 });
 
+test('an undone hunk with a reason sends it as hunkFeedback beside keptHunks; blank reasons and kept hunks send none', () => {
+  const hunks = buildHunks(oldText, edits);
+  hunks[0].state = 'kept';
+  hunks[0].feedback = 'ignored: the hunk is kept';
+  hunks[1].state = 'undone';
+  hunks[1].feedback = '  keep the factor as it is  ';
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0], hunkFeedback: [{ hunk: 1, feedback: 'keep the factor as it is' }] });
+  hunks[1].feedback = '   ';
+  assert.deepEqual(answerFor(hunks), { keptHunks: [0] });
+  hunks[0].state = 'undone';
+  hunks[0].feedback = 'too short';
+  hunks[1].feedback = 'no percentages';
+  assert.deepEqual(answerFor(hunks), {
+    keptHunks: [],
+    hunkFeedback: [
+      { hunk: 0, feedback: 'too short' },
+      { hunk: 1, feedback: 'no percentages' },
+    ],
+  });
+});
+
 test('keeping one hunk and undoing the other sends the kept index; the diff editor shows exactly the kept change', () => {
   const hunks = buildHunks(oldText, edits);
   hunks[0].state = 'kept';

@@ -3,6 +3,7 @@
 // markdown, which the extension renders with raw HTML disabled.
 import { HostMessage, isHostMessage, PlanEntry, ToolCard, WebviewMessage } from '../chat/protocol';
 import { completeInput, matchCommands, SlashCommand, slashQuery } from '../chat/commands';
+import { outcomeLabel, rejectedHunkLines } from '../chat/outcome';
 
 declare function acquireVsCodeApi(): { postMessage(m: WebviewMessage): void };
 
@@ -276,13 +277,8 @@ function diffLines(oldText: string | null, newText: string): { sign: string; lin
 }
 
 const statusIcon: Record<string, string> = { pending: '○', in_progress: '◐', completed: '✓', failed: '✗' };
-/** How a finished call looks: three different looks for failed, rejected and cancelled. */
-const outcomeLook: Record<string, { icon: string; label: string }> = {
-  completed: { icon: '✓', label: 'completed' },
-  failed: { icon: '✗', label: 'failed' },
-  rejected: { icon: '✗', label: 'rejected' },
-  cancelled: { icon: '⊘', label: 'cancelled' },
-};
+/** How a finished call looks: three different looks for failed, rejected and cancelled (its words: outcomeLabel). */
+const outcomeIcon: Record<string, string> = { completed: '✓', failed: '✗', rejected: '✗', cancelled: '⊘' };
 
 function renderTool(card: ToolCard): void {
   let d = toolEls.get(card.id);
@@ -296,15 +292,25 @@ function renderTool(card: ToolCard): void {
   d.dataset.kind = card.kind;
   if (card.outcome) d.dataset.outcome = card.outcome;
   else delete d.dataset.outcome;
+  if (card.undone) d.dataset.undone = 'true';
+  else delete d.dataset.undone;
+  if (card.review) d.dataset.review = card.review.kept < card.review.total ? 'partial' : 'whole';
+  else delete d.dataset.review;
   d.replaceChildren();
   const summary = el('summary');
-  const look = card.outcome ? outcomeLook[card.outcome] : undefined;
+  const icon = card.undone ? '↶' : card.outcome ? outcomeIcon[card.outcome] : undefined;
   summary.append(
-    el('span', 'tool-icon', look?.icon ?? statusIcon[card.status] ?? '•'),
+    el('span', 'tool-icon', icon ?? statusIcon[card.status] ?? '•'),
     el('span', 'tool-title', card.title || card.kind),
-    el('span', 'tool-status', look?.label ?? card.status.replace('_', ' ')),
+    el('span', 'tool-status', outcomeLabel(card)),
   );
   d.appendChild(summary);
+  const rejected = rejectedHunkLines(card.review);
+  if (rejected.length > 0) {
+    const list = el('ul', 'tool-review');
+    for (const line of rejected) list.appendChild(el('li', undefined, line));
+    d.appendChild(list);
+  }
   if (card.output !== undefined) d.appendChild(el('pre', 'tool-output', card.output));
   for (const diff of card.diffs ?? []) {
     const box = el('div', 'diff');
