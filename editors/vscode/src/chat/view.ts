@@ -13,6 +13,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   /** What the view shows, replayed when it is (re)created. */
   private transcript: HostMessage[] = [];
   private readonly listeners: ((m: WebviewMessage) => void)[] = [];
+  private readonly visibleEmitter = new vscode.EventEmitter<boolean>();
+  /** Fires when the chat comes on screen or leaves it. */
+  readonly onDidChangeVisible = this.visibleEmitter.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -47,12 +50,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       }
       for (const l of this.listeners) l(m);
     });
+    view.onDidChangeVisibility(() => this.visibleEmitter.fire(view.visible));
     view.onDidDispose(() => {
       if (this.view === view) {
         this.view = undefined;
         this.ready = false;
+        this.visibleEmitter.fire(false);
       }
     });
+    this.visibleEmitter.fire(view.visible);
   }
 
   post(m: HostMessage): void {
@@ -99,6 +105,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         break;
       }
       case 'insertMention':
+      case 'focusQuestion':
         return;
     }
     this.transcript.push(m);
@@ -138,6 +145,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <form id="form">
   <div id="slash" role="listbox" aria-label="Commands" hidden></div>
   <textarea id="prompt" rows="3" placeholder="Ask Qwen… (/ runs a command, @ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt" aria-autocomplete="list" aria-controls="slash" aria-expanded="false"></textarea>
+  <div id="held" role="status" hidden>Qwen is still working: Enter sends once the turn ends (or after Stop). Your text stays here.</div>
   <div id="actions">
     <button id="mention" type="button" title="Mention a file">@</button>
     <span class="spacer"></span>
