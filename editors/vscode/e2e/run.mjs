@@ -1090,6 +1090,8 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   const row = await quickPickRow('Remember the codeword heron-4417');
   const when = await row.textContent();
   if (!/just now|min ago/.test(when) || /\d{4}-\d\d-\d\dT/.test(when)) throw new Error(`the session list does not show a relative time: ${when}`);
+  // The folder is this workspace: not repeated on every row.
+  if (when.includes(ws)) throw new Error(`the session list shows the workspace path: ${when}`);
   await row.click();
   await until('the replayed conversation', async () =>
     (await frame.locator('.msg.user', { hasText: 'Remember the codeword heron-4417' }).count()) === 1 &&
@@ -1112,6 +1114,46 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   if (i < 0 || j < i || k < j) {
     throw new Error(`the request did not carry the earlier history in order: ${JSON.stringify(msgs.map((m) => [m.role, String(m.content).slice(0, 60)]))}`);
   }
+});
+
+test('the chat lives in the secondary side bar: at 1400×900 more than six lines of transcript show, and "/" shows every command', async () => {
+  await useScript('chat.txtar');
+  const frame = await openChat();
+  // The chat's webview covers the secondary side bar (webviews are laid over the part they belong to).
+  const bar = await page.locator('.part.auxiliarybar').boundingBox();
+  const view = await frame.evaluate(() => ({ w: window.innerWidth, h: window.innerHeight }));
+  log(`secondary side bar ${JSON.stringify(bar)}, chat ${JSON.stringify(view)}`);
+  if (!bar || Math.abs(bar.width - view.w) > 4 || view.h < bar.height - 80) throw new Error('the chat is not the secondary side bar\'s view');
+  if (await page.locator('.part.panel').isVisible()) throw new Error('the panel opened with the chat');
+  await newSession(frame);
+  await prompt(frame, 'Summarise the calc package');
+  await turnEnd(frame);
+  const lines = await frame.evaluate(() => {
+    const log = document.getElementById('log');
+    const size = parseFloat(getComputedStyle(log).fontSize);
+    return log.clientHeight / (size * 1.45); // .msg's line-height
+  });
+  log(`the transcript has room for ${lines.toFixed(1)} lines`);
+  if (lines <= 6) throw new Error(`only ${lines.toFixed(1)} lines of transcript show`);
+  await shot('chat-sidebar');
+  // "/" lists every command, each row whole, none scrolled away.
+  const input = frame.locator('#prompt');
+  await input.fill('');
+  await input.click();
+  await page.keyboard.type('/');
+  const list = frame.locator('#slash');
+  await list.waitFor({ state: 'visible', timeout: 15000 });
+  await until("the server's commands in the list", async () => (await slashRows(frame)).some((r) => r.name === 'stats'), 15000);
+  const fit = await list.evaluate((e) => {
+    const box = e.getBoundingClientRect();
+    const rows = [...e.querySelectorAll('.slash-item')].map((r) => r.getBoundingClientRect());
+    return { top: box.top, scroll: e.scrollHeight, client: e.clientHeight, rows: rows.length, cut: rows.filter((r) => r.top < box.top || r.bottom > box.bottom + 0.5).length };
+  });
+  log(`"/" list: ${JSON.stringify(fit)}`);
+  if (fit.rows < 6 || fit.top < 0 || fit.scroll > fit.client || fit.cut !== 0) throw new Error(`the "/" list does not show all its rows: ${JSON.stringify(fit)}`);
+  await shot('slash-sidebar');
+  await page.keyboard.press('Escape');
+  await input.fill('');
 });
 
 /** The rows of the chat's "/" list: name, whether active, as shown. */
@@ -1336,6 +1378,45 @@ test('the model picker switches the session mid-way; the next request uses that 
     await quickPickRow('Qwen Fast');
     await page.keyboard.press('Escape');
   } finally {
+    if (before === undefined) fs.rmSync(file, { force: true });
+    else fs.writeFileSync(file, before);
+    await command('Qwen: Restart Server');
+    await until('the default model again', async () => /scripted/.test(await modelItem().textContent()), 30000);
+  }
+});
+
+test('changing qwen.model.name after a model was picked: the chat says what happens, and the next request uses it', async () => {
+  const dir = path.join(home, '.qwen');
+  const file = path.join(dir, 'settings.json');
+  const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ modelProviders: { openai: [{ id: 'qwen-fast', name: 'Qwen Fast', baseUrl }, { id: 'qwen-deep', name: 'Qwen Deep', baseUrl }] } }));
+  try {
+    await command('Qwen: Restart Server');
+    await until('the model in the status bar', async () => /scripted/.test(await modelItem().textContent()), 30000);
+    const frame = await openChat();
+    await newSession(frame);
+    // Picked for this chat: Qwen Deep.
+    await frame.locator('#model').click();
+    await (await quickPickRow('Qwen Deep')).click();
+    await until('the chat header shows qwen-deep', async () => (await frame.locator('#model').textContent()) === 'qwen-deep', 10000);
+    // Then the setting changes: the chat says what happens and follows it.
+    await setSettingInEditor('qwen.model.name', 'qwen-fast', settingsFile);
+    const notice = frame.locator('.msg.notice', { hasText: 'qwen.model.name is now qwen-fast' });
+    await notice.waitFor({ timeout: 30000 });
+    const text = await notice.textContent();
+    log(`notice: ${text}`);
+    if (text !== 'Qwen: qwen.model.name is now qwen-fast: this chat switches from qwen-deep to qwen-fast from its next request.') throw new Error(`the notice: ${text}`);
+    await until('the chat header shows qwen-fast', async () => (await frame.locator('#model').textContent()) === 'qwen-fast', 10000);
+    await until('the status bar shows qwen-fast', async () => /qwen-fast/.test(await modelItem().textContent()), 10000);
+    await useInlineScript('-- 01.response --\ntext: Fast answer.\nusage: 100 5\n');
+    await prompt(frame, 'Which model now?');
+    const end = await turnEnd(frame);
+    if (end !== '') throw new Error(`turn ended with ${end}`);
+    const reqs = await modelRequests();
+    if (reqs.length !== 1 || reqs[0].model !== 'qwen-fast') throw new Error(`the next request did not use qwen-fast: ${JSON.stringify(reqs.map((r) => r.model))}`);
+  } finally {
+    await setSettingInEditor('qwen.model.name', 'scripted', settingsFile);
     if (before === undefined) fs.rmSync(file, { force: true });
     else fs.writeFileSync(file, before);
     await command('Qwen: Restart Server');
@@ -1866,15 +1947,28 @@ if (process.env.QWEN_SCREENSHOTS) {
   if (!theme) throw new Error(`QWEN_SCREENSHOTS must be light or dark, not ${suffix}`);
   {
     test(`screenshots in ${theme}`, async () => {
+      // The chat in the secondary side bar, beside the code it talks about.
       await useScript('chat.txtar');
+      await openFile('calc/calc.go');
       const frame = await openChat();
       await newSession(frame);
       await prompt(frame, 'Summarise the calc package');
       await turnEnd(frame);
-      await command('View: Toggle Maximized Panel');
-      await sleep(800);
-      await page.screenshot({ path: path.join(media, `chat-${suffix}.png`) });
-      await command('View: Toggle Maximized Panel');
+      await page.mouse.move(0, 0);
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `chat-sidebar-${suffix}.png`) });
+      // A permission on its card, asked while the person's draft waits in the input.
+      await useScript('shell-permission.txtar');
+      await newSession(frame);
+      await prompt(frame, 'Create the marker file');
+      await openQuestion(frame);
+      await frame.locator('#prompt').fill('and then run the tests');
+      await page.mouse.move(0, 0);
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `permission-card-${suffix}.png`) });
+      await answerOnCard(frame, 'Reject');
+      await turnEnd(frame);
+      await frame.locator('#prompt').fill('');
       await useScript('edit-two-hunks.txtar');
       await openFile('main.go');
       await newSession(frame);
