@@ -1974,6 +1974,7 @@ if (process.env.QWEN_SCREENSHOTS) {
       await newSession(frame);
       await prompt(frame, 'Tidy the calc package');
       await frame.locator('#reviews button.review-action').first().waitFor({ timeout: 60000 });
+      await page.mouse.move(0, 0);
       await sleep(500);
       await page.screenshot({ path: path.join(media, `review-announced-${suffix}.png`) });
       await openReview(frame);

@@ -363,7 +363,7 @@ function renderQuestion(q: Question): void {
     choices.append(b);
   });
   box.append(choices);
-  box.append(el('div', 'question-hint', `Click a choice, or give this card focus (click it, or Tab) and press 1–${q.options.length}. Typing in the chat never answers.`));
+  box.append(el('div', 'question-hint', `Click a choice, or click this card and press 1–${q.options.length}. Typing in the chat never answers.`));
   box.addEventListener('mousedown', (e) => {
     // A click on the card's text gives it focus, so that its keys work.
     if (!(e.target instanceof HTMLElement) || !e.target.closest('button')) box.focus();
