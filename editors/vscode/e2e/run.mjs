@@ -120,6 +120,10 @@ function baseSettings() {
     'editor.codeLens': true,
     'window.commandCenter': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    // With the chat in the secondary side bar, a 1400 px window leaves the
+    // diff editor below VS Code's side-by-side width: the tests read and
+    // type on its right side, so keep the two sides.
+    'diffEditor.useInlineViewWhenSpaceIsLimited': false,
     ...(process.env.QWEN_SCREENSHOTS ? { 'workbench.colorTheme': screenshotThemes[process.env.QWEN_SCREENSHOTS] } : {}),
   };
 }
@@ -360,6 +364,22 @@ function assertVsCodeWords(what, text) {
   if (/(^|[^.\w])model\.(name|baseUrl|apiKey)/.test(text)) throw new Error(`${what} names a server setting: ${text}`);
   if (/OPENAI_|DASHSCOPE_/.test(text)) throw new Error(`${what} names a server variable: ${text}`);
   if (/settings\.json/.test(text)) throw new Error(`${what} names a settings file: ${text}`);
+}
+
+/** Opens a scratch file, changes, saves and closes it: the document notifications a file sends (didOpen, didChange, didSave, didClose). */
+async function saveAndCloseScratch() {
+  const f = path.join(ws, 'scratch-notes.txt');
+  fs.writeFileSync(f, 'notes\n');
+  await openFile('scratch-notes.txt');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('more');
+  await page.keyboard.press('Control+S');
+  await until('scratch-notes.txt saved', () => fs.readFileSync(f, 'utf8').includes('more'), 10000);
+  await page.locator('.tab.active:not(.dirty)', { hasText: 'scratch-notes.txt' }).waitFor({ timeout: 10000 });
+  await page.keyboard.press('Control+W');
+  await page.locator('.tab', { hasText: 'scratch-notes.txt' }).waitFor({ state: 'hidden', timeout: 10000 });
+  fs.rmSync(f, { force: true });
 }
 
 /** The texts of the toasts on screen. */
@@ -1469,14 +1489,11 @@ test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it;
   await page.locator('.statusbar-item', { hasText: 'not running' }).waitFor({ timeout: 10000 });
   const empty = await frame.locator('#empty-text').textContent();
   if (!/qwen\.serverPath/.test(empty)) throw new Error(`the empty chat does not name qwen.serverPath: ${empty}`);
+  await until('the chat status "not running"', async () => (await frame.locator('#status').textContent()) === 'not running', 10000);
   await prompt(frame, 'Hello?');
   await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).first().waitFor({ timeout: 10000 });
   // A file saved and closed with no server: no raw "Sending document notification … failed" toast.
-  await openFile('main.go');
-  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
-  await page.keyboard.press('Control+S');
-  await page.keyboard.press('Control+W');
-  await page.locator('.tab', { hasText: 'main.go' }).waitFor({ state: 'hidden', timeout: 10000 });
+  await saveAndCloseScratch();
   await prompt(frame, 'Hello again?');
   await until('the second error in the chat', async () => (await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).count()) === 2, 10000);
   const texts = await toastTexts();
@@ -1500,11 +1517,7 @@ test('a qwen-ls that exits at once: one message, naming qwen.serverPath; no raw 
   await prompt(frame, 'Hello?');
   await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).first().waitFor({ timeout: 30000 });
   // A file saved and closed meanwhile: still nothing from the language client itself.
-  await openFile('main.go');
-  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
-  await page.keyboard.press('Control+S');
-  await page.keyboard.press('Control+W');
-  await page.locator('.tab', { hasText: 'main.go' }).waitFor({ state: 'hidden', timeout: 10000 });
+  await saveAndCloseScratch();
   const texts = await toastTexts();
   log(`toasts: ${JSON.stringify(texts)}`);
   if (texts.length !== 1 || !texts[0].includes(fake) || !texts[0].includes('qwen.serverPath')) throw new Error(`expected one toast naming the binary and qwen.serverPath: ${JSON.stringify(texts)}`);
@@ -1601,6 +1614,9 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
   // A second VS Code with workspace trust on, opening a folder nobody trusted yet.
   const folder = path.join(tmp, 'untrusted');
   fs.cpSync(path.join(repo, 'testdata/workspace'), folder, { recursive: true });
+  // Its own settings change the model endpoint, which an untrusted folder may not: qwen-ls asks whether to trust it.
+  fs.mkdirSync(path.join(folder, '.qwen'), { recursive: true });
+  fs.writeFileSync(path.join(folder, '.qwen/settings.json'), JSON.stringify({ model: { baseUrl: 'http://127.0.0.1:1/v1' } }));
   const dataDir = path.join(tmp, 'user-data-trust');
   fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
   fs.writeFileSync(
@@ -1617,6 +1633,40 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
     await p2.locator('.statusbar-item', { hasText: 'Restricted Mode' }).waitFor({ timeout: 60000 });
     const item = p2.locator('.statusbar-item', { hasText: 'Qwen:' });
     await until('the Qwen status bar item with a shield', async () => (await item.locator('.codicon-shield').count()) > 0, 60000);
+    // The folder-trust question (window/showMessageRequest) is asked as every question is: the chat is
+    // hidden, nobody types, so a notification asks, with its three short choices and Show in Chat.
+    const ask = p2.locator('.notification-toast', { hasText: 'Qwen asks' }).first();
+    await ask.waitFor({ timeout: 60000 });
+    const askText = await ask.innerText();
+    if (!askText.includes(folder) || !askText.includes('model.baseUrl')) throw new Error(`the trust question does not name the folder and the setting: ${askText}`);
+    const askButtons = await ask.locator('.monaco-button').allTextContents();
+    log(`trust question buttons: ${JSON.stringify(askButtons)}`);
+    if (JSON.stringify(askButtons) !== JSON.stringify(['Trust this folder', 'Not now', "Don't trust", 'Show in Chat'])) throw new Error(`buttons: ${JSON.stringify(askButtons)}`);
+    await ask.locator('.monaco-button', { hasText: 'Show in Chat' }).click();
+    {
+      const mainPage = page;
+      page = p2;
+      try {
+        const frame = await chatFrame();
+        const card = frame.locator('.question[data-state="open"]').first();
+        await card.waitFor({ timeout: 15000 });
+        // Show in Chat put the focus on the card itself, not on a choice: a stray Enter answers nothing.
+        await until('the card focused', () => card.evaluate((e) => document.activeElement === e), 10000).catch(async (e) => {
+          await p2.screenshot({ path: path.join(artifacts, 'trust-question-failed.png') });
+          throw e;
+        });
+        await p2.keyboard.press('Enter');
+        if ((await frame.locator('.question[data-state="open"]').count()) !== 1) throw new Error('Enter answered the trust question');
+        // A key given to the card: 2, "Not now".
+        await p2.keyboard.press('2');
+        await frame.locator('.question-answer', { hasText: 'You chose: Not now' }).waitFor({ timeout: 15000 });
+        await p2.screenshot({ path: path.join(artifacts, 'trust-question.png') });
+      } finally {
+        page = mainPage;
+      }
+    }
+    const trustList = path.join(home, '.qwen/trustedFolders.json');
+    if (fs.existsSync(trustList) && fs.readFileSync(trustList, 'utf8').includes(folder)) throw new Error('"Not now" recorded the folder in the trust list');
     // The LSP trace (qwen.trace.server) shows what initialize carried.
     const trace = () => {
       const logs = [];

@@ -215,8 +215,9 @@ export class Agent {
     this.currentThoughtId = undefined;
     this.clearedInTurn = false;
     this.postState();
+    let sessionId: string | undefined;
     try {
-      const sessionId = await this.ensureSession();
+      sessionId = await this.ensureSession();
       const client = await this.requireClient();
       const blocks = await this.promptBlocks(text);
       const res = await client.sendRequest<{ stopReason: string; usage?: unknown; command?: unknown }>('qwen/prompt', { sessionId, prompt: blocks });
@@ -227,12 +228,16 @@ export class Agent {
         this.modelStatus.setTotals(formatSessionUsage(this.totals, this.countedTurns));
       }
       // After /clear the transcript holds only what came after it: no end mark of a turn it no longer shows.
-      if (!this.clearedInTurn) this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
+      // Nor after New Session or another session was picked: that chat is gone.
+      if (!this.clearedInTurn && sessionId === this.sessionId) this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
       this.status.setProblem(undefined);
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
       const problem = isObj(err) ? setupProblem(err.data) : undefined;
-      if (code === -32800) {
+      if (sessionId !== undefined && sessionId !== this.sessionId) {
+        // The chat moved to another session (New Session cancels the turn):
+        // the end of this one belongs to a transcript no longer shown.
+      } else if (code === -32800) {
         this.post({ type: 'turnEnd', stopReason: 'cancelled' });
       } else if (problem) {
         this.setupFailed(errorText(err), problem);

@@ -291,11 +291,15 @@ export class Extension implements vscode.Disposable, AgentHost {
       if (this.client === client) this.client = undefined;
       void client.dispose().catch(() => undefined);
       const why = err instanceof Error ? err.message : String(err);
-      // A process that exits at once shows up as a broken pipe or a disposed connection.
-      const said = /EPIPE|ECONNRESET|disposed|closed/i.test(why) ? `it exited before it answered (${why}; its output is in the Qwen output channel)` : why;
+      this.output.error(`qwen-ls (${found.path}) did not start: ${why}`);
+      // A process that exits at once shows up as a broken pipe or a
+      // disposed connection, worded differently from one try to the next:
+      // one sentence for all, so that retries do not toast again.
+      const said = /EPIPE|ECONNRESET|disposed|closed|destroyed|write after/i.test(why) ? 'it exited before it answered (its output is in the Qwen output channel)' : why;
       const msg = `qwen-ls (${found.path}, from ${found.from === 'setting' ? 'qwen.serverPath' : found.from}) did not start: ${said}`;
       this.status.setError(msg);
-      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the bundled qwen-ls (or the one on PATH).`);
+      // One toast per binary that fails to start, however each try words its failure.
+      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the bundled qwen-ls (or the one on PATH).`, `start ${found.path}`);
       return undefined;
     }
     this.status.setError(undefined);
@@ -309,11 +313,11 @@ export class Extension implements vscode.Disposable, AgentHost {
     return client;
   }
 
-  /** One toast for a server that cannot start, naming qwen.serverPath, with Open Settings. */
-  private serverMissing(message: string): void {
+  /** One toast per cause (a message, or the binary that failed to start) for a server that cannot start, naming qwen.serverPath, with Open Settings. */
+  private serverMissing(message: string, cause = message): void {
     this.agent.serverUnavailable(message);
-    if (this.missingShown === message) return;
-    this.missingShown = message;
+    if (this.missingShown === cause) return;
+    this.missingShown = cause;
     void vscode.window.showErrorMessage(`Qwen: ${message}`, 'Open Settings').then((a) => {
       if (a !== 'Open Settings') return;
       // A machine setting: in a remote window (SSH, code-server) it lives in the remote's settings.

@@ -82,9 +82,9 @@ export async function askMessage(
   const chosen = await questions.ask(
     {
       toolCallId: null,
-      title: 'qwen-ls asks',
+      title: '',
       subject: message,
-      kind: 'other',
+      kind: 'message',
       options: actions.map((a, i) => ({ optionId: String(i), name: a.title, kind: '' })),
     },
     token,

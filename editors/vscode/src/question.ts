@@ -21,7 +21,7 @@ export interface Question {
   title: string;
   /** The command, URL, plan or message, in full. */
   subject: string;
-  /** The tool kind, for a card made from the question when the call has none yet. */
+  /** The tool kind, for a card made from the question when the call has none yet; 'message' for a message request of the server. */
   kind: string;
   options: QuestionOption[];
 }
@@ -60,15 +60,17 @@ export const showInChat = 'Show in Chat';
 
 /**
  * The buttons of the notification that asks when the chat is hidden. A
- * toast cuts long labels short, so it offers at most two options by name:
- * the first that allows once (else the first) and the first that rejects
- * (else the last), then "Show in Chat", where the card has them all.
+ * toast cuts long labels short, so it offers every option only when there
+ * are at most three with short names (48 characters together), else two
+ * by name: the first that allows once (else the first) and the first that
+ * rejects (else the last); then "Show in Chat", where the card has them all.
  * Two options with the same name keep one button: a button is found again
  * by its label.
  */
 export function notificationButtons(options: QuestionOption[]): string[] {
   const pick: QuestionOption[] = [];
-  if (options.length <= 2) pick.push(...options);
+  const short = options.length <= 3 && options.reduce((n, o) => n + o.name.length, 0) <= 48;
+  if (options.length <= 2 || short) pick.push(...options);
   else {
     pick.push(options.find((o) => o.kind === 'allow_once') ?? options[0]);
     pick.push(options.find((o) => o.kind === 'reject_once' || o.kind === 'reject_always') ?? options[options.length - 1]);
@@ -84,7 +86,8 @@ export function notificationText(q: Pick<Question, 'title' | 'subject'> & { opti
   const one = q.subject.replace(/\s*\n\s*/g, ' ⏎ ').trim();
   const subject = one.length > 300 ? one.slice(0, 299) + '…' : one;
   const more = q.options && q.options.length > 2 ? ` (${q.options.length} choices in the chat)` : '';
-  return (subject === '' ? `Qwen asks: ${q.title}` : `Qwen asks: ${q.title}: ${subject}`) + more;
+  const head = q.title === '' ? 'Qwen asks' : `Qwen asks: ${q.title}`;
+  return (subject === '' ? head : `${head}: ${subject}`) + more;
 }
 
 /** How the card says a question ended: the choice, or withdrawn (the turn stopped first). */

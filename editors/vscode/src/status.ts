@@ -109,7 +109,7 @@ export class StatusBar implements vscode.Disposable {
 
   /** The state in a few words, for the chat view. */
   get state(): string {
-    if (this.error) return 'error';
+    if (this.error) return 'not running';
     const review = this.reviewText();
     if (review) return review;
     if (this.waitingCount > 0) return 'waiting for you';

@@ -13,6 +13,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   /** What the view shows, replayed when it is (re)created. */
   private transcript: HostMessage[] = [];
   private readonly listeners: ((m: WebviewMessage) => void)[] = [];
+  /** A focusQuestion asked for before the view was ready: delivered once it is. */
+  private pendingFocus: HostMessage | undefined;
   private readonly visibleEmitter = new vscode.EventEmitter<boolean>();
   /** Fires when the chat comes on screen or leaves it. */
   readonly onDidChangeVisible = this.visibleEmitter.event;
@@ -47,6 +49,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       if (m.type === 'ready') {
         this.ready = true;
         for (const t of this.transcript) void view.webview.postMessage(t);
+        if (this.pendingFocus) void view.webview.postMessage(this.pendingFocus);
+        this.pendingFocus = undefined;
       }
       for (const l of this.listeners) l(m);
     });
@@ -64,6 +68,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   post(m: HostMessage): void {
     this.remember(m);
     if (this.view && this.ready) void this.view.webview.postMessage(m);
+    else if (m.type === 'focusQuestion') this.pendingFocus = m;
   }
 
   private remember(m: HostMessage): void {

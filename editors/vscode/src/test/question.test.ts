@@ -45,10 +45,17 @@ test('the notification offers Allow and Reject by name, then Show in Chat; never
     { optionId: 'cancel', name: 'No, keep planning', kind: 'reject_once' },
   ];
   assert.deepEqual(notificationButtons(plan), ['Yes, and manually approve edits', 'No, keep planning', showInChat]);
-  // Two choices (a folder-trust question has no kinds): both, in order.
-  assert.deepEqual(notificationButtons([{ optionId: '0', name: 'Trust this folder', kind: '' }, { optionId: '1', name: 'Not now', kind: '' }]), ['Trust this folder', 'Not now', showInChat]);
-  const three = [{ optionId: '0', name: 'A', kind: '' }, { optionId: '1', name: 'B', kind: '' }, { optionId: '2', name: 'C', kind: '' }];
-  assert.deepEqual(notificationButtons(three), ['A', 'C', showInChat]);
+  // Three short choices (the folder-trust question, without kinds): all, in order.
+  const trust = [
+    { optionId: '0', name: 'Trust this folder', kind: '' },
+    { optionId: '1', name: 'Not now', kind: '' },
+    { optionId: '2', name: "Don't trust", kind: '' },
+  ];
+  assert.deepEqual(notificationButtons(trust), ['Trust this folder', 'Not now', "Don't trust", showInChat]);
+  assert.deepEqual(notificationButtons(trust.slice(0, 2)), ['Trust this folder', 'Not now', showInChat]);
+  // Four, or long names: the first and the last.
+  const four = ['A', 'B', 'C', 'D'].map((name, i) => ({ optionId: String(i), name, kind: '' }));
+  assert.deepEqual(notificationButtons(four), ['A', 'D', showInChat]);
   for (const b of notificationButtons(options)) assert.ok(!/proceed_|^cancel$/.test(b), b);
   // A repeated name keeps one button: an answer is found by its label.
   assert.deepEqual(notificationButtons([options[0], { ...options[4], name: 'Allow' }]), ['Allow', showInChat]);
@@ -57,6 +64,7 @@ test('the notification offers Allow and Reject by name, then Show in Chat; never
 test('the notification says what is asked, on one line, cut when long, and how many choices the card has', () => {
   assert.equal(notificationText({ title: 'Confirm shell command', subject: 'touch a &&\n  echo b' }), 'Qwen asks: Confirm shell command: touch a && ⏎ echo b');
   assert.equal(notificationText({ title: 'Trust?', subject: '' }), 'Qwen asks: Trust?');
+  assert.equal(notificationText({ title: '', subject: 'qwen-ls: the folder /x is not trusted' }), 'Qwen asks: qwen-ls: the folder /x is not trusted');
   assert.equal(notificationText({ title: 'Run?', subject: 'ls', options }), 'Qwen asks: Run?: ls (5 choices in the chat)');
   const long = notificationText({ title: 't', subject: 'x'.repeat(1000) });
   assert.ok(long.length < 330 && long.endsWith('…'), long);

@@ -344,12 +344,13 @@ function ensureCard(id: string, title: string, kind: string): HTMLDetailsElement
 function renderQuestion(q: Question): void {
   const box = el('div', 'question');
   box.dataset.questionId = q.id;
+  box.dataset.kind = q.kind;
   box.dataset.state = 'open';
   // Focus only on request (a click on the card, Tab, Show in Chat): never by itself.
   box.tabIndex = -1;
   box.setAttribute('role', 'group');
-  box.setAttribute('aria-label', `Qwen asks: ${q.title}`);
-  box.append(el('div', 'question-title', q.title));
+  box.setAttribute('aria-label', q.title ? `Qwen asks: ${q.title}` : 'Qwen asks');
+  box.append(el('div', 'question-title', q.title || 'qwen-ls asks'));
   if (q.subject !== '') box.append(el('pre', 'question-subject', q.subject));
   const choices = el('div', 'question-options');
   q.options.forEach((o, i) => {
@@ -426,7 +427,8 @@ function focusQuestion(id: string): void {
   const d = box.closest('details');
   if (d) d.open = true;
   box.scrollIntoView({ block: 'nearest' });
-  (box.querySelector<HTMLButtonElement>('button.question-option') ?? box).focus();
+  // The card, not its first choice: a stray Enter must not answer.
+  box.focus();
 }
 
 function cardSummary(title: string, look: { icon: string; label: string } | undefined, status: string): HTMLElement {
@@ -525,7 +527,7 @@ function handle(m: HostMessage): void {
       if (!m.busy) held.hidden = true;
       document.body.dataset.status = m.status;
       // A setup problem's few words (src/setup.ts setupText), or no server.
-      document.body.dataset.problem = String(/^(no |error$|API key refused$|model unreachable$|model not found$)/.test(m.status));
+      document.body.dataset.problem = String(/^(no |not running$|error$|API key refused$|model unreachable$|model not found$)/.test(m.status));
       setupHint = m.setupHint;
       renderEmpty();
       return;
