@@ -980,6 +980,39 @@ test('typing in an editor with the chat hidden while a shell permission arrives:
   await until('go.mod as it was', () => fs.readFileSync(gomod, 'utf8') === original, 10000);
 });
 
+test('a plan is approved on its card: the plan in full, the three choices by name, and the mode follows the answer', async () => {
+  const frame = await openChat();
+  await newSession(frame);
+  await command('Qwen: Set Approval Mode…');
+  await (await quickPickRow('plan')).click();
+  await page.locator('.statusbar-item', { hasText: '· plan' }).waitFor({ timeout: 10000 });
+  await useInlineScript(
+    [
+      '-- 01.response --',
+      'call[id=call_plan1]: exit_plan_mode {"plan":"1. Shorten the comment on Add.\\n2. Make Scale take a percentage."}',
+      'usage: 500 20',
+      '-- 02.response --',
+      'text: The plan is approved; starting.',
+      'usage: 600 10',
+      '',
+    ].join('\n'),
+  );
+  await prompt(frame, 'Plan the calc tidy-up');
+  const q = await openQuestion(frame);
+  const subject = await q.locator('.question-subject').textContent();
+  if (!subject.includes('1. Shorten the comment on Add.') || !subject.includes('2. Make Scale take a percentage.')) throw new Error(`the plan is not shown in full: ${subject}`);
+  const names = await q.locator('.question-name').allTextContents();
+  log(`plan choices: ${JSON.stringify(names)}`);
+  if (JSON.stringify(names) !== JSON.stringify(['Yes, and auto-accept edits', 'Yes, and manually approve edits', 'No, keep planning'])) throw new Error(`choices: ${JSON.stringify(names)}`);
+  if (await page.locator('.quick-input-widget').isVisible()) throw new Error('a QuickPick opened');
+  await answerOnCard(frame, 'Yes, and manually approve edits');
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`the turn ended with ${end}`);
+  await page.locator('.statusbar-item', { hasText: '· default' }).waitFor({ timeout: 10000 });
+  const answered = await frame.locator('.question-answer').last().textContent();
+  if (answered !== 'You chose: Yes, and manually approve edits') throw new Error(`the card says: ${answered}`);
+});
+
 test('Stop cancels a running shell command', async () => {
   await useScript('shell-cancel.txtar');
   const pidFile = path.join(ws, 'shell.pid');
