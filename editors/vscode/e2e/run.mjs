@@ -120,6 +120,10 @@ function baseSettings() {
     'editor.codeLens': true,
     'window.commandCenter': false,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    // With the chat in the secondary side bar, a 1400 px window leaves the
+    // diff editor below VS Code's side-by-side width: the tests read and
+    // type on its right side, so keep the two sides.
+    'diffEditor.useInlineViewWhenSpaceIsLimited': false,
     ...(process.env.QWEN_SCREENSHOTS ? { 'workbench.colorTheme': screenshotThemes[process.env.QWEN_SCREENSHOTS] } : {}),
   };
 }
@@ -351,6 +355,38 @@ function toast(text) {
   return page.locator('.notification-toast', { hasText: text }).first();
 }
 
+/**
+ * A setup message in VS Code's own words: it names the VS Code settings
+ * (qwen.model.name, qwen.model.baseUrl) or "Qwen: Set API Key", never the
+ * server's settings.json keys or its environment variables.
+ */
+function assertVsCodeWords(what, text) {
+  if (/(^|[^.\w])model\.(name|baseUrl|apiKey)/.test(text)) throw new Error(`${what} names a server setting: ${text}`);
+  if (/OPENAI_|DASHSCOPE_/.test(text)) throw new Error(`${what} names a server variable: ${text}`);
+  if (/settings\.json/.test(text)) throw new Error(`${what} names a settings file: ${text}`);
+}
+
+/** Opens a scratch file, changes, saves and closes it: the document notifications a file sends (didOpen, didChange, didSave, didClose). */
+async function saveAndCloseScratch() {
+  const f = path.join(ws, 'scratch-notes.txt');
+  fs.writeFileSync(f, 'notes\n');
+  await openFile('scratch-notes.txt');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('more');
+  await page.keyboard.press('Control+S');
+  await until('scratch-notes.txt saved', () => fs.readFileSync(f, 'utf8').includes('more'), 10000);
+  await page.locator('.tab.active:not(.dirty)', { hasText: 'scratch-notes.txt' }).waitFor({ timeout: 10000 });
+  await page.keyboard.press('Control+W');
+  await page.locator('.tab', { hasText: 'scratch-notes.txt' }).waitFor({ state: 'hidden', timeout: 10000 });
+  fs.rmSync(f, { force: true });
+}
+
+/** The texts of the toasts on screen. */
+async function toastTexts() {
+  return page.locator('.notification-toast').allInnerTexts();
+}
+
 /** Clicks a toast's button, then checks that the Settings editor shows the setting titled title. */
 async function openSettingsFrom(t, title) {
   await t.locator('.monaco-button', { hasText: 'Open Settings' }).first().click();
@@ -376,8 +412,14 @@ async function openReview(frame, timeout = 60000) {
 
 async function newSession(frame) {
   const before = await frame.locator('#log > *').count();
+  const was = await frame.locator('body').getAttribute('data-session');
   await viewAction('New Session').click();
   if (before > 0) await until('the chat to clear', async () => (await frame.locator('#log > *').count()) === 0);
+  // The new session exists before anything is sent to it (a prompt sent sooner would make one of its own).
+  await until('the new session', async () => {
+    const now = await frame.locator('body').getAttribute('data-session');
+    return now !== null && now !== '' && now !== was;
+  });
 }
 
 async function turnEnd(frame, n = 1, timeout = 60000) {
@@ -431,6 +473,45 @@ async function quickPickRow(text) {
   return row;
 }
 
+/** The open question on a card in the chat (the first one), once asked. */
+async function openQuestion(frame, timeout = 60000) {
+  const q = frame.locator('.question[data-state="open"]').first();
+  await q.waitFor({ state: 'visible', timeout });
+  return q;
+}
+
+/** An option's button on a question card, by its exact name (the button reads "<number><name>"). */
+function optionButton(q, name) {
+  const exact = new RegExp(`^\\d${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  return q.locator('button.question-option').filter({ hasText: exact });
+}
+
+/** The card (details.tool) that holds a question, found by its tool call id so that it outlives the question's state. */
+async function cardOf(frame, q) {
+  const id = await q.evaluate((e) => e.closest('details.tool')?.dataset.id);
+  if (!id) throw new Error('the question is on no tool card');
+  return frame.locator(`details.tool[data-id="${id}"]`);
+}
+
+/** Answers the open question on its card with a click on the option named name. */
+async function answerOnCard(frame, name) {
+  const q = await openQuestion(frame);
+  const id = await q.getAttribute('data-question-id');
+  await optionButton(q, name).click();
+  await frame.locator(`.question[data-question-id="${id}"][data-state="done"]`).waitFor({ timeout: 15000 });
+}
+
+/** Hides the chat (the secondary side bar that holds it). */
+async function hideChat() {
+  await page.locator('.part.auxiliarybar a.action-label[aria-label^="Hide Secondary Side Bar"]').first().click();
+  await page.locator('.part.auxiliarybar').waitFor({ state: 'hidden', timeout: 10000 });
+}
+
+/** The notifications that ask a question (the chat hidden). */
+function questionToasts() {
+  return page.locator('.notification-toast', { hasText: 'Qwen asks' });
+}
+
 function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -469,10 +550,7 @@ test('a prompt in the chat view streams a markdown answer, tool cards and the pl
   // The plan is a card of its turn, not pinned above the ones after it.
   const order = await frame.locator('#log > *').evaluateAll((els) => els.map((e) => e.className));
   if (order.indexOf('plan') <= order.indexOf('msg user')) throw new Error(`the plan is not inside its turn: ${order}`);
-  await command('View: Toggle Maximized Panel');
-  await sleep(500);
   await shot('chat-view');
-  await command('View: Toggle Maximized Panel');
 });
 
 test('read_file sees unsaved typing (files.autoSave off)', async () => {
@@ -613,7 +691,7 @@ test('typing in another file, chat hidden, while a review arrives: the keys stay
   await newSession(frame);
   await prompt(frame, 'Tidy the calc package');
   // The person closes the chat and works in go.mod.
-  await viewAction('Hide Panel').click();
+  await hideChat();
   await page.locator('.tab', { hasText: 'go.mod' }).first().click();
   await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
   await page.keyboard.press('Control+End');
@@ -851,29 +929,217 @@ test('a new file is reviewed in the diff editor and written when kept', async ()
   if ((await page.locator('.monaco-diff-editor').count()) !== 0) throw new Error('the diff editor stayed open');
 });
 
-test('a permission QuickPick is answered', async () => {
+test('a permission is asked on its card, by name, in full, and a click answers it', async () => {
   await useScript('shell-permission.txtar');
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Create the marker file');
-  const row = await quickPickRow('Allow');
-  const title = await page.locator('.quick-input-widget .quick-input-title').textContent();
-  if (!/Qwen asks/.test(title)) throw new Error(`QuickPick title: ${title}`);
-  const items = await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').allTextContents();
-  if (!items.some((t) => t.includes('touch created-by-agent.txt && echo made it'))) throw new Error(`the command is not shown in full: ${items}`);
-  // Labels only: no internal option id anywhere in the list.
-  const ids = items.filter((t) => /proceed_(once|always)|\bcancel\b/.test(t));
-  if (ids.length) throw new Error(`option ids shown: ${JSON.stringify(ids)}`);
-  if (!items[0].includes('Allow')) throw new Error(`the server's first option is not first: ${items}`);
+  const q = await openQuestion(frame);
+  // On the shell command's own card, with the command in full.
+  const card = await cardOf(frame, q);
+  if ((await card.getAttribute('data-kind')) !== 'execute') throw new Error('the question is not on the command\'s card');
+  const subject = await q.locator('.question-subject').textContent();
+  if (subject !== 'touch created-by-agent.txt && echo made it') throw new Error(`the command is not shown in full: ${subject}`);
+  // Every option by its name, in the server's order: no option ids.
+  const names = await q.locator('.question-name').allTextContents();
+  log(`options: ${JSON.stringify(names)}`);
+  if (names[0] !== 'Allow' || names.at(-1) !== 'Reject' || names.length < 2) throw new Error(`options: ${JSON.stringify(names)}`);
+  if (names.some((t) => /proceed_(once|always)|^cancel$/.test(t))) throw new Error(`option ids shown: ${JSON.stringify(names)}`);
+  // Asking took nothing: no QuickPick, the focus still in the chat's input.
+  if (await page.locator('.quick-input-widget').isVisible()) throw new Error('a QuickPick opened');
+  if ((await frame.evaluate(() => document.activeElement?.id)) !== 'prompt') throw new Error('the question took the focus');
+  await page.locator('.statusbar-item', { hasText: 'waiting for you' }).waitFor({ timeout: 10000 });
   await shot('permission');
-  await row.click();
+  await answerOnCard(frame, 'Allow');
   await turnEnd(frame);
   await until('created-by-agent.txt', () => fs.existsSync(path.join(ws, 'created-by-agent.txt')), 10000);
-  const card = frame.locator('details.tool[data-kind="execute"]');
   if ((await card.getAttribute('data-status')) !== 'completed') throw new Error('shell card not completed');
-  await card.locator('summary').click();
+  const answered = await card.locator('.question-answer').textContent();
+  if (answered !== 'You chose: Allow') throw new Error(`the card says: ${answered}`);
   const output = await card.locator('.tool-output').textContent();
   if (!output.includes('made it')) throw new Error(`shell output not shown in its card: ${output}`);
+});
+
+/** A turn whose model asks, after delay, to run `touch FILE`: the question comes while the person is busy with something else. */
+function slowShellScript(file, delay = '3s') {
+  return [
+    '-- 01.response --',
+    `delay: ${delay}`,
+    `call[id=call_${file.replace(/\W/g, '_')}]: run_shell_command {"command":"touch ${file} && echo created ${file}","description":"Create ${file}"}`,
+    'usage: 800 30',
+    '-- 02.response --',
+    'text: Done.',
+    'usage: 900 20',
+    '',
+  ].join('\n');
+}
+
+test('typing in the chat while a shell permission arrives: no key reaches the question; a click, then keys given to the card, answer it', async () => {
+  const frame = await openChat();
+  const input = frame.locator('#prompt');
+  // Keys that would have answered the old QuickPick, or a focused card: the names, digits, y, Enter.
+  const keys = 'Allow 1 y 5 Reject a\n';
+  for (const round of [
+    { file: 'typed-allowed.txt', how: 'click', option: 'Allow' },
+    { file: 'typed-rejected.txt', how: 'keys', option: 'Reject' },
+  ]) {
+    await useInlineScript(slowShellScript(round.file));
+    await newSession(frame);
+    await prompt(frame, `Create ${round.file}`);
+    // The turn runs (Enter from here on keeps the draft): type without a pause until well after the question came.
+    await frame.locator('body[data-busy="true"]').waitFor({ timeout: 10000 });
+    const open = frame.locator('.question[data-state="open"]');
+    let expected = '';
+    let n = 0;
+    let asked = -1;
+    const t0 = Date.now();
+    while (asked < 0 || n < asked + 60) {
+      const c = keys[n % keys.length];
+      if (c === '\n') await page.keyboard.press('Enter');
+      else {
+        await page.keyboard.type(c);
+        expected += c;
+      }
+      n++;
+      if (asked < 0 && (await open.count()) > 0) asked = n;
+      if (Date.now() - t0 > 90000) throw new Error(`no question after ${n} keys`);
+    }
+    log(`${round.file}: ${n} keys typed, the question came after ${asked}`);
+    // Every key went to the chat's input, and none to the question.
+    const value = await input.inputValue();
+    if (value !== expected) throw new Error(`the chat input lost keys: typed ${JSON.stringify(expected)}, holds ${JSON.stringify(value)}`);
+    if ((await frame.evaluate(() => document.activeElement?.id)) !== 'prompt') throw new Error('the focus left the chat input');
+    if ((await open.count()) !== 1) throw new Error('the question is no longer open: typing answered it');
+    if (await page.locator('.quick-input-widget').isVisible()) throw new Error('a QuickPick opened');
+    if ((await questionToasts().count()) !== 0) throw new Error('a notification asked while the chat was visible');
+    if (!(await frame.locator('#held').isVisible())) throw new Error('Enter while the agent works did not say that the draft is kept');
+    if ((await modelRequests()).length !== 1) throw new Error('the turn went on without an answer');
+    if (fs.existsSync(path.join(ws, round.file))) throw new Error(`${round.file} exists before any answer`);
+    const q = await openQuestion(frame);
+    const card = await cardOf(frame, q);
+    if (round.how === 'click') {
+      await answerOnCard(frame, round.option);
+    } else {
+      // The person gives the card the focus (a click on its text), then a key: the option's number.
+      const names = await q.locator('.question-name').allTextContents();
+      const number = names.indexOf(round.option) + 1;
+      if (number < 1) throw new Error(`no ${round.option} among ${JSON.stringify(names)}`);
+      await q.locator('.question-title').click();
+      if (!(await q.evaluate((e) => e.contains(document.activeElement)))) throw new Error('a click on the card did not give it the focus');
+      await page.keyboard.press(String(number));
+      await frame.locator('.question[data-state="done"]').last().waitFor({ timeout: 15000 });
+      if ((await frame.evaluate(() => document.activeElement?.id)) !== 'prompt') throw new Error('after the answer the focus did not go back to the chat input');
+    }
+    const end = await turnEnd(frame);
+    if (end !== '') throw new Error(`the turn ended with ${end}`);
+    const answered = await card.locator('.question-answer').textContent();
+    if (answered !== `You chose: ${round.option}`) throw new Error(`the card says: ${answered}`);
+    const exists = fs.existsSync(path.join(ws, round.file));
+    if (exists !== (round.option === 'Allow')) throw new Error(`${round.file} ${exists ? 'exists' : 'is missing'} after ${round.option}`);
+    if (round.option === 'Reject' && (await card.getAttribute('data-outcome')) !== 'rejected') throw new Error(`the rejected card: ${await card.getAttribute('data-outcome')}`);
+    // The draft is still there, whole, after the turn.
+    if ((await input.inputValue()) !== expected) throw new Error('the draft changed after the answer');
+    await input.fill('');
+  }
+});
+
+test('typing in an editor with the chat hidden while a shell permission arrives: the notification waits for a pause, takes no key, and its button answers', async () => {
+  await openFile('go.mod');
+  const gomod = path.join(ws, 'go.mod');
+  const original = fs.readFileSync(gomod, 'utf8');
+  const frame = await openChat();
+  await newSession(frame);
+  await useInlineScript(slowShellScript('typed-in-editor.txt'));
+  await prompt(frame, 'Create typed-in-editor.txt');
+  await frame.locator('body[data-busy="true"]').waitFor({ timeout: 10000 });
+  await hideChat();
+  await page.locator('.tab', { hasText: 'go.mod' }).first().click();
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.press('Enter');
+  // "waiting for you" on the status bar: the question has come. Typing goes on, and nothing may ask meanwhile.
+  const waiting = page.locator('.statusbar-item', { hasText: 'waiting for you' });
+  let typed = '';
+  let asked = -1;
+  const t0 = Date.now();
+  while (asked < 0 || typed.length < asked + 40) {
+    const c = 'allow 1 y 5 '[typed.length % 12];
+    await page.keyboard.type(c);
+    typed += c;
+    if (asked < 0 && (await waiting.isVisible())) asked = typed.length;
+    if (asked >= 0) {
+      if ((await questionToasts().count()) !== 0) throw new Error(`a notification asked while the person was typing (key ${typed.length})`);
+      if (await page.locator('.quick-input-widget').isVisible()) throw new Error('a QuickPick opened');
+    }
+    if (Date.now() - t0 > 90000) throw new Error('no question while typing');
+  }
+  log(`typed ${typed.length} keys into go.mod, the question came after ${asked}`);
+  // The person stops: the notification asks, and takes no focus.
+  const toastEl = questionToasts().first();
+  await toastEl.waitFor({ timeout: 30000 });
+  const text = await toastEl.innerText();
+  log(`the notification: ${JSON.stringify(text)}`);
+  if (!text.includes('touch typed-in-editor.txt')) throw new Error(`the notification does not show the command: ${text}`);
+  const buttons = await toastEl.locator('.monaco-button').allTextContents();
+  log(`its buttons: ${JSON.stringify(buttons)}`);
+  if (buttons[0] !== 'Allow' || !buttons.includes('Reject') || buttons.at(-1) !== 'Show in Chat') throw new Error(`buttons: ${JSON.stringify(buttons)}`);
+  if (!(await page.locator('.tab.active', { hasText: 'go.mod' }).isVisible())) throw new Error('the question took the editor away from go.mod');
+  await shot('permission-notification');
+  // Every key is in go.mod, none in the question.
+  await page.keyboard.press('Control+S');
+  await until('go.mod saved', () => fs.readFileSync(gomod, 'utf8') !== original, 10000);
+  const saved = fs.readFileSync(gomod, 'utf8');
+  if (saved.trimEnd().slice(-typed.trimEnd().length) !== typed.trimEnd()) throw new Error(`go.mod lost keys: ${JSON.stringify(saved.slice(-120))}`);
+  if ((await questionToasts().count()) !== 1) throw new Error('the question is no longer asked');
+  if (fs.existsSync(path.join(ws, 'typed-in-editor.txt'))) throw new Error('the command ran before any answer');
+  // A click on the notification's Allow answers.
+  await toastEl.locator('.monaco-button').filter({ hasText: /^Allow$/ }).click();
+  await until('typed-in-editor.txt', () => fs.existsSync(path.join(ws, 'typed-in-editor.txt')), 30000);
+  const reopened = await openChat();
+  await turnEnd(reopened);
+  const answered = await reopened.locator('.question-answer').last().textContent();
+  if (answered !== 'You chose: Allow') throw new Error(`the card says: ${answered}`);
+  // go.mod back as it was.
+  await page.locator('.tab', { hasText: 'go.mod' }).first().click();
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(original);
+  await page.keyboard.press('Control+S');
+  await until('go.mod as it was', () => fs.readFileSync(gomod, 'utf8') === original, 10000);
+});
+
+test('a plan is approved on its card: the plan in full, the three choices by name, and the mode follows the answer', async () => {
+  const frame = await openChat();
+  await newSession(frame);
+  await command('Qwen: Set Approval Mode…');
+  await (await quickPickRow('plan')).click();
+  await page.locator('.statusbar-item', { hasText: '· plan' }).waitFor({ timeout: 10000 });
+  await useInlineScript(
+    [
+      '-- 01.response --',
+      'call[id=call_plan1]: exit_plan_mode {"plan":"1. Shorten the comment on Add.\\n2. Make Scale take a percentage."}',
+      'usage: 500 20',
+      '-- 02.response --',
+      'text: The plan is approved; starting.',
+      'usage: 600 10',
+      '',
+    ].join('\n'),
+  );
+  await prompt(frame, 'Plan the calc tidy-up');
+  const q = await openQuestion(frame);
+  const subject = await q.locator('.question-subject').textContent();
+  if (!subject.includes('1. Shorten the comment on Add.') || !subject.includes('2. Make Scale take a percentage.')) throw new Error(`the plan is not shown in full: ${subject}`);
+  const names = await q.locator('.question-name').allTextContents();
+  log(`plan choices: ${JSON.stringify(names)}`);
+  if (JSON.stringify(names) !== JSON.stringify(['Yes, and auto-accept edits', 'Yes, and manually approve edits', 'No, keep planning'])) throw new Error(`choices: ${JSON.stringify(names)}`);
+  if (await page.locator('.quick-input-widget').isVisible()) throw new Error('a QuickPick opened');
+  await answerOnCard(frame, 'Yes, and manually approve edits');
+  const end = await turnEnd(frame);
+  if (end !== '') throw new Error(`the turn ended with ${end}`);
+  await page.locator('.statusbar-item', { hasText: '· default' }).waitFor({ timeout: 10000 });
+  const answered = await frame.locator('.question-answer').last().textContent();
+  if (answered !== 'You chose: Yes, and manually approve edits') throw new Error(`the card says: ${answered}`);
 });
 
 test('Stop cancels a running shell command', async () => {
@@ -882,7 +1148,7 @@ test('Stop cancels a running shell command', async () => {
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Wait a minute');
-  await (await quickPickRow('Allow')).click();
+  await answerOnCard(frame, 'Allow');
   const pid = await until('shell.pid', () => {
     const s = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim() : '';
     return /^\d+$/.test(s) ? Number(s) : undefined;
@@ -901,10 +1167,7 @@ test('a rejected command and a cancelled one each have their own look', async ()
   const frame = await openChat();
   await newSession(frame);
   await prompt(frame, 'Create the marker file');
-  await quickPickRow('Allow');
-  // The list may scroll: filter to the choice, as a person would type it.
-  await page.locator('.quick-input-widget input').fill('Reject');
-  await (await quickPickRow('Reject')).click();
+  await answerOnCard(frame, 'Reject');
   await turnEnd(frame);
   const rejected = frame.locator('details.tool[data-kind="execute"]').last();
   await until('the rejected card', async () => (await rejected.getAttribute('data-outcome')) === 'rejected', 10000);
@@ -914,7 +1177,7 @@ test('a rejected command and a cancelled one each have their own look', async ()
   await useScript('shell-cancel.txtar');
   await newSession(frame);
   await prompt(frame, 'Wait a minute');
-  await (await quickPickRow('Allow')).click();
+  await answerOnCard(frame, 'Allow');
   await until('the card to run', async () => (await frame.locator('details.tool[data-kind="execute"]').getAttribute('data-status')) === 'in_progress');
   await viewAction('Stop').click();
   await turnEnd(frame);
@@ -933,8 +1196,7 @@ test('a rejected command and a cancelled one each have their own look', async ()
 
 test('Ctrl+Alt+Q opens the chat', async () => {
   await openChat();
-  await viewAction('Hide Panel').click();
-  await until('the chat hidden', async () => !(await page.locator('.part.panel').isVisible()), 10000);
+  await hideChat();
   await page.keyboard.press('Control+Alt+KeyQ');
   const frame = await chatFrame();
   if (!(await frame.locator('#prompt').isVisible())) throw new Error('the chat input is not visible');
@@ -1010,6 +1272,8 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   const row = await quickPickRow('Remember the codeword heron-4417');
   const when = await row.textContent();
   if (!/just now|min ago/.test(when) || /\d{4}-\d\d-\d\dT/.test(when)) throw new Error(`the session list does not show a relative time: ${when}`);
+  // The folder is this workspace: not repeated on every row.
+  if (when.includes(ws)) throw new Error(`the session list shows the workspace path: ${when}`);
   await row.click();
   await until('the replayed conversation', async () =>
     (await frame.locator('.msg.user', { hasText: 'Remember the codeword heron-4417' }).count()) === 1 &&
@@ -1032,6 +1296,46 @@ test('a session resumes after Restart Server: the chat replays it and the model 
   if (i < 0 || j < i || k < j) {
     throw new Error(`the request did not carry the earlier history in order: ${JSON.stringify(msgs.map((m) => [m.role, String(m.content).slice(0, 60)]))}`);
   }
+});
+
+test('the chat lives in the secondary side bar: at 1400×900 more than six lines of transcript show, and "/" shows every command', async () => {
+  await useScript('chat.txtar');
+  const frame = await openChat();
+  // The chat's webview covers the secondary side bar (webviews are laid over the part they belong to).
+  const bar = await page.locator('.part.auxiliarybar').boundingBox();
+  const view = await frame.evaluate(() => ({ w: window.innerWidth, h: window.innerHeight }));
+  log(`secondary side bar ${JSON.stringify(bar)}, chat ${JSON.stringify(view)}`);
+  if (!bar || Math.abs(bar.width - view.w) > 4 || view.h < bar.height - 80) throw new Error('the chat is not the secondary side bar\'s view');
+  if (await page.locator('.part.panel').isVisible()) throw new Error('the panel opened with the chat');
+  await newSession(frame);
+  await prompt(frame, 'Summarise the calc package');
+  await turnEnd(frame);
+  const lines = await frame.evaluate(() => {
+    const log = document.getElementById('log');
+    const size = parseFloat(getComputedStyle(log).fontSize);
+    return log.clientHeight / (size * 1.45); // .msg's line-height
+  });
+  log(`the transcript has room for ${lines.toFixed(1)} lines`);
+  if (lines <= 6) throw new Error(`only ${lines.toFixed(1)} lines of transcript show`);
+  await shot('chat-sidebar');
+  // "/" lists every command, each row whole, none scrolled away.
+  const input = frame.locator('#prompt');
+  await input.fill('');
+  await input.click();
+  await page.keyboard.type('/');
+  const list = frame.locator('#slash');
+  await list.waitFor({ state: 'visible', timeout: 15000 });
+  await until("the server's commands in the list", async () => (await slashRows(frame)).some((r) => r.name === 'stats'), 15000);
+  const fit = await list.evaluate((e) => {
+    const box = e.getBoundingClientRect();
+    const rows = [...e.querySelectorAll('.slash-item')].map((r) => r.getBoundingClientRect());
+    return { top: box.top, scroll: e.scrollHeight, client: e.clientHeight, rows: rows.length, cut: rows.filter((r) => r.top < box.top || r.bottom > box.bottom + 0.5).length };
+  });
+  log(`"/" list: ${JSON.stringify(fit)}`);
+  if (fit.rows < 6 || fit.top < 0 || fit.scroll > fit.client || fit.cut !== 0) throw new Error(`the "/" list does not show all its rows: ${JSON.stringify(fit)}`);
+  await shot('slash-sidebar');
+  await page.keyboard.press('Escape');
+  await input.fill('');
 });
 
 /** The rows of the chat's "/" list: name, whether active, as shown. */
@@ -1134,13 +1438,12 @@ test('a custom command from .qwen/commands appears in the list as the file is wr
   if ((await input.inputValue()) !== '/tell ') throw new Error(`the click gave ${JSON.stringify(await input.inputValue())}`);
   await page.keyboard.type('please be brief');
   await page.keyboard.press('Enter');
-  const allow = await quickPickRow('Allow');
-  const asked = await page.locator('.quick-input-widget').innerText();
+  const asked = await (await openQuestion(frame)).innerText();
   if (!asked.includes('echo shell-word-5d1')) throw new Error(`the shell command is not in the question: ${asked}`);
   const before = (await modelRequests()).length;
   if (before !== 0) throw new Error(`${before} model request(s) before the shell command was answered`);
   await shot('custom-command-asks');
-  await allow.click();
+  await answerOnCard(frame, 'Allow');
   const end = await turnEnd(frame);
   if (end !== '') throw new Error(`the turn ended with ${end}`);
   const reqs = await modelRequests();
@@ -1243,8 +1546,8 @@ test('the model picker switches the session mid-way; the next request uses that 
       throw new Error(`the model item's tooltip: ${hoverText}`);
     }
     await page.mouse.move(0, 0);
-    // The view title's Model action opens the same picker, now with qwen-deep current.
-    await viewAction('Model').click();
+    // Qwen: Model… (also in the chat's "..." menu) opens the same picker, now with qwen-deep current.
+    await command('Qwen: Model…');
     await until('qwen-deep current in the picker', async () => {
       const t = await rows.allTextContents();
       return t.length === 3 && t.filter((x) => /current/.test(x)).length === 1 && t.some((x) => /Qwen Deep/.test(x) && /current/.test(x));
@@ -1264,6 +1567,45 @@ test('the model picker switches the session mid-way; the next request uses that 
   }
 });
 
+test('changing qwen.model.name after a model was picked: the chat says what happens, and the next request uses it', async () => {
+  const dir = path.join(home, '.qwen');
+  const file = path.join(dir, 'settings.json');
+  const before = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ modelProviders: { openai: [{ id: 'qwen-fast', name: 'Qwen Fast', baseUrl }, { id: 'qwen-deep', name: 'Qwen Deep', baseUrl }] } }));
+  try {
+    await command('Qwen: Restart Server');
+    await until('the model in the status bar', async () => /scripted/.test(await modelItem().textContent()), 30000);
+    const frame = await openChat();
+    await newSession(frame);
+    // Picked for this chat: Qwen Deep.
+    await frame.locator('#model').click();
+    await (await quickPickRow('Qwen Deep')).click();
+    await until('the chat header shows qwen-deep', async () => (await frame.locator('#model').textContent()) === 'qwen-deep', 10000);
+    // Then the setting changes: the chat says what happens and follows it.
+    await setSettingInEditor('qwen.model.name', 'qwen-fast', settingsFile);
+    const notice = frame.locator('.msg.notice', { hasText: 'qwen.model.name is now qwen-fast' });
+    await notice.waitFor({ timeout: 30000 });
+    const text = await notice.textContent();
+    log(`notice: ${text}`);
+    if (text !== 'Qwen: qwen.model.name is now qwen-fast: this chat switches from qwen-deep to qwen-fast from its next request.') throw new Error(`the notice: ${text}`);
+    await until('the chat header shows qwen-fast', async () => (await frame.locator('#model').textContent()) === 'qwen-fast', 10000);
+    await until('the status bar shows qwen-fast', async () => /qwen-fast/.test(await modelItem().textContent()), 10000);
+    await useInlineScript('-- 01.response --\ntext: Fast answer.\nusage: 100 5\n');
+    await prompt(frame, 'Which model now?');
+    const end = await turnEnd(frame);
+    if (end !== '') throw new Error(`turn ended with ${end}`);
+    const reqs = await modelRequests();
+    if (reqs.length !== 1 || reqs[0].model !== 'qwen-fast') throw new Error(`the next request did not use qwen-fast: ${JSON.stringify(reqs.map((r) => r.model))}`);
+  } finally {
+    await setSettingInEditor('qwen.model.name', 'scripted', settingsFile);
+    if (before === undefined) fs.rmSync(file, { force: true });
+    else fs.writeFileSync(file, before);
+    await command('Qwen: Restart Server');
+    await until('the default model again', async () => /scripted/.test(await modelItem().textContent()), 30000);
+  }
+});
+
 test('a dead model URL ends the turn at once, without retries; chat, status and toast name qwen.model.baseUrl', async () => {
   const dead = await freePort(); // closed again: nothing listens there
   await setUserSettings({ 'qwen.model.baseUrl': `http://127.0.0.1:${dead}/v1` });
@@ -1274,25 +1616,32 @@ test('a dead model URL ends the turn at once, without retries; chat, status and 
   const err = frame.locator('.msg.error').first();
   await err.waitFor({ timeout: 60000 });
   log(`dead URL: the error showed ${Date.now() - t0} ms after Enter`);
-  const text = await err.textContent();
-  if (!/model\.baseUrl/.test(text)) throw new Error(`the chat's error names no setting: ${text}`);
+  const text = await err.locator('.error-text').textContent();
+  log(`dead URL: ${text}`);
+  if (!text.includes('qwen.model.baseUrl') || !text.includes(`http://127.0.0.1:${dead}/v1`)) throw new Error(`the chat's error does not name qwen.model.baseUrl and the URL: ${text}`);
+  assertVsCodeWords("the chat's error", text);
   const all = await frame.locator('#log').innerText();
   if (/retry/i.test(all)) throw new Error(`a retry notice was shown: ${all}`);
   await frame.locator('.msg.error button', { hasText: 'Open Settings' }).first().waitFor();
-  await until('the chat status "error"', async () => (await frame.locator('#status').textContent()) === 'error', 10000);
-  await page.locator('.statusbar-item', { hasText: 'Qwen: error' }).waitFor({ timeout: 10000 });
-  const t = toast('model.baseUrl');
+  // The status says what failed, not a bare "error".
+  await until('the chat status "model unreachable"', async () => (await frame.locator('#status').textContent()) === 'model unreachable', 10000);
+  await page.locator('.statusbar-item', { hasText: 'Qwen: model unreachable' }).waitFor({ timeout: 10000 });
+  const t = toast('qwen.model.baseUrl');
   await t.waitFor({ timeout: 10000 });
+  assertVsCodeWords('the toast', await t.innerText());
   await shot('dead-url');
   // Qwen: Check Setup tries the endpoint and says the same.
   await command('Qwen: Check Setup');
-  await page.locator('.notification-toast', { hasText: 'model.baseUrl' }).nth(1).waitFor({ timeout: 20000 });
+  const checked = page.locator('.notification-toast', { hasText: 'qwen.model.baseUrl' }).nth(1);
+  await checked.waitFor({ timeout: 20000 });
+  assertVsCodeWords('the Check Setup toast', (await checked.innerText()).replace(/Code intelligence.*$/s, ''));
   await openSettingsFrom(t, 'Base Url');
   await setUserSettings({});
-  await until('the status back from "error"', async () => (await frame.locator('#status').textContent()) !== 'error', 10000);
+  await until('the status back from "model unreachable"', async () => (await frame.locator('#status').textContent()) !== 'model unreachable', 10000);
 });
 
 test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it; the chat says so', async () => {
+  await command('Notifications: Clear All Notifications');
   const frame = await openChat();
   await newSession(frame);
   // qwen.serverPath is a machine setting: code-server reads it from the remote (machine) settings.
@@ -1302,14 +1651,43 @@ test('a qwen-ls that is not there: one toast names qwen.serverPath and opens it;
   await page.locator('.statusbar-item', { hasText: 'not running' }).waitFor({ timeout: 10000 });
   const empty = await frame.locator('#empty-text').textContent();
   if (!/qwen\.serverPath/.test(empty)) throw new Error(`the empty chat does not name qwen.serverPath: ${empty}`);
+  await until('the chat status "not running"', async () => (await frame.locator('#status').textContent()) === 'not running', 10000);
   await prompt(frame, 'Hello?');
   await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).first().waitFor({ timeout: 10000 });
-  const toasts = await page.locator('.notification-toast', { hasText: 'qwen.serverPath' }).count();
-  if (toasts !== 1) throw new Error(`expected one toast about qwen.serverPath, found ${toasts}`);
+  // A file saved and closed with no server: no raw "Sending document notification … failed" toast.
+  await saveAndCloseScratch();
+  await prompt(frame, 'Hello again?');
+  await until('the second error in the chat', async () => (await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).count()) === 2, 10000);
+  const texts = await toastTexts();
+  log(`toasts: ${JSON.stringify(texts)}`);
+  if (texts.length !== 1 || !texts[0].includes('qwen.serverPath')) throw new Error(`expected one toast, about qwen.serverPath: ${JSON.stringify(texts)}`);
   await shot('missing-binary');
   await openSettingsFrom(t, 'Server Path');
   await setMachineSettings({});
   await until('qwen-ls running again', async () => (await page.locator('.statusbar-item', { hasText: 'not running' }).count()) === 0, 30000);
+});
+
+test('a qwen-ls that exits at once: one message, naming qwen.serverPath; no raw client toasts', async () => {
+  await command('Notifications: Clear All Notifications');
+  const frame = await openChat();
+  // An executable that is not qwen-ls: it starts and exits before answering initialize.
+  const fake = path.join(tmp, 'not-qwen-ls.sh');
+  fs.writeFileSync(fake, '#!/bin/sh\necho "this is not a language server" >&2\nexit 3\n', { mode: 0o755 });
+  await setMachineSettings({ 'qwen.serverPath': fake });
+  await toast('did not start').waitFor({ timeout: 30000 });
+  await page.locator('.statusbar-item', { hasText: 'not running' }).waitFor({ timeout: 10000 });
+  await prompt(frame, 'Hello?');
+  await frame.locator('.msg.error', { hasText: 'qwen.serverPath' }).first().waitFor({ timeout: 30000 });
+  // A file saved and closed meanwhile: still nothing from the language client itself.
+  await saveAndCloseScratch();
+  const texts = await toastTexts();
+  log(`toasts: ${JSON.stringify(texts)}`);
+  if (texts.length !== 1 || !texts[0].includes(fake) || !texts[0].includes('qwen.serverPath')) throw new Error(`expected one toast naming the binary and qwen.serverPath: ${JSON.stringify(texts)}`);
+  if (texts.some((t) => /Sending document notification|Go to output|couldn't create connection|crashed/.test(t))) throw new Error(`a raw client toast: ${JSON.stringify(texts)}`);
+  await shot('exits-at-once');
+  await setMachineSettings({});
+  await until('qwen-ls running again', async () => (await page.locator('.statusbar-item', { hasText: 'not running' }).count()) === 0, 30000);
+  await command('Notifications: Clear All Notifications');
 });
 
 test('without an API key: a model name alone, then a remote URL, each names the setting to change', async () => {
@@ -1336,6 +1714,7 @@ test('without an API key: a model name alone, then a remote URL, each names the 
     await until('the chat status "no model"', async () => (await frame.locator('#status').textContent()) === 'no model', 10000);
     const empty = await frame.locator('#empty-text').textContent();
     if (!/qwen\.model\.name/.test(empty)) throw new Error(`the empty chat does not name qwen.model.name: ${empty}`);
+    assertVsCodeWords('the empty chat', empty);
     await frame.locator('#empty button', { hasText: 'Open Settings' }).waitFor();
     await page.screenshot({ path: path.join(artifacts, 'no-model.png') });
     // The model picker says so too, and offers the same two ways out.
@@ -1345,32 +1724,45 @@ test('without an API key: a model name alone, then a remote URL, each names the 
     const pickerText = await page.locator('.quick-input-widget').innerText();
     if (!/no model is configured/i.test(pickerText) || !/Open Settings/.test(pickerText)) throw new Error(`the picker without models: ${pickerText}`);
     await page.keyboard.press('Escape');
-    // Name only: no endpoint and no key.
-    await setUserSettings({ 'qwen.model.baseUrl': undefined, 'qwen.model.name': 'qwen3-coder-plus' });
+    // Name only: no endpoint and no key. Before any prompt the status names what is missing, not "no model".
+    // Set in the Settings editor, as a person does: VS Code tells the extension at once (see setSettingInEditor).
+    await setSettingInEditor('qwen.model.name', 'qwen3-coder-plus', file);
+    await page.locator('.statusbar-item', { hasText: 'Qwen: no endpoint' }).waitFor({ timeout: 30000 });
+    await until('the chat status "no endpoint"', async () => (await frame.locator('#status').textContent()) === 'no endpoint', 10000);
+    await until('the model item names the configured model', async () => /qwen3-coder-plus/.test(await modelItem().textContent()), 10000);
+    const note = await frame.locator('.msg.notice', { hasText: 'qwen.model.name is now qwen3-coder-plus' }).last().textContent();
+    log(`name only, notice: ${note}`);
     await prompt(frame, 'Hello?');
     const err1 = frame.locator('.msg.error').first();
     await err1.waitFor({ timeout: 30000 });
-    const text1 = await err1.textContent();
+    const text1 = await err1.locator('.error-text').textContent();
     log(`name only: ${text1}`);
-    if (!/model\.baseUrl/.test(text1)) throw new Error(`name only: the error does not name model.baseUrl: ${text1}`);
-    const t1 = toast('model.baseUrl');
+    if (!text1.includes('qwen.model.baseUrl') || !text1.includes('"Qwen: Set API Key"')) throw new Error(`name only: the error does not name qwen.model.baseUrl and Set API Key: ${text1}`);
+    assertVsCodeWords('name only: the chat', text1);
+    await err1.locator('button', { hasText: 'Set API Key' }).waitFor();
+    const t1 = toast('qwen.model.baseUrl');
     await t1.waitFor({ timeout: 10000 });
+    assertVsCodeWords('name only: the toast', await t1.innerText());
+    if ((await t1.locator('.monaco-button', { hasText: 'Set API Key' }).count()) !== 1) throw new Error('the name-only toast offers no Set API Key');
     await openSettingsFrom(t1, 'Base Url');
     // A remote endpoint without a key (refused before any connection is made).
-    await setUserSettings({ 'qwen.model.baseUrl': 'https://model.example.invalid/v1', 'qwen.model.name': 'qwen3-coder-plus' });
+    await setSettingInEditor('qwen.model.baseUrl', 'https://model.example.invalid/v1', file);
+    await page.locator('.statusbar-item', { hasText: 'Qwen: no API key' }).waitFor({ timeout: 30000 });
     await newSession(frame);
     await prompt(frame, 'Hello again?');
     const err2 = frame.locator('.msg.error').first();
     await err2.waitFor({ timeout: 30000 });
-    const text2 = await err2.textContent();
+    const text2 = await err2.locator('.error-text').textContent();
     log(`missing key: ${text2}`);
-    if (!/OPENAI_API_KEY/.test(text2) || !/Set API Key/.test(text2)) throw new Error(`missing key: the error does not say where the key goes: ${text2}`);
-    const t2 = toast('OPENAI_API_KEY');
+    if (text2 !== 'https://model.example.invalid/v1 needs an API key: run "Qwen: Set API Key".') throw new Error(`missing key: the error does not say where the key goes: ${text2}`);
+    const t2 = toast('needs an API key');
     await t2.waitFor({ timeout: 10000 });
+    assertVsCodeWords('missing key: the toast', await t2.innerText());
     if ((await t2.locator('.monaco-button', { hasText: 'Set API Key' }).count()) !== 1) throw new Error('the missing-key toast offers no Set API Key');
-    await page.locator('.statusbar-item', { hasText: 'Qwen: error' }).waitFor({ timeout: 10000 });
+    await page.locator('.statusbar-item', { hasText: 'Qwen: no API key' }).waitFor({ timeout: 10000 });
     await page.screenshot({ path: path.join(artifacts, 'missing-key.png') });
   } finally {
+    await page.screenshot({ path: path.join(artifacts, 'no-key-last.png') }).catch(() => undefined);
     await page.close();
     page = main;
     settingsFile = mainSettings;
@@ -1384,6 +1776,9 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
   // A second VS Code with workspace trust on, opening a folder nobody trusted yet.
   const folder = path.join(tmp, 'untrusted');
   fs.cpSync(path.join(repo, 'testdata/workspace'), folder, { recursive: true });
+  // Its own settings change the model endpoint, which an untrusted folder may not: qwen-ls asks whether to trust it.
+  fs.mkdirSync(path.join(folder, '.qwen'), { recursive: true });
+  fs.writeFileSync(path.join(folder, '.qwen/settings.json'), JSON.stringify({ model: { baseUrl: 'http://127.0.0.1:1/v1' } }));
   const dataDir = path.join(tmp, 'user-data-trust');
   fs.mkdirSync(path.join(dataDir, 'User'), { recursive: true });
   fs.writeFileSync(
@@ -1400,6 +1795,40 @@ test('in a restricted workspace qwen-ls starts with workspaceTrusted: false, the
     await p2.locator('.statusbar-item', { hasText: 'Restricted Mode' }).waitFor({ timeout: 60000 });
     const item = p2.locator('.statusbar-item', { hasText: 'Qwen:' });
     await until('the Qwen status bar item with a shield', async () => (await item.locator('.codicon-shield').count()) > 0, 60000);
+    // The folder-trust question (window/showMessageRequest) is asked as every question is: the chat is
+    // hidden, nobody types, so a notification asks, with its three short choices and Show in Chat.
+    const ask = p2.locator('.notification-toast', { hasText: 'Qwen asks' }).first();
+    await ask.waitFor({ timeout: 60000 });
+    const askText = await ask.innerText();
+    if (!askText.includes(folder) || !askText.includes('model.baseUrl')) throw new Error(`the trust question does not name the folder and the setting: ${askText}`);
+    const askButtons = await ask.locator('.monaco-button').allTextContents();
+    log(`trust question buttons: ${JSON.stringify(askButtons)}`);
+    if (JSON.stringify(askButtons) !== JSON.stringify(['Trust this folder', 'Not now', "Don't trust", 'Show in Chat'])) throw new Error(`buttons: ${JSON.stringify(askButtons)}`);
+    await ask.locator('.monaco-button', { hasText: 'Show in Chat' }).click();
+    {
+      const mainPage = page;
+      page = p2;
+      try {
+        const frame = await chatFrame();
+        const card = frame.locator('.question[data-state="open"]').first();
+        await card.waitFor({ timeout: 15000 });
+        // Show in Chat put the focus on the card itself, not on a choice: a stray Enter answers nothing.
+        await until('the card focused', () => card.evaluate((e) => document.activeElement === e), 10000).catch(async (e) => {
+          await p2.screenshot({ path: path.join(artifacts, 'trust-question-failed.png') });
+          throw e;
+        });
+        await p2.keyboard.press('Enter');
+        if ((await frame.locator('.question[data-state="open"]').count()) !== 1) throw new Error('Enter answered the trust question');
+        // A key given to the card: 2, "Not now".
+        await p2.keyboard.press('2');
+        await frame.locator('.question-answer', { hasText: 'You chose: Not now' }).waitFor({ timeout: 15000 });
+        await p2.screenshot({ path: path.join(artifacts, 'trust-question.png') });
+      } finally {
+        page = mainPage;
+      }
+    }
+    const trustList = path.join(home, '.qwen/trustedFolders.json');
+    if (fs.existsSync(trustList) && fs.readFileSync(trustList, 'utf8').includes(folder)) throw new Error('"Not now" recorded the folder in the trust list');
     // The LSP trace (qwen.trace.server) shows what initialize carried.
     const trace = () => {
       const logs = [];
@@ -1730,20 +2159,34 @@ if (process.env.QWEN_SCREENSHOTS) {
   if (!theme) throw new Error(`QWEN_SCREENSHOTS must be light or dark, not ${suffix}`);
   {
     test(`screenshots in ${theme}`, async () => {
+      // The chat in the secondary side bar, beside the code it talks about.
       await useScript('chat.txtar');
+      await openFile('calc/calc.go');
       const frame = await openChat();
       await newSession(frame);
       await prompt(frame, 'Summarise the calc package');
       await turnEnd(frame);
-      await command('View: Toggle Maximized Panel');
-      await sleep(800);
-      await page.screenshot({ path: path.join(media, `chat-${suffix}.png`) });
-      await command('View: Toggle Maximized Panel');
+      await page.mouse.move(0, 0);
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `chat-sidebar-${suffix}.png`) });
+      // A permission on its card, asked while the person's draft waits in the input.
+      await useScript('shell-permission.txtar');
+      await newSession(frame);
+      await prompt(frame, 'Create the marker file');
+      await openQuestion(frame);
+      await frame.locator('#prompt').fill('and then run the tests');
+      await page.mouse.move(0, 0);
+      await sleep(500);
+      await page.screenshot({ path: path.join(media, `permission-card-${suffix}.png`) });
+      await answerOnCard(frame, 'Reject');
+      await turnEnd(frame);
+      await frame.locator('#prompt').fill('');
       await useScript('edit-two-hunks.txtar');
       await openFile('main.go');
       await newSession(frame);
       await prompt(frame, 'Tidy the calc package');
       await frame.locator('#reviews button.review-action').first().waitFor({ timeout: 60000 });
+      await page.mouse.move(0, 0);
       await sleep(500);
       await page.screenshot({ path: path.join(media, `review-announced-${suffix}.png`) });
       await openReview(frame);

@@ -11,8 +11,9 @@ import { parseCommands, SlashCommand } from './chat/commands';
 import { callEnd } from './chat/outcome';
 import { findMentions, HostMessage, PlanEntry, ToolCard, serverApprovalModes, WebviewMessage } from './chat/protocol';
 import { ModelStatusBar, StatusBar } from './status';
-import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, Usage } from './models';
-import { codeIntelligenceSummary, elsewhereHint, fixActions, fixPlaces, parseCheckSetup, relativeTime, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, statusFor, toolOutcome } from './setup';
+import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, modelNameNotice, noUsage, parseModelList, parseUsage, Usage } from './models';
+import { codeIntelligenceSummary, fixActions, fixPlaces, isMissing, parseCheckSetup, SetupProblem, settingsQuery as settingsQueryFor, setupProblem, setupText, toolOutcome } from './setup';
+import { sessionItem } from './sessions';
 
 // html: false escapes any HTML the model writes; the webview's CSP blocks
 // scripts in any case.
@@ -41,6 +42,12 @@ export interface AgentHost {
   readonly client: LanguageClient | undefined;
   ensureClient(): Promise<LanguageClient | undefined>;
   readonly output: vscode.LogOutputChannel;
+  /**
+   * Whether the settings VS Code can see reach a model: qwen.model.baseUrl
+   * on loopback, or a key (Set API Key, or OPENAI_API_KEY / DASHSCOPE_API_KEY
+   * in the environment) with an endpoint or without one.
+   */
+  keyOrEndpointSet(): Promise<boolean>;
   /** The extensions whose language features answer qwen/lsp for a document (lsp/handler.ts). */
   readonly lsp: { coverage(uri: vscode.Uri): Promise<{ languageId?: string; servers: string[] }> };
 }
@@ -95,6 +102,7 @@ export class Agent {
       mode: this.mode ?? approvalModeSetting(),
       sessionId: this.sessionId ?? null,
       model: this.model,
+      unusableModel: this.model === null ? (this.unusable?.model ?? null) : null,
       status: this.status.state,
       setupHint: this.setupHint,
       tokens: this.countedTurns > 0 ? formatSessionUsage(this.totals, this.countedTurns) : null,
@@ -130,6 +138,9 @@ export class Agent {
         return;
       case 'checkSetup':
         return this.checkSetup();
+      case 'setApiKey':
+        await vscode.commands.executeCommand('qwen.setApiKey');
+        return;
       case 'pickModel':
         return this.pickModel();
       case 'listCommands':
@@ -205,8 +216,9 @@ export class Agent {
     this.currentThoughtId = undefined;
     this.clearedInTurn = false;
     this.postState();
+    let sessionId: string | undefined;
     try {
-      const sessionId = await this.ensureSession();
+      sessionId = await this.ensureSession();
       const client = await this.requireClient();
       const blocks = await this.promptBlocks(text);
       const res = await client.sendRequest<{ stopReason: string; usage?: unknown; command?: unknown }>('qwen/prompt', { sessionId, prompt: blocks });
@@ -217,12 +229,16 @@ export class Agent {
         this.modelStatus.setTotals(formatSessionUsage(this.totals, this.countedTurns));
       }
       // After /clear the transcript holds only what came after it: no end mark of a turn it no longer shows.
-      if (!this.clearedInTurn) this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
+      // Nor after New Session or another session was picked: that chat is gone.
+      if (!this.clearedInTurn && sessionId === this.sessionId) this.post({ type: 'turnEnd', stopReason: res.stopReason, ...(usage ? { usage: formatTurnUsage(usage) } : {}) });
       this.status.setProblem(undefined);
     } catch (err) {
       const code = isObj(err) && typeof err.code === 'number' ? err.code : undefined;
       const problem = isObj(err) ? setupProblem(err.data) : undefined;
-      if (code === -32800) {
+      if (sessionId !== undefined && sessionId !== this.sessionId) {
+        // The chat moved to another session (New Session cancels the turn):
+        // the end of this one belongs to a transcript no longer shown.
+      } else if (code === -32800) {
         this.post({ type: 'turnEnd', stopReason: 'cancelled' });
       } else if (problem) {
         this.setupFailed(errorText(err), problem);
@@ -248,34 +264,99 @@ export class Agent {
     }
   }
 
-  /** The model in use (null: none configured), from initialize or a new session. */
+  /**
+   * The model in use (null: none usable), from initialize or a new
+   * session. Without one, a quiet setup check says what is missing: "no
+   * model" only when nothing is configured.
+   */
   setModel(model: string | null | undefined): void {
     if (model === undefined) return; // a server that does not say
     this.model = model;
     this.modelStatus.setModel(model);
-    this.status.setNoModel(model === null);
-    this.setupHint =
-      model === null ? 'No model is configured: set qwen.model.name and qwen.model.baseUrl (or OPENAI_MODEL and OPENAI_BASE_URL).' : null;
+    if (model !== null) {
+      this.status.setNoModel(false);
+      this.unusable = undefined;
+      this.modelStatus.setProblem(undefined);
+      if (this.setupHint !== null && this.status.errorText === undefined) this.setupHint = null;
+    } else {
+      void this.diagnoseSetup();
+    }
     this.postState();
+  }
+
+  /** A model the settings name that cannot be used yet (no key, no endpoint), from the quiet check. */
+  private unusable: { model: string; status: string } | undefined;
+
+  /** Counts the quiet checks, so that an older one's answer does not win. */
+  private diagnoseSeq = 0;
+
+  /**
+   * No usable model: qwen/checkSetup says why, in VS Code's words, on the
+   * status bar, the model item and the empty chat. No toast: nobody asked
+   * yet. With no model usable the check sends no request to any endpoint.
+   */
+  private async diagnoseSetup(): Promise<void> {
+    const seq = ++this.diagnoseSeq;
+    const found = await this.quietCheck();
+    if (seq !== this.diagnoseSeq || this.model !== null) return;
+    if (!found) {
+      this.status.setNoModel(true);
+      this.setupHint = setupText({ reason: 'no_model', settings: [], env: [] }, '').message;
+      this.postState();
+      return;
+    }
+    this.showSetupProblem(found);
+  }
+
+  /** What a quiet check found missing: on the status bar, the model item and the empty chat. */
+  private showSetupProblem(found: { status: string; message: string; missing: boolean; model?: string }): void {
+    this.status.setNoModel(false);
+    this.status.setProblem({ status: found.status, message: found.message, missing: found.missing });
+    this.unusable = found.model ? { model: found.model, status: found.status } : undefined;
+    this.modelStatus.setProblem(this.unusable);
+    this.setupHint = found.message;
+    this.postState();
+  }
+
+  /**
+   * qwen/checkSetup without a toast, for a setup that has no usable model
+   * (so no request reaches any endpoint): what is missing, in VS Code's
+   * words; undefined when the server cannot say (too old) or all is well.
+   */
+  private async quietCheck(): Promise<{ status: string; message: string; missing: boolean; model?: string } | undefined> {
+    const client = this.ext.client;
+    if (!client || client.state !== State.Running) return undefined;
+    let r: ReturnType<typeof parseCheckSetup>;
+    try {
+      r = parseCheckSetup(await client.sendRequest('qwen/checkSetup', {}));
+    } catch {
+      return undefined;
+    }
+    if (!r || r.ok || !r.reason) return undefined;
+    const problem: SetupProblem = { reason: r.reason, settings: r.settings ?? [], env: r.env ?? [], ...(r.baseUrl ? { baseUrl: r.baseUrl } : {}), ...(r.model ? { model: r.model } : {}) };
+    const text = setupText(problem, r.message);
+    return { ...text, missing: isMissing(problem.reason), ...(r.model ? { model: r.model } : {}) };
   }
 
   /** The model settings changed: what the status said about them may no longer hold. */
   modelSettingsChanged(): void {
     this.status.setProblem(undefined);
     this.status.setNoModel(false);
-    this.setupHint = null;
+    this.unusable = undefined;
+    this.modelStatus.setProblem(undefined);
+    if (this.status.errorText === undefined) this.setupHint = null;
     this.postState();
   }
 
-  /** A prompt failed for its model setup: the chat, the status and a toast say what to change. */
-  private setupFailed(message: string, problem: SetupProblem): void {
+  /** A prompt failed for its model setup: the chat, the status and a toast say what to change, in VS Code's words. */
+  private setupFailed(serverMessage: string, problem: SetupProblem): void {
+    this.ext.output.warn(`the model setup failed (${problem.reason}): ${serverMessage}`);
     const places = fixPlaces(problem);
-    const hint = elsewhereHint(places);
-    const full = hint ? `${message} ${hint}` : message;
-    this.post({ type: 'error', message: full, settings: places.vscode });
-    this.status.setProblem({ status: statusFor(problem.reason), message: full });
-    if (problem.reason === 'no_model' || problem.reason === 'no_model_name') this.setupHint = full;
-    showFix(full, places);
+    const text = setupText(problem, serverMessage);
+    this.post({ type: 'error', message: text.message, settings: places.vscode });
+    this.status.setProblem({ status: text.status, message: text.message, missing: isMissing(problem.reason) });
+    if (isMissing(problem.reason)) this.setupHint = text.message;
+    showFix(text.message, places, problem);
   }
 
   /**
@@ -319,14 +400,21 @@ export class Agent {
       void vscode.window.showInformationMessage(`Qwen: ${r.message}${more}`);
       return;
     }
-    const problem: SetupProblem = { reason: r.reason ?? 'model_error', settings: r.settings ?? [], env: r.env ?? [] };
+    const problem: SetupProblem = {
+      reason: r.reason ?? 'model_error',
+      settings: r.settings ?? [],
+      env: r.env ?? [],
+      ...(r.baseUrl ? { baseUrl: r.baseUrl } : {}),
+      ...(r.model ? { model: r.model } : {}),
+    };
+    this.ext.output.info(`setup check (${problem.reason}): ${r.message}`);
     const places = fixPlaces(problem);
-    const hint = elsewhereHint(places);
-    const full = hint ? `${r.message} ${hint}` : r.message;
-    this.status.setProblem({ status: statusFor(problem.reason), message: full });
-    if (r.model === null && (problem.reason === 'no_model' || problem.reason === 'no_model_name')) this.setModel(null);
-    this.post({ type: 'error', message: full, settings: places.vscode });
-    showFix(full + more, places);
+    const text = setupText(problem, r.message);
+    this.status.setProblem({ status: text.status, message: text.message, missing: isMissing(problem.reason) });
+    if (isMissing(problem.reason)) this.setupHint = text.message;
+    this.post({ type: 'error', message: text.message, settings: places.vscode });
+    this.postState();
+    showFix(text.message + more, places, problem);
   }
 
   async cancel(): Promise<void> {
@@ -368,14 +456,11 @@ export class Agent {
         void vscode.window.showInformationMessage('Qwen: no sessions yet.');
         return;
       }
+      const roots = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+      const now = Date.now();
       const pick = await vscode.window.showQuickPick(
-        res.sessions.map((s) => ({
-          label: s.title || '(untitled)',
-          description: s.sessionId === this.sessionId ? 'current' : relativeTime(s.updatedAt, Date.now(), vscode.env.language),
-          detail: s.cwd,
-          sessionId: s.sessionId,
-        })),
-        { title: 'Qwen: open a session' },
+        res.sessions.map((s) => sessionItem(s, { currentId: this.sessionId, roots, now, locale: vscode.env.language })),
+        { title: 'Qwen: open a session', matchOnDescription: true, matchOnDetail: true },
       );
       if (!pick || pick.sessionId === this.sessionId) return;
       if (this.busy) await this.cancel();
@@ -573,6 +658,62 @@ export class Agent {
     else if (pick?.action === 'check') await this.checkSetup();
   }
 
+  /**
+   * qwen.model.* changed (and the server has the new settings). The status
+   * follows: when the settings VS Code can see give no key and no endpoint
+   * (or a remote endpoint without a key), a quiet setup check says what is
+   * missing; with nothing usable it sends no request to any endpoint. A
+   * change of qwen.model.name is applied to the chat's session too, even
+   * after a model was picked for it (qwen/setModel), and the chat says
+   * what happened, or why the session keeps its model.
+   */
+  async applyModelSettings(nameChanged: boolean): Promise<void> {
+    const client = this.ext.client;
+    if (!client || client.state !== State.Running) return;
+    let def: string | null;
+    try {
+      def = parseModelList(await client.sendRequest('qwen/listModels', {}))?.current ?? null;
+    } catch {
+      return this.refreshModel(); // a server without qwen/listModels
+    }
+    // listModels names the configured model even when it lacks its key or endpoint.
+    const found = def === null || !(await this.ext.keyOrEndpointSet()) ? await this.quietCheck() : undefined;
+    if (found) def = null;
+    const sessionId = this.sessionId;
+    let before: string | null = null;
+    if (sessionId) {
+      try {
+        before = parseModelList(await client.sendRequest('qwen/listModels', { sessionId }))?.current ?? null;
+      } catch {
+        before = this.model;
+      }
+    }
+    let after = sessionId ? before : def;
+    let error: string | undefined;
+    if (nameChanged && sessionId && def !== null && before !== def) {
+      try {
+        const res = await client.sendRequest<{ model?: unknown }>('qwen/setModel', { sessionId, modelId: def });
+        after = typeof res?.model === 'string' ? res.model : def;
+      } catch (err) {
+        error = errorText(err);
+      }
+    }
+    if (sessionId !== this.sessionId) return; // another session meanwhile: it has its own model
+    if (found && (!sessionId || before === null || before === found.model)) {
+      // Nothing this chat could use: say what is missing, as at start.
+      this.model = null;
+      this.modelStatus.setModel(null);
+      this.showSetupProblem(found);
+    } else {
+      this.setModel(after ?? def);
+    }
+    if (!nameChanged) return;
+    const name = vscode.workspace.getConfiguration('qwen').get<string>('model.name', '').trim();
+    const notice = modelNameNotice({ name, def, session: sessionId !== undefined, before, after, error, problem: found?.status });
+    this.post({ type: 'notice', text: notice });
+    if (!this.chat.visible) void vscode.window.showInformationMessage(notice);
+  }
+
   /** The settings changed: the session's model may have changed with them. */
   async refreshModel(): Promise<void> {
     const client = this.ext.client;
@@ -742,8 +883,8 @@ export class Agent {
 }
 
 /** An error toast whose buttons open the settings to change (filtered to them) or set the key. */
-export function showFix(message: string, places: ReturnType<typeof fixPlaces>): void {
-  const actions = [...fixActions(places), 'Check Setup'];
+export function showFix(message: string, places: ReturnType<typeof fixPlaces>, problem?: SetupProblem): void {
+  const actions = [...fixActions(places, problem), 'Check Setup'];
   void vscode.window.showErrorMessage(`Qwen: ${message}`, ...actions).then((a) => {
     if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', settingsQueryFor(places.vscode));
     else if (a === 'Set API Key') void vscode.commands.executeCommand('qwen.setApiKey');

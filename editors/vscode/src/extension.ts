@@ -4,9 +4,12 @@
 import * as vscode from 'vscode';
 import {
   ClientCapabilities,
+  CloseAction,
+  ErrorHandler,
   LanguageClient,
   LanguageClientOptions,
   ResponseError,
+  RevealOutputChannelOn,
   ServerOptions,
   State,
   StaticFeature,
@@ -16,10 +19,12 @@ import { resolveServerPath } from './serverPath';
 import { ChatViewProvider } from './chat/view';
 import { Agent, AgentHost } from './agent';
 import { ReviewController, ProposeEditParams } from './review/controller';
-import { askPermission, PermissionParams } from './permission';
+import { askMessage, askPermission, PermissionParams } from './permission';
+import { Questions } from './questions';
 import { ModelStatusBar, SandboxInfo, StatusBar } from './status';
 import { approvalModeSetting } from './settings';
 import { EditorLsp } from './lsp/handler';
+import { endpointReachable } from './setup';
 
 const secretKey = 'qwen.apiKey';
 
@@ -60,6 +65,26 @@ function editorSettings(): Record<string, unknown> {
   return settings;
 }
 
+/**
+ * The language client, whose own messages ("couldn't create connection to
+ * server", "connection to server is erroring", "Sending document
+ * notification … failed", "server crashed 5 times") go to the output
+ * channel only, even those it would force on screen: the extension says
+ * what went wrong once, in its own words, naming qwen.serverPath
+ * (Extension.serverMissing) or the setting to change.
+ */
+class QuietLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown): void {
+    super.error(message, data, false);
+  }
+  override warn(message: string, data?: unknown): void {
+    super.warn(message, data, false);
+  }
+  override info(message: string, data?: unknown): void {
+    super.info(message, data, false);
+  }
+}
+
 export class Extension implements vscode.Disposable, AgentHost {
   client: LanguageClient | undefined;
   readonly output = vscode.window.createOutputChannel('Qwen', { log: true });
@@ -68,6 +93,8 @@ export class Extension implements vscode.Disposable, AgentHost {
   readonly agent: Agent;
   readonly review: ReviewController;
   readonly chat: ChatViewProvider;
+  /** Every question to the person: on its card in the chat, a notification only while the chat is hidden. */
+  readonly questions: Questions;
   /** Answers qwen/lsp; lives as long as the extension, so diagnostics versions are tracked across server restarts. */
   readonly lsp: EditorLsp;
   private readonly disposables: vscode.Disposable[] = [];
@@ -80,13 +107,14 @@ export class Extension implements vscode.Disposable, AgentHost {
     this.status = new StatusBar();
     this.modelStatus = new ModelStatusBar();
     this.chat = new ChatViewProvider(context.extensionUri, this.output);
+    this.questions = new Questions(this.chat, this.output);
     this.agent = new Agent(this, this.chat, this.status, this.modelStatus);
     this.review = new ReviewController(this.output);
     this.lsp = new EditorLsp(() => {
       if (!this.client) throw new Error('qwen-ls is not running');
       return this.client.code2ProtocolConverter;
     }, context.extension.id);
-    this.disposables.push(this.output, this.status, this.modelStatus, this.review, this.lsp);
+    this.disposables.push(this.output, this.status, this.modelStatus, this.review, this.lsp, this.questions);
   }
 
   async activate(): Promise<void> {
@@ -107,12 +135,14 @@ export class Extension implements vscode.Disposable, AgentHost {
       vscode.commands.registerCommand('qwen.restartServer', () => this.restart()),
       vscode.commands.registerCommand('qwen.checkSetup', () => this.agent.checkSetup()),
       vscode.commands.registerCommand('qwen.pickModel', () => this.agent.pickModel()),
+      vscode.commands.registerCommand('qwen.focusQuestion', () => this.questions.reveal()),
       vscode.commands.registerCommand('qwen.openSettings', () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:qwen-ls.qwen-ls')),
       this.review.onDidChangePending((reviews) => {
         this.status.setReviews(reviews);
         this.chat.post({ type: 'reviews', reviews });
         this.agent.refreshState();
       }),
+      this.questions.onDidChange((n) => void vscode.commands.executeCommand('setContext', 'qwen.questionPending', n > 0)),
       vscode.workspace.onDidChangeConfiguration((e) => this.configurationChanged(e)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
         this.status.setTrusted(true);
@@ -125,7 +155,10 @@ export class Extension implements vscode.Disposable, AgentHost {
     );
     this.review.register(c);
     this.review.notifyWhen = () => !this.chat.visible;
-    this.chat.onMessage((m) => this.agent.fromWebview(m));
+    this.chat.onMessage((m) => {
+      if (m.type === 'answer') this.questions.answer(m.id, m.optionId);
+      else void this.agent.fromWebview(m);
+    });
     this.status.setTrusted(vscode.workspace.isTrusted);
     await this.ensureClient();
   }
@@ -162,18 +195,39 @@ export class Extension implements vscode.Disposable, AgentHost {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.output,
+      // The language client's own failures ("Sending document notification
+      // textDocument/didSave failed." while the server stops or cannot
+      // start) go to the output channel only: the person gets one message,
+      // in this extension's words (serverMissing, the chat's errors).
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: () => {
         const opts: Record<string, unknown> = { approvalMode: approvalModeSetting(), workspaceTrusted: trusted };
         const model = modelSettings();
         if (model) opts.model = model;
         return opts;
       },
+      // No toast here: client.start() rejects, and its catch below says it once.
       initializationFailedHandler: (err) => {
-        void vscode.window.showErrorMessage(`Qwen: qwen-ls failed to start: ${err instanceof Error ? err.message : String(err)}`);
+        this.output.error(`qwen-ls failed to initialize: ${err instanceof Error ? err.message : String(err)}`);
         return false;
       },
     };
-    const client = new LanguageClient('qwen', 'Qwen (qwen-ls)', serverOptions, clientOptions);
+    // The language client's own restart policy (a crashed server restarts,
+    // up to 4 times in 3 minutes), seen from here: whether it gave up on a
+    // server that had run.
+    let ran = false;
+    let gaveUp = false;
+    let policy: ErrorHandler | undefined;
+    clientOptions.errorHandler = {
+      error: (error, message, count) => policy!.error(error, message, count),
+      closed: async () => {
+        const r = await policy!.closed();
+        if (r.action === CloseAction.DoNotRestart && ran) gaveUp = true;
+        return r;
+      },
+    };
+    const client = new QuietLanguageClient('qwen', 'Qwen (qwen-ls)', serverOptions, clientOptions);
+    policy = client.createDefaultErrorHandler(4);
     client.registerFeature(new QwenCapabilities());
     client.onNotification('qwen/sessionUpdate', (p: unknown) => this.agent.sessionUpdate(p));
     client.onNotification('qwen/reviewCancelled', () => {
@@ -183,11 +237,23 @@ export class Extension implements vscode.Disposable, AgentHost {
       this.status.waiting(true);
       this.agent.awaitingUser(p.toolCall?.title ?? 'permission');
       try {
-        const res = await askPermission(p, token);
+        const res = await askPermission(p, token, this.questions);
         if (token.isCancellationRequested) return new ResponseError(-32800, 'the turn was cancelled');
         return res;
       } finally {
         this.status.waiting(false);
+        this.agent.refreshState();
+      }
+    });
+    // The language client would ask in a notification of its own; this one
+    // asks in the chat, as every other question (src/questions.ts).
+    client.onRequest('window/showMessageRequest', async (p: { type?: number; message?: string; actions?: { title: string }[] | null }, token) => {
+      const hasChoice = Array.isArray(p?.actions) && p.actions.length > 0;
+      if (hasChoice) this.status.waiting(true);
+      try {
+        return await askMessage(p, token, this.questions);
+      } finally {
+        if (hasChoice) this.status.waiting(false);
         this.agent.refreshState();
       }
     });
@@ -205,15 +271,35 @@ export class Extension implements vscode.Disposable, AgentHost {
     });
     client.onRequest('qwen/lsp', (p: unknown, token) => this.lsp.handle(p, token));
     client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped) this.agent.serverStopped();
+      if (e.newState === State.Running) ran = true;
+      if (e.newState !== State.Stopped) return;
+      this.agent.serverStopped();
+      // It ran, crashed, and the language client gave up restarting it.
+      // Said once, here; a failed start is said by start().
+      if (gaveUp && this.client === client) {
+        this.client = undefined;
+        const msg = 'qwen-ls stopped unexpectedly and was not restarted (the Qwen output has its last words). Run "Qwen: Restart Server", or check qwen.serverPath.';
+        this.status.setError(msg);
+        this.serverMissing(msg);
+      }
     });
     this.client = client;
     try {
       await client.start();
     } catch (err) {
-      const msg = `qwen-ls (${found.path}, from ${found.from === 'setting' ? 'qwen.serverPath' : found.from}) did not start: ${err instanceof Error ? err.message : String(err)}`;
+      // A client that failed to start keeps nothing: the next attempt makes a new one.
+      if (this.client === client) this.client = undefined;
+      void client.dispose().catch(() => undefined);
+      const why = err instanceof Error ? err.message : String(err);
+      this.output.error(`qwen-ls (${found.path}) did not start: ${why}`);
+      // A process that exits at once shows up as a broken pipe or a
+      // disposed connection, worded differently from one try to the next:
+      // one sentence for all, so that retries do not toast again.
+      const said = /EPIPE|ECONNRESET|disposed|closed|destroyed|write after/i.test(why) ? 'it exited before it answered (its output is in the Qwen output channel)' : why;
+      const msg = `qwen-ls (${found.path}, from ${found.from === 'setting' ? 'qwen.serverPath' : found.from}) did not start: ${said}`;
       this.status.setError(msg);
-      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the bundled qwen-ls (or the one on PATH).`);
+      // One toast per binary that fails to start, however each try words its failure.
+      this.serverMissing(`${msg}. Check qwen.serverPath, or clear it to use the bundled qwen-ls (or the one on PATH).`, `start ${found.path}`);
       return undefined;
     }
     this.status.setError(undefined);
@@ -227,11 +313,11 @@ export class Extension implements vscode.Disposable, AgentHost {
     return client;
   }
 
-  /** One toast for a server that cannot start, naming qwen.serverPath, with Open Settings. */
-  private serverMissing(message: string): void {
+  /** One toast per cause (a message, or the binary that failed to start) for a server that cannot start, naming qwen.serverPath, with Open Settings. */
+  private serverMissing(message: string, cause = message): void {
     this.agent.serverUnavailable(message);
-    if (this.missingShown === message) return;
-    this.missingShown = message;
+    if (this.missingShown === cause) return;
+    this.missingShown = cause;
     void vscode.window.showErrorMessage(`Qwen: ${message}`, 'Open Settings').then((a) => {
       if (a !== 'Open Settings') return;
       // A machine setting: in a remote window (SSH, code-server) it lives in the remote's settings.
@@ -260,7 +346,7 @@ export class Extension implements vscode.Disposable, AgentHost {
       // approval mode is the one new sessions start in.
       void this.client
         .sendNotification('workspace/didChangeConfiguration', { settings: editorSettings() })
-        .then(() => (e.affectsConfiguration('qwen.model') ? this.agent.refreshModel() : undefined));
+        .then(() => (e.affectsConfiguration('qwen.model') ? this.agent.applyModelSettings(e.affectsConfiguration('qwen.model.name')) : undefined));
     }
     if (e.affectsConfiguration('qwen.approvalMode')) this.status.setMode(this.agent.mode ?? approvalModeSetting());
   }
@@ -284,6 +370,12 @@ export class Extension implements vscode.Disposable, AgentHost {
         },
       })
       .catch(() => undefined);
+  }
+
+  async keyOrEndpointSet(): Promise<boolean> {
+    const base = vscode.workspace.getConfiguration('qwen').get<string>('model.baseUrl', '').trim();
+    const key = !!(await this.context.secrets.get(secretKey)) || !!process.env.OPENAI_API_KEY || !!process.env.DASHSCOPE_API_KEY;
+    return endpointReachable(base, key, process.env.OPENAI_BASE_URL);
   }
 
   private async setApiKey(): Promise<void> {

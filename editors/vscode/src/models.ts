@@ -128,3 +128,35 @@ export function formatContext(used: number, size: number): string | undefined {
   const pct = Math.min(100, Math.round((used / size) * 100));
   return `Context: ${tokens(used)} of ${tokens(size)} tokens (${pct}%)`;
 }
+
+/**
+ * What the chat says after qwen.model.name changed: which model the chat
+ * uses from its next request, or why it keeps the one it has.
+ *   name:    the setting's new value ('' when cleared)
+ *   def:     the default model the settings now give (null: none usable)
+ *   session: whether the chat has a session (else the next one is meant)
+ *   before:  the session's model before the change
+ *   after:   the session's model now (after qwen/setModel)
+ *   error:   why qwen/setModel refused, if it did
+ *   problem: what is missing when def is null ("no API key")
+ */
+export function modelNameNotice(o: {
+  name: string;
+  def: string | null;
+  session: boolean;
+  before: string | null;
+  after: string | null;
+  error?: string;
+  problem?: string;
+}): string {
+  const what = o.name === '' ? 'Qwen: qwen.model.name was cleared' : `Qwen: qwen.model.name is now ${o.name}`;
+  if (o.def === null) {
+    const why = o.problem ? ` (${o.problem})` : '';
+    const keep = o.session && o.before ? `: this chat keeps ${o.before}.` : '.';
+    return `${what}, but no model can be used with the settings as they are${why}${keep} Check Setup says what is missing.`;
+  }
+  if (o.error !== undefined) return `${what}, but this chat keeps ${o.before ?? 'its model'}: ${o.error}`;
+  if (!o.session) return `${what}: the next chat session uses ${o.def}.`;
+  if (o.before !== null && o.after !== null && o.before !== o.after) return `${what}: this chat switches from ${o.before} to ${o.after} from its next request.`;
+  return `${what}: this chat uses ${o.after ?? o.def} from its next request.`;
+}

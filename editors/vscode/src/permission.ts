@@ -1,11 +1,13 @@
-// qwen/requestPermission (protocol.md §6.1): the server's options in a
-// QuickPick (or a modal dialog, per qwen.permissionPrompt), with the command
-// or URL shown in full.
+// qwen/requestPermission (protocol.md §6.1) and the plan approval that
+// comes the same way: asked in the chat, on the tool's card, through
+// Questions (src/questions.ts), with the command, URL or plan in full and
+// the server's options by name, in its order.
 import * as vscode from 'vscode';
 
-import { optionItems, PermissionOption } from './permissionLabels';
+import type { QuestionOption } from './question';
+import type { Questions } from './questions';
 
-export type { PermissionOption };
+export type PermissionOption = QuestionOption;
 
 export interface PermissionParams {
   sessionId: string;
@@ -45,66 +47,47 @@ function validParams(p: PermissionParams): boolean {
   );
 }
 
-export async function askPermission(p: PermissionParams, token: vscode.CancellationToken): Promise<PermissionResult> {
+/** Asks on the tool's card; a withdrawn question (the turn stopped) answers cancelled. */
+export async function askPermission(p: PermissionParams, token: vscode.CancellationToken, questions: Questions): Promise<PermissionResult> {
   if (!validParams(p)) return { outcome: { outcome: 'cancelled' } };
-  const mode = vscode.workspace.getConfiguration('qwen').get<string>('permissionPrompt', 'quickPick');
-  if (mode === 'modal') return askModal(p, token);
-  return askQuickPick(p, token);
+  const tc = p.toolCall ?? ({} as PermissionParams['toolCall']);
+  const chosen = await questions.ask(
+    {
+      toolCallId: typeof tc.toolCallId === 'string' && tc.toolCallId !== '' ? tc.toolCallId : null,
+      title: typeof tc.title === 'string' && tc.title !== '' ? tc.title : 'Allow this?',
+      subject: subjectOf(p),
+      kind: typeof tc.kind === 'string' ? tc.kind : 'other',
+      options: p.options.map((o) => ({ optionId: o.optionId, name: o.name, kind: typeof o.kind === 'string' ? o.kind : '' })),
+    },
+    token,
+  );
+  return chosen ? { outcome: { outcome: 'selected', optionId: chosen.optionId } } : { outcome: { outcome: 'cancelled' } };
 }
 
-async function askModal(p: PermissionParams, token: vscode.CancellationToken): Promise<PermissionResult> {
-  const subject = subjectOf(p);
-  const names = p.options.map((o) => o.name);
-  const choice = await Promise.race([
-    vscode.window.showWarningMessage(`Qwen: ${p.toolCall.title}`, { modal: true, detail: subject }, ...names),
-    new Promise<undefined>((resolve) => token.onCancellationRequested(() => resolve(undefined))),
-  ]);
-  const opt = p.options.find((o) => o.name === choice);
-  return opt ? { outcome: { outcome: 'selected', optionId: opt.optionId } } : { outcome: { outcome: 'cancelled' } };
-}
-
-type Item = vscode.QuickPickItem & { optionId?: string; showFull?: boolean };
-
-function askQuickPick(p: PermissionParams, token: vscode.CancellationToken): Promise<PermissionResult> {
-  const subject = subjectOf(p);
-  const oneLine = subject.replace(/\s*\n\s*/g, ' ⏎ ');
-  return new Promise<PermissionResult>((resolve) => {
-    const qp = vscode.window.createQuickPick<Item>();
-    qp.title = `Qwen asks: ${p.toolCall.title}`;
-    qp.placeholder = oneLine === '' ? 'Choose an answer' : oneLine;
-    qp.ignoreFocusOut = true;
-    qp.matchOnDetail = true;
-    const items: Item[] = optionItems(p.options);
-    if (subject !== '') {
-      items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
-      // The placeholder is cut to the widget's width: the whole text is here.
-      items.push({ label: '$(eye) Show the full request…', detail: subject.length > 400 ? subject.slice(0, 400) + '…' : subject, showFull: true });
-    }
-    qp.items = items;
-    let done = false;
-    const finish = (r: PermissionResult) => {
-      if (done) return;
-      done = true;
-      resolve(r);
-      qp.dispose();
-      sub.dispose();
-    };
-    const sub = token.onCancellationRequested(() => finish({ outcome: { outcome: 'cancelled' } }));
-    qp.onDidAccept(async () => {
-      const sel = qp.selectedItems[0];
-      if (!sel) return;
-      if (sel.showFull) {
-        qp.hide();
-        finish(await askModal(p, token));
-        return;
-      }
-      if (sel.optionId) finish({ outcome: { outcome: 'selected', optionId: sel.optionId } });
-    });
-    qp.onDidHide(() => {
-      // Hidden by the "show full" path: that path answers.
-      if (qp.selectedItems[0]?.showFull) return;
-      finish({ outcome: { outcome: 'cancelled' } });
-    });
-    qp.show();
-  });
+/** window/showMessageRequest: a server question of no tool call (such as "Trust this folder"), asked the same way. */
+export async function askMessage(
+  p: { type?: number; message?: string; actions?: { title: string }[] | null },
+  token: vscode.CancellationToken,
+  questions: Questions,
+): Promise<{ title: string } | null> {
+  const actions = Array.isArray(p?.actions) ? p.actions.filter((a) => a && typeof a.title === 'string' && a.title !== '') : [];
+  const message = typeof p?.message === 'string' ? p.message : '';
+  if (actions.length === 0) {
+    // Nothing to choose: a message, shown as the language client would.
+    if (p?.type === 1) void vscode.window.showErrorMessage(message);
+    else if (p?.type === 2) void vscode.window.showWarningMessage(message);
+    else void vscode.window.showInformationMessage(message);
+    return null;
+  }
+  const chosen = await questions.ask(
+    {
+      toolCallId: null,
+      title: '',
+      subject: message,
+      kind: 'message',
+      options: actions.map((a, i) => ({ optionId: String(i), name: a.title, kind: '' })),
+    },
+    token,
+  );
+  return chosen ? { title: chosen.name } : null;
 }

@@ -158,50 +158,105 @@ export function settingsQuery(ids: string[]): string {
   return prefix === '' ? 'qwen' : prefix;
 }
 
+/** The command that stores the key VS Code gives qwen-ls (as OPENAI_API_KEY). */
+export const setApiKeyCommand = '"Qwen: Set API Key"';
+
+/** The variable a problem's key comes from when the settings name one (env.<KEY>), else undefined. */
+function envKeyOf(p: Pick<SetupProblem, 'settings'>): string | undefined {
+  const s = p.settings.find((k) => k.startsWith('env.'));
+  return s ? s.slice(4) : undefined;
+}
+
+/** Whether Qwen: Set API Key fixes the problem: the key it stores reaches qwen-ls as OPENAI_API_KEY. */
+export function keyFixable(p: Pick<SetupProblem, 'settings'>): boolean {
+  return p.settings.includes('model.apiKey') || envKeyOf(p) === 'OPENAI_API_KEY';
+}
+
 /**
- * The sentence added to the server's message when a key must be set outside
- * VS Code's settings (the API key: environment, Qwen: Set API Key or
- * ~/.qwen/settings.json). Empty when nothing lives elsewhere.
+ * A setup problem in VS Code's words: its short status ("no model" only
+ * when nothing is configured; otherwise what is missing or failed) and the
+ * sentence for the chat and the toast, naming qwen.model.name,
+ * qwen.model.baseUrl and Qwen: Set API Key rather than the server's
+ * settings.json keys and variables. A problem this extension does not
+ * know keeps the server's message.
  */
-export function elsewhereHint(f: FixPlaces): string {
-  if (!f.elsewhere.includes('model.apiKey')) return '';
-  const vars = f.env.length ? f.env.join(' or ') : 'OPENAI_API_KEY';
-  return `The key has no VS Code setting: run "Qwen: Set API Key", or set ${vars} in the environment VS Code starts with, or model.apiKey in ~/.qwen/settings.json.`;
+export function setupText(p: SetupProblem, serverMessage: string): { status: string; message: string } {
+  const at = p.baseUrl ? p.baseUrl : 'The endpoint';
+  const model = p.model ? `The model ${p.model}` : 'The model';
+  switch (p.reason) {
+    case 'no_model':
+      return {
+        status: 'no model',
+        message:
+          'No model is configured: set qwen.model.name and qwen.model.baseUrl (any OpenAI-compatible endpoint; a local one such as Ollama needs no key), ' +
+          `and run ${setApiKeyCommand} if the endpoint needs a key.`,
+      };
+    case 'no_model_name':
+      return { status: 'no model name', message: `${p.baseUrl ? `The endpoint ${p.baseUrl}` : 'An endpoint'} is set, but no model name: set qwen.model.name.` };
+    case 'no_endpoint':
+      return {
+        status: 'no endpoint',
+        message:
+          `${model} has no endpoint and no API key: set qwen.model.baseUrl to an OpenAI-compatible endpoint (a local one such as Ollama needs no key), ` +
+          `or run ${setApiKeyCommand} for DashScope or OpenAI.`,
+      };
+    case 'no_api_key': {
+      const key = envKeyOf(p);
+      if (key && key !== 'OPENAI_API_KEY') {
+        return {
+          status: 'no API key',
+          message: `${model} takes its key from ${key}, which is not set: set ${key} in the environment VS Code starts with, or in ~/.qwen/.env.`,
+        };
+      }
+      return { status: 'no API key', message: `${at} needs an API key: run ${setApiKeyCommand}.` };
+    }
+    case 'model_auth':
+      return { status: 'API key refused', message: `${at} refused the API key: set the right one with ${setApiKeyCommand}.` };
+    case 'model_unreachable':
+      return {
+        status: 'model unreachable',
+        message: `Nothing answers at ${p.baseUrl ?? 'the model endpoint'}: start the model server, or set qwen.model.baseUrl to an endpoint that runs.`,
+      };
+    case 'model_not_found':
+      return {
+        status: 'model not found',
+        message: `${at} does not know ${p.model ? `the model ${p.model}` : 'the model'}: check qwen.model.name and qwen.model.baseUrl.`,
+      };
+    default:
+      return { status: 'error', message: serverMessage };
+  }
 }
 
 /** The toast buttons for a problem, in order. */
-export function fixActions(f: FixPlaces): string[] {
+export function fixActions(f: FixPlaces, p?: Pick<SetupProblem, 'settings'>): string[] {
   const out: string[] = [];
   if (f.vscode.length > 0) out.push('Open Settings');
-  if (f.elsewhere.includes('model.apiKey')) out.push('Set API Key');
+  if (f.elsewhere.includes('model.apiKey') || (p !== undefined && keyFixable(p))) out.push('Set API Key');
   return out;
 }
 
-/** The status word for a setup problem: "no model" when nothing names one, else "error". */
-export function statusFor(reason: string): 'no model' | 'error' {
-  return reason === 'no_model' || reason === 'no_model_name' ? 'no model' : 'error';
+/**
+ * Whether what VS Code can see reaches a model, as qwen-ls judges it: a
+ * base URL (qwen.model.baseUrl, else OPENAI_BASE_URL) on loopback needs no
+ * key; any other endpoint, and the default one, need a key. When this is
+ * false, a setup check is safe to send (it fails before any request unless
+ * the qwen settings files or a .env supply what is missing).
+ */
+export function endpointReachable(baseUrl: string, haveKey: boolean, envBaseUrl?: string): boolean {
+  if (haveKey) return true;
+  const url = baseUrl !== '' ? baseUrl : (envBaseUrl ?? '').trim();
+  if (url === '') return false;
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+    return host === 'localhost' || host === '127.0.0.1' || host === '::1';
+  } catch {
+    return false;
+  }
 }
 
-/**
- * A time as the person reads it: "just now", "5 min ago", "3 h ago",
- * "yesterday", or the local date. now and the time are in ms.
- */
-export function relativeTime(iso: string, now: number, locale?: string): string {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return '';
-  const s = Math.round((now - t) / 1000);
-  if (s < 45) return 'just now';
-  const m = Math.round(s / 60);
-  if (m < 60) return `${m} min ago`;
-  const h = Math.round(m / 60);
-  if (h < 24) return `${h} h ago`;
-  const d = new Date(t);
-  const y = new Date(now);
-  y.setDate(y.getDate() - 1);
-  if (d.getFullYear() === y.getFullYear() && d.getMonth() === y.getMonth() && d.getDate() === y.getDate()) {
-    return `yesterday ${d.toLocaleTimeString(locale, { hour: '2-digit', minute: '2-digit' })}`;
-  }
-  return d.toLocaleDateString(locale, { year: 'numeric', month: 'short', day: 'numeric' });
+/** Whether a problem is a part of the setup that is missing (rather than an endpoint that failed). */
+export function isMissing(reason: string): boolean {
+  return reason.startsWith('no_');
 }
 
 /** How a finished tool call ended: _meta.qwen.outcome, else its status. */

@@ -5,6 +5,13 @@
 import * as vscode from 'vscode';
 import type { PendingReview } from './review/controller';
 
+/** A setup problem on the status bar: its few words ("no API key"), the whole sentence, and whether a part is missing. */
+export interface SetupStatus {
+  status: string;
+  message: string;
+  missing: boolean;
+}
+
 /** experimental.qwen.sandbox of the initialize result. */
 export interface SandboxInfo {
   summary?: string;
@@ -21,7 +28,7 @@ export class StatusBar implements vscode.Disposable {
   private error: string | undefined;
   private sandbox: SandboxInfo | undefined;
   private noModel = false;
-  private problem: { status: 'no model' | 'error'; message: string } | undefined;
+  private problem: SetupStatus | undefined;
   private reviews: PendingReview[] = [];
 
   constructor() {
@@ -75,8 +82,8 @@ export class StatusBar implements vscode.Disposable {
     this.render();
   }
 
-  /** The setup problem of the last prompt (kept until a turn gets through), or undefined. */
-  setProblem(problem: { status: 'no model' | 'error'; message: string } | undefined): void {
+  /** The setup problem of the last prompt or check (kept until a turn gets through), or undefined. */
+  setProblem(problem: SetupStatus | undefined): void {
     this.problem = problem;
     this.render();
   }
@@ -102,7 +109,7 @@ export class StatusBar implements vscode.Disposable {
 
   /** The state in a few words, for the chat view. */
   get state(): string {
-    if (this.error) return 'error';
+    if (this.error) return 'not running';
     const review = this.reviewText();
     if (review) return review;
     if (this.waitingCount > 0) return 'waiting for you';
@@ -128,11 +135,12 @@ export class StatusBar implements vscode.Disposable {
     } else if (this.waitingCount > 0) {
       icon = '$(bell-dot)';
       text = 'waiting for you';
+      this.item.command = 'qwen.focusQuestion';
     } else if (this.busy) {
       icon = '$(loading~spin)';
       text = this.tool ? `working: ${this.tool}` : 'working';
     } else if (this.problem) {
-      icon = this.problem.status === 'no model' ? '$(circle-slash)' : '$(error)';
+      icon = this.problem.missing ? '$(circle-slash)' : '$(error)';
       text = this.problem.status;
       this.item.command = 'qwen.checkSetup';
     } else if (this.noModel) {
@@ -145,6 +153,7 @@ export class StatusBar implements vscode.Disposable {
     const md = new vscode.MarkdownString();
     md.appendMarkdown(`**Qwen** — ${escapeMarkdown(this.state)}\n\nApproval mode: \`${this.mode}\`${this.item.command === 'qwen.setApprovalMode' ? ' (click to change)' : ''}`);
     if (review) md.appendMarkdown('\n\nClick to open the review.');
+    else if (this.item.command === 'qwen.focusQuestion') md.appendMarkdown('\n\nA question waits on its card in the chat. Click to go there.');
     if (this.problem) md.appendMarkdown(`\n\n${escapeMarkdown(this.problem.message)}\n\nClick to check the setup.`);
     else if (this.noModel && !this.busy) md.appendMarkdown('\n\nNo model is configured: set `qwen.model.name` and `qwen.model.baseUrl`. Click to check the setup.');
     if (!this.trusted) {
@@ -180,6 +189,8 @@ function escapeMarkdown(text: string): string {
 export class ModelStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('qwen.model', vscode.StatusBarAlignment.Right, 99);
   private model: string | null | undefined;
+  /** A configured model that cannot be used, and why ("no API key"). */
+  private problem: { model: string; status: string } | undefined;
   private totals: string | undefined;
   private context: string | undefined;
 
@@ -196,6 +207,12 @@ export class ModelStatusBar implements vscode.Disposable {
     this.render();
   }
 
+  /** A model named in the settings that cannot be used yet, and what is missing; undefined when none. */
+  setProblem(problem: { model: string; status: string } | undefined): void {
+    this.problem = problem;
+    this.render();
+  }
+
   /** The session's running totals (formatSessionUsage), or undefined before the first turn. */
   setTotals(totals: string | undefined): void {
     this.totals = totals;
@@ -209,11 +226,13 @@ export class ModelStatusBar implements vscode.Disposable {
   }
 
   private render(): void {
-    const name = this.model === null ? 'no model' : (this.model ?? '…');
-    this.item.text = `$(hubot) ${name.length > 40 ? name.slice(0, 39) + '…' : name}`;
+    const unusable = this.model === null ? this.problem : undefined;
+    const name = unusable ? unusable.model : this.model === null ? 'no model' : (this.model ?? '…');
+    this.item.text = `$(hubot) ${name.length > 40 ? name.slice(0, 39) + '…' : name}${unusable ? ' $(warning)' : ''}`;
     const md = new vscode.MarkdownString();
     md.supportThemeIcons = true;
-    md.appendMarkdown(this.model ? `**Model:** \`${this.model.replace(/`/g, "'")}\`` : '**Model:** none configured');
+    if (unusable) md.appendMarkdown(`**Model:** \`${unusable.model.replace(/`/g, "'")}\`, not usable yet: ${escapeMarkdown(unusable.status)}`);
+    else md.appendMarkdown(this.model ? `**Model:** \`${this.model.replace(/`/g, "'")}\`` : '**Model:** none configured');
     if (this.totals) md.appendMarkdown(`\n\n${escapeMarkdown(this.totals)}`);
     if (this.context) md.appendMarkdown(`\n\n${escapeMarkdown(this.context)}`);
     md.appendMarkdown('\n\nClick to choose the model.');

@@ -5,6 +5,7 @@
 // The webview checks what it receives with the same rules (isHostMessage).
 import { maxCommands, SlashCommand } from './commands';
 import { parseReview, ReviewSummary } from './outcome';
+import type { Question } from '../question';
 
 /**
  * The approval modes the webview may ask for. The server advertises its
@@ -42,9 +43,13 @@ export type WebviewMessage =
   | { type: 'openReview'; uri: string }
   | { type: 'openSettings'; query: string }
   | { type: 'checkSetup' }
+  /** Qwen: Set API Key, offered where a message says the key is missing or refused. */
+  | { type: 'setApiKey' }
   | { type: 'pickModel' }
   /** The webview wants the slash commands (it has none yet, and "/" was typed). */
-  | { type: 'listCommands' };
+  | { type: 'listCommands' }
+  /** The person chose an option of a question on its card (a click, or a key given to the card). */
+  | { type: 'answer'; id: string; optionId: string };
 
 export interface ToolCard {
   id: string;
@@ -74,6 +79,8 @@ export type HostMessage =
       mode: string;
       sessionId: string | null;
       model: string | null;
+      /** With no usable model: the model the settings name, which lacks its key or endpoint; else null. */
+      unusableModel: string | null;
       status: string;
       setupHint: string | null;
       /** The session's token totals (formatSessionUsage), null before its first counted turn. */
@@ -91,7 +98,13 @@ export type HostMessage =
   | { type: 'clear' }
   | { type: 'insertMention'; path: string }
   /** The slash commands the server offers now (the whole list, replacing the last). */
-  | { type: 'commands'; commands: SlashCommand[] };
+  | { type: 'commands'; commands: SlashCommand[] }
+  /** A question for the person, shown on its tool's card (or on its own without a tool call). */
+  | { type: 'question'; question: Question }
+  /** The question was answered or withdrawn: the card says how, and its buttons go. */
+  | { type: 'questionDone'; id: string; text: string }
+  /** The person asked to go to the question (Show in Chat, the status bar): focus its first choice. */
+  | { type: 'focusQuestion'; id: string };
 
 type FieldCheck = (v: unknown) => boolean;
 
@@ -117,8 +130,10 @@ const webviewShapes: Record<WebviewMessage['type'], Shape> = {
   // Only the extension's own settings can be opened from the chat.
   openSettings: { required: { query: (v) => typeof v === 'string' && /^qwen(\.[A-Za-z]+)*$/.test(v) } },
   checkSetup: { required: {} },
+  setApiKey: { required: {} },
   pickModel: { required: {} },
   listCommands: { required: {} },
+  answer: { required: { id: nonEmptyStr(64), optionId: nonEmptyStr(256) } },
 };
 
 function matches(msg: Record<string, unknown>, shape: Shape): boolean {
@@ -179,6 +194,20 @@ function isToolCard(v: unknown): v is ToolCard {
   return true;
 }
 
+function isQuestion(v: unknown): v is Question {
+  return (
+    isPlainObject(v) &&
+    isStr(v.id) &&
+    (v.toolCallId === null || isStr(v.toolCallId)) &&
+    isStr(v.title) &&
+    isStr(v.subject) &&
+    isStr(v.kind) &&
+    Array.isArray(v.options) &&
+    v.options.length > 0 &&
+    v.options.every((o) => isPlainObject(o) && isStr(o.optionId) && isStr(o.name) && isStr(o.kind))
+  );
+}
+
 function isSlashCommand(v: unknown): v is SlashCommand {
   return (
     isPlainObject(v) &&
@@ -200,6 +229,7 @@ export function isHostMessage(v: unknown): v is HostMessage {
         isStr(v.mode) &&
         (v.sessionId === null || isStr(v.sessionId)) &&
         (v.model === null || isStr(v.model)) &&
+        (v.unusableModel === null || isStr(v.unusableModel)) &&
         isStr(v.status) &&
         (v.setupHint === null || isStr(v.setupHint)) &&
         (v.tokens === null || isStr(v.tokens))
@@ -230,6 +260,12 @@ export function isHostMessage(v: unknown): v is HostMessage {
       return isStr(v.path);
     case 'commands':
       return Array.isArray(v.commands) && v.commands.length <= maxCommands && v.commands.every(isSlashCommand);
+    case 'question':
+      return isQuestion(v.question);
+    case 'questionDone':
+      return isStr(v.id) && isStr(v.text);
+    case 'focusQuestion':
+      return isStr(v.id);
     default:
       return false;
   }

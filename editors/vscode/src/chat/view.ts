@@ -13,6 +13,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   /** What the view shows, replayed when it is (re)created. */
   private transcript: HostMessage[] = [];
   private readonly listeners: ((m: WebviewMessage) => void)[] = [];
+  /** A focusQuestion asked for before the view was ready: delivered once it is. */
+  private pendingFocus: HostMessage | undefined;
+  private readonly visibleEmitter = new vscode.EventEmitter<boolean>();
+  /** Fires when the chat comes on screen or leaves it. */
+  readonly onDidChangeVisible = this.visibleEmitter.event;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -44,20 +49,26 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       if (m.type === 'ready') {
         this.ready = true;
         for (const t of this.transcript) void view.webview.postMessage(t);
+        if (this.pendingFocus) void view.webview.postMessage(this.pendingFocus);
+        this.pendingFocus = undefined;
       }
       for (const l of this.listeners) l(m);
     });
+    view.onDidChangeVisibility(() => this.visibleEmitter.fire(view.visible));
     view.onDidDispose(() => {
       if (this.view === view) {
         this.view = undefined;
         this.ready = false;
+        this.visibleEmitter.fire(false);
       }
     });
+    this.visibleEmitter.fire(view.visible);
   }
 
   post(m: HostMessage): void {
     this.remember(m);
     if (this.view && this.ready) void this.view.webview.postMessage(m);
+    else if (m.type === 'focusQuestion') this.pendingFocus = m;
   }
 
   private remember(m: HostMessage): void {
@@ -99,6 +110,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
         break;
       }
       case 'insertMention':
+      case 'focusQuestion':
         return;
     }
     this.transcript.push(m);
@@ -138,6 +150,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <form id="form">
   <div id="slash" role="listbox" aria-label="Commands" hidden></div>
   <textarea id="prompt" rows="3" placeholder="Ask Qwen… (/ runs a command, @ mentions a file, Enter sends, Shift+Enter adds a line)" aria-label="Prompt" aria-autocomplete="list" aria-controls="slash" aria-expanded="false"></textarea>
+  <div id="held" role="status" hidden>Qwen is still working: Enter sends once the turn ends (or after Stop). Your text stays here.</div>
   <div id="actions">
     <button id="mention" type="button" title="Mention a file">@</button>
     <span class="spacer"></span>

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, noUsage, parseModelList, parseUsage, tokens } from '../models';
+import { addUsage, formatContext, formatSessionUsage, formatTurnUsage, modelItems, modelNameNotice, noUsage, parseModelList, parseUsage, tokens } from '../models';
 import { isHostMessage, parseWebviewMessage } from '../chat/protocol';
 
 // qwen/listModels as the server answers it for testdata/qwen-code-config.
@@ -105,8 +105,28 @@ test('the chat may ask for the model picker; turn ends and the state carry the t
   assert.ok(isHostMessage({ type: 'turnEnd', stopReason: 'end_turn', usage: 'Tokens: 1 in · 1 out' }));
   assert.ok(isHostMessage({ type: 'turnEnd', stopReason: 'end_turn' }));
   assert.equal(isHostMessage({ type: 'turnEnd', stopReason: 'end_turn', usage: 5 }), false);
-  const state = { type: 'state', busy: false, mode: 'default', sessionId: 's', model: 'm', status: 'idle', setupHint: null };
+  const state = { type: 'state', busy: false, mode: 'default', sessionId: 's', model: 'm', unusableModel: null, status: 'idle', setupHint: null };
   assert.ok(isHostMessage({ ...state, tokens: 'Session: 1 turn · 1 in · 1 out tokens' }));
   assert.ok(isHostMessage({ ...state, tokens: null }));
   assert.equal(isHostMessage(state), false);
+});
+
+test('a change of qwen.model.name says which model the chat uses, or why it keeps its own', () => {
+  assert.equal(
+    modelNameNotice({ name: 'qwen-fast', def: 'qwen-fast', session: true, before: 'qwen-deep', after: 'qwen-fast' }),
+    'Qwen: qwen.model.name is now qwen-fast: this chat switches from qwen-deep to qwen-fast from its next request.',
+  );
+  assert.equal(
+    modelNameNotice({ name: 'qwen-fast', def: 'qwen-fast', session: true, before: 'qwen-fast', after: 'qwen-fast' }),
+    'Qwen: qwen.model.name is now qwen-fast: this chat uses qwen-fast from its next request.',
+  );
+  assert.equal(modelNameNotice({ name: 'm2', def: 'm2', session: false, before: null, after: null }), 'Qwen: qwen.model.name is now m2: the next chat session uses m2.');
+  assert.equal(
+    modelNameNotice({ name: 'm2', def: 'm2', session: true, before: 'qwen-deep', after: 'qwen-deep', error: 'unknown model m2; configured: qwen-deep' }),
+    'Qwen: qwen.model.name is now m2, but this chat keeps qwen-deep: unknown model m2; configured: qwen-deep',
+  );
+  assert.equal(
+    modelNameNotice({ name: '', def: null, session: true, before: 'qwen-deep', after: 'qwen-deep', problem: 'no model' }),
+    'Qwen: qwen.model.name was cleared, but no model can be used with the settings as they are (no model): this chat keeps qwen-deep. Check Setup says what is missing.',
+  );
 });

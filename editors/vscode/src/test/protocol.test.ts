@@ -56,7 +56,7 @@ test('findMentions finds @paths at the start or after whitespace', () => {
 test('isHostMessage accepts what the extension sends and nothing else', async () => {
   const { isHostMessage } = await import('../chat/protocol');
   const ok: unknown[] = [
-    { type: 'state', busy: false, mode: 'default', sessionId: null, model: null, status: 'idle', setupHint: null, tokens: null },
+    { type: 'state', busy: false, mode: 'default', sessionId: null, model: null, unusableModel: null, status: 'idle', setupHint: null, tokens: null },
     { type: 'agent', id: 'a1', html: '<p>hi</p>' },
     { type: 'tool', card: { id: 'c', title: 'ReadFile', kind: 'read', status: 'completed', output: 'x' } },
     { type: 'tool', card: { id: 'c', title: 'Edit', kind: 'edit', status: 'pending', diffs: [{ path: '/a', oldText: null, newText: 'n' }] } },

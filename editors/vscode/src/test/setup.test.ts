@@ -2,17 +2,16 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import {
   codeIntelligenceSummary,
-  elsewhereHint,
+  endpointReachable,
   fixActions,
   fixPlaces,
+  isMissing,
   parseCheckSetup,
-  relativeTime,
   settingsQuery,
   setupProblem,
-  statusFor,
+  setupText,
   toolOutcome,
 } from '../setup';
-import { optionItems } from '../permissionLabels';
 import { isHostMessage, parseWebviewMessage } from '../chat/protocol';
 
 // The error.data of the contract's table, as the server sends it.
@@ -24,42 +23,79 @@ const cases = {
   other: { reason: 'model_error', settings: [], env: [] },
 };
 
-test('a dead base URL opens qwen.model.baseUrl', () => {
+/** No server spelling in a VS Code message: settings.json keys without "qwen.", OPENAI_* variables, ~/.qwen/settings.json. */
+function assertVsCodeWords(message: string): void {
+  assert.doesNotMatch(message, /(^|[^.\w])model\.(name|baseUrl|apiKey)/, message);
+  assert.doesNotMatch(message, /OPENAI_|DASHSCOPE_/, message);
+  assert.doesNotMatch(message, /settings\.json/, message);
+}
+
+test('a dead base URL opens qwen.model.baseUrl and says so in VS Code words', () => {
   const p = setupProblem(cases.dead_url)!;
   assert.equal(p.reason, 'model_unreachable');
   const f = fixPlaces(p);
   assert.deepEqual(f.vscode, ['qwen.model.baseUrl']);
   assert.equal(settingsQuery(f.vscode), 'qwen.model.baseUrl');
-  assert.deepEqual(fixActions(f), ['Open Settings']);
-  assert.equal(elsewhereHint(f), '');
-  assert.equal(statusFor(p.reason), 'error');
+  assert.deepEqual(fixActions(f, p), ['Open Settings']);
+  const t = setupText(p, 'Nothing answers at http://127.0.0.1:9/v1 (connection refused). Start the model server, or set model.baseUrl (or OPENAI_BASE_URL).');
+  assert.equal(t.status, 'model unreachable');
+  assert.equal(t.message, 'Nothing answers at http://127.0.0.1:9/v1: start the model server, or set qwen.model.baseUrl to an endpoint that runs.');
+  assertVsCodeWords(t.message);
+  assert.equal(isMissing(p.reason), false);
 });
 
-test('a model name alone opens the base URL and says where the key goes', () => {
-  const f = fixPlaces(setupProblem(cases.name_only)!);
+test('a model name alone: the status says "no endpoint", the message names qwen.model.baseUrl and Set API Key', () => {
+  const p = setupProblem(cases.name_only)!;
+  const f = fixPlaces(p);
   assert.deepEqual(f.vscode, ['qwen.model.baseUrl']);
   assert.deepEqual(f.elsewhere, ['model.apiKey']);
-  assert.deepEqual(fixActions(f), ['Open Settings', 'Set API Key']);
-  assert.match(elsewhereHint(f), /Qwen: Set API Key/);
-  assert.match(elsewhereHint(f), /OPENAI_API_KEY or OPENAI_BASE_URL/);
+  assert.deepEqual(fixActions(f, p), ['Open Settings', 'Set API Key']);
+  const t = setupText(p, 'The model name is qwen3-coder-plus, but there is no endpoint or API key to reach it: set OPENAI_API_KEY …');
+  assert.equal(t.status, 'no endpoint');
+  assert.match(t.message, /^The model qwen3-coder-plus has no endpoint and no API key: set qwen\.model\.baseUrl/);
+  assert.match(t.message, /"Qwen: Set API Key"/);
+  assertVsCodeWords(t.message);
+  assert.ok(isMissing(p.reason));
 });
 
-test('a missing key has no VS Code setting: the hint names the key, the command and the variables', () => {
-  const f = fixPlaces(setupProblem(cases.missing_key)!);
+test('a missing key: "no API key", the endpoint, and Set API Key; an envKey of its own is named', () => {
+  const p = setupProblem(cases.missing_key)!;
+  const f = fixPlaces(p);
   assert.deepEqual(f.vscode, []);
-  assert.deepEqual(fixActions(f), ['Set API Key']);
-  const hint = elsewhereHint(f);
-  assert.match(hint, /OPENAI_API_KEY or DASHSCOPE_API_KEY/);
-  assert.match(hint, /model\.apiKey in ~\/\.qwen\/settings\.json/);
-  assert.equal(statusFor('no_api_key'), 'error');
+  assert.deepEqual(fixActions(f, p), ['Set API Key']);
+  const t = setupText(p, 'server words');
+  assert.equal(t.status, 'no API key');
+  assert.equal(t.message, 'https://example.invalid/v1 needs an API key: run "Qwen: Set API Key".');
+  assertVsCodeWords(t.message);
+  // A modelProviders entry whose envKey is unset: only that variable helps.
+  const own = setupProblem({ reason: 'no_api_key', settings: ['env.DASHSCOPE_API_KEY'], env: ['DASHSCOPE_API_KEY'], model: 'qwen3-coder-plus' })!;
+  assert.deepEqual(fixActions(fixPlaces(own), own), []);
+  assert.match(setupText(own, '').message, /takes its key from DASHSCOPE_API_KEY, which is not set/);
+  const openai = setupProblem({ reason: 'no_api_key', settings: ['env.OPENAI_API_KEY'], env: ['OPENAI_API_KEY'] })!;
+  assert.deepEqual(fixActions(fixPlaces(openai), openai), ['Set API Key']);
+  // A refused key.
+  const refused = setupText({ reason: 'model_auth', settings: ['model.apiKey'], env: [], baseUrl: 'https://x.invalid/v1' }, '');
+  assert.equal(refused.status, 'API key refused');
+  assertVsCodeWords(refused.message);
 });
 
-test('no model at all: both settings, filtered by their common prefix; the status says "no model"', () => {
-  const f = fixPlaces(setupProblem(cases.nothing)!);
+test('"no model" only when nothing is configured; a missing name says "no model name"', () => {
+  const p = setupProblem(cases.nothing)!;
+  const f = fixPlaces(p);
   assert.deepEqual(f.vscode, ['qwen.model.name', 'qwen.model.baseUrl']);
   assert.equal(settingsQuery(f.vscode), 'qwen.model');
-  assert.equal(statusFor('no_model'), 'no model');
-  assert.equal(statusFor('no_model_name'), 'no model');
+  const t = setupText(p, '');
+  assert.equal(t.status, 'no model');
+  assert.match(t.message, /qwen\.model\.name and qwen\.model\.baseUrl/);
+  assertVsCodeWords(t.message);
+  const name = setupText({ reason: 'no_model_name', settings: ['model.name'], env: ['OPENAI_MODEL'], baseUrl: 'http://127.0.0.1:11434/v1' }, '');
+  assert.equal(name.status, 'no model name');
+  assert.equal(name.message, 'The endpoint http://127.0.0.1:11434/v1 is set, but no model name: set qwen.model.name.');
+  const notFound = setupText({ reason: 'model_not_found', settings: ['model.name', 'model.baseUrl'], env: [], baseUrl: 'http://h/v1', model: 'm' }, '');
+  assert.equal(notFound.status, 'model not found');
+  assertVsCodeWords(notFound.message);
+  // Anything else keeps the server's own message.
+  assert.deepEqual(setupText({ reason: 'model_error', settings: [], env: [] }, 'The endpoint answered 500 three times.'), { status: 'error', message: 'The endpoint answered 500 three times.' });
 });
 
 test('a failure with nothing to set offers no settings', () => {
@@ -92,17 +128,6 @@ test('checkSetup results are read field by field', () => {
   assert.equal(parseCheckSetup(null), undefined);
 });
 
-test('session times read as relative or local, never ISO', () => {
-  const now = Date.parse('2026-11-27T12:00:00Z');
-  assert.equal(relativeTime('2026-11-27T11:59:40Z', now), 'just now');
-  assert.equal(relativeTime('2026-11-27T11:55:00Z', now), '5 min ago');
-  assert.equal(relativeTime('2026-11-27T09:00:00Z', now), '3 h ago');
-  const old = relativeTime('2026-10-01T09:00:00Z', now, 'en-US');
-  assert.doesNotMatch(old, /T\d\d:|Z$/);
-  assert.match(old, /2026/);
-  assert.equal(relativeTime('not a date', now), '');
-});
-
 test('a finished tool call: _meta.qwen.outcome first, its status otherwise', () => {
   assert.equal(toolOutcome('failed', { qwen: { outcome: 'rejected' } }), 'rejected');
   assert.equal(toolOutcome('failed', { qwen: { outcome: 'cancelled' } }), 'cancelled');
@@ -110,24 +135,6 @@ test('a finished tool call: _meta.qwen.outcome first, its status otherwise', () 
   assert.equal(toolOutcome('completed', undefined), 'completed');
   assert.equal(toolOutcome('failed', { qwen: { outcome: 'exploded' } }), 'failed');
   assert.equal(toolOutcome('in_progress', undefined), undefined);
-});
-
-test('permission choices: every option, in order, by name; never the optionId', () => {
-  const options = [
-    { optionId: 'proceed_once', name: 'Allow', kind: 'allow_once' },
-    { optionId: 'proceed_always', name: 'Allow `touch` for this session', kind: 'allow_always' },
-    { optionId: 'proceed_always_project', name: 'Always allow in this project', kind: 'allow_always' },
-    { optionId: 'proceed_always_user', name: 'Always allow everywhere', kind: 'allow_always' },
-    { optionId: 'cancel', name: 'Reject', kind: 'reject_once' },
-  ];
-  const items = optionItems(options);
-  assert.deepEqual(items.map((i) => i.optionId), options.map((o) => o.optionId));
-  for (const [i, item] of items.entries()) {
-    assert.ok(item.label.endsWith(options[i].name), item.label);
-    assert.ok(!item.label.includes(options[i].optionId) || options[i].name.includes(options[i].optionId), item.label);
-    assert.deepEqual(Object.keys(item).sort(), ['label', 'optionId']);
-  }
-  assert.equal(optionItems(options.slice(0, 2).concat(options.slice(3))).length, 4);
 });
 
 test('the chat may open only the extension\'s settings, and reviews by uri', () => {
@@ -169,4 +176,17 @@ test('Check Setup reads languageServers and lspAllowed and says who answers for 
   // An older qwen-ls says nothing of its servers; no open file, no line.
   assert.equal(codeIntelligenceSummary('a.txt', {}, { languageId: 'plaintext', servers: [] }), 'Code intelligence for a.txt (plaintext): no VS Code extension covers it.');
   assert.equal(codeIntelligenceSummary(undefined, r, undefined), '');
+});
+
+test('what VS Code can see reaches a model as qwen-ls judges it: a key, or a loopback base URL', () => {
+  assert.equal(endpointReachable('', true), true);
+  assert.equal(endpointReachable('', false), false);
+  assert.equal(endpointReachable('http://127.0.0.1:11434/v1', false), true);
+  assert.equal(endpointReachable('http://localhost:8000/v1', false), true);
+  assert.equal(endpointReachable('http://[::1]:8000/v1', false), true);
+  assert.equal(endpointReachable('http://127.0.0.2:8000/v1', false), false);
+  assert.equal(endpointReachable('https://model.example.invalid/v1', false), false);
+  assert.equal(endpointReachable('https://model.example.invalid/v1', true), true);
+  assert.equal(endpointReachable('', false, 'http://127.0.0.1:1/v1'), true);
+  assert.equal(endpointReachable('not a url', false), false);
 });

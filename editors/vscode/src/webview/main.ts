@@ -4,6 +4,7 @@
 import { HostMessage, isHostMessage, PlanEntry, ToolCard, WebviewMessage } from '../chat/protocol';
 import { completeInput, matchCommands, SlashCommand, slashQuery } from '../chat/commands';
 import { outcomeLabel, rejectedHunkLines } from '../chat/outcome';
+import { optionForKey, Question } from '../question';
 
 declare function acquireVsCodeApi(): { postMessage(m: WebviewMessage): void };
 
@@ -42,10 +43,18 @@ function scrollDown(): void {
   log.scrollTop = log.scrollHeight;
 }
 
+const held = byId<HTMLElement>('held');
+
 form.addEventListener('submit', (e) => {
   e.preventDefault();
   const text = prompt.value.trim();
   if (text === '') return;
+  if (document.body.dataset.busy === 'true') {
+    // Enter while the agent works keeps the draft: nothing is sent, and
+    // nothing typed here ever answers a question on a card.
+    held.hidden = false;
+    return;
+  }
   send({ type: 'prompt', text });
   prompt.value = '';
   closeSlash();
@@ -132,10 +141,33 @@ function updateSlash(): void {
     slash.appendChild(row);
   });
   slash.hidden = false;
+  fitSlash();
   prompt.setAttribute('aria-expanded', 'true');
   const again = keep ? shown.findIndex((c) => c.name === keep) : -1;
   setActive(again >= 0 ? again : 0);
 }
+
+/**
+ * The list may use the whole height above the input, over the
+ * conversation, and shows whole rows only: every row when they fit, else
+ * as many whole rows as fit, scrolling to the rest (never a row cut in two).
+ */
+function fitSlash(): void {
+  const above = form.getBoundingClientRect().top + 2; // the list's bottom sits 2px into the form
+  const first = slash.querySelector<HTMLElement>('.slash-item, .slash-none');
+  const row = first ? first.getBoundingClientRect().height : 0;
+  const border = slash.offsetHeight - slash.clientHeight;
+  if (row <= 0) {
+    slash.style.maxHeight = `${Math.max(0, above - 4)}px`;
+    return;
+  }
+  const rows = Math.max(1, Math.floor((above - 4 - border) / row));
+  slash.style.maxHeight = `${rows * row + border}px`;
+}
+
+window.addEventListener('resize', () => {
+  if (slashOpen()) fitSlash();
+});
 
 function chooseCommand(i: number): void {
   const c = shown[i];
@@ -235,6 +267,11 @@ function settingsQuery(ids: string[]): string {
   return ids.every((id) => id.startsWith('qwen.model.')) ? 'qwen.model' : 'qwen';
 }
 
+/** Whether a setup message sends the person to Qwen: Set API Key (src/setup.ts words it so). */
+function keyWanted(text: string): boolean {
+  return text.includes('"Qwen: Set API Key"');
+}
+
 /** The empty chat says what to do next: set up the model, or ask. */
 function renderEmpty(): void {
   const isEmpty = log.childElementCount === 0;
@@ -245,10 +282,9 @@ function renderEmpty(): void {
     empty.dataset.kind = 'setup';
     emptyText.textContent = setupHint;
     const server = /qwen\.serverPath/.test(setupHint);
-    emptyActions.append(
-      button('Open Settings', () => send({ type: 'openSettings', query: server ? 'qwen.serverPath' : 'qwen.model' })),
-      button('Check Setup', () => send({ type: 'checkSetup' })),
-    );
+    emptyActions.append(button('Open Settings', () => send({ type: 'openSettings', query: server ? 'qwen.serverPath' : 'qwen.model' })));
+    if (keyWanted(setupHint)) emptyActions.append(button('Set API Key', () => send({ type: 'setApiKey' })));
+    if (!server) emptyActions.append(button('Check Setup', () => send({ type: 'checkSetup' })));
   } else {
     empty.dataset.kind = 'ready';
     emptyText.textContent =
@@ -280,6 +316,127 @@ const statusIcon: Record<string, string> = { pending: '○', in_progress: '◐',
 /** How a finished call looks: three different looks for failed, rejected and cancelled (its words: outcomeLabel). */
 const outcomeIcon: Record<string, string> = { completed: '✓', failed: '✗', rejected: '✗', cancelled: '⊘' };
 
+// ---- questions: asked on the tool's card, answered only by a click or a key given to the card ----
+
+/** The question blocks, by question id, and which card (tool call id) holds each. */
+const questionEls = new Map<string, HTMLElement>();
+const questionOfCard = new Map<string, string>();
+
+/** A card for a tool call the chat has not seen yet (the question came first). */
+function ensureCard(id: string, title: string, kind: string): HTMLDetailsElement {
+  let d = toolEls.get(id);
+  if (!d) {
+    d = el('details', 'tool');
+    d.dataset.id = id;
+    d.dataset.status = 'pending';
+    d.dataset.kind = kind;
+    d.append(cardSummary(title || kind, undefined, 'pending'));
+    toolEls.set(id, d);
+    log.appendChild(d);
+  }
+  return d;
+}
+
+function renderQuestion(q: Question): void {
+  const box = el('div', 'question');
+  box.dataset.questionId = q.id;
+  box.dataset.kind = q.kind;
+  box.dataset.state = 'open';
+  // Focus only on request (a click on the card, Tab, Show in Chat): never by itself.
+  box.tabIndex = -1;
+  box.setAttribute('role', 'group');
+  box.setAttribute('aria-label', q.title ? `Qwen asks: ${q.title}` : 'Qwen asks');
+  box.append(el('div', 'question-title', q.title || 'qwen-ls asks'));
+  if (q.subject !== '') box.append(el('pre', 'question-subject', q.subject));
+  const choices = el('div', 'question-options');
+  q.options.forEach((o, i) => {
+    const b = el('button', 'question-option');
+    b.type = 'button';
+    b.dataset.optionId = o.optionId;
+    b.dataset.kind = o.kind;
+    b.append(el('span', 'question-key', String(i + 1)), el('span', 'question-name', o.name));
+    b.title = `${o.name} (${i + 1} while this card has focus)`;
+    b.addEventListener('click', () => choose(box, q, o.optionId));
+    choices.append(b);
+  });
+  box.append(choices);
+  box.append(el('div', 'question-hint', `Click a choice, or click this card and press 1–${q.options.length}. Typing in the chat never answers.`));
+  box.addEventListener('mousedown', (e) => {
+    // A click on the card's text gives it focus, so that its keys work.
+    if (!(e.target instanceof HTMLElement) || !e.target.closest('button')) box.focus();
+  });
+  box.addEventListener('keydown', (e) => {
+    if (e.isComposing || box.dataset.state !== 'open') return;
+    const option = optionForKey(e.key, q.options, { ctrl: e.ctrlKey, alt: e.altKey, meta: e.metaKey });
+    const buttons = Array.from(box.querySelectorAll<HTMLButtonElement>('button.question-option'));
+    const at = buttons.indexOf(document.activeElement as HTMLButtonElement);
+    if (option) {
+      choose(box, q, option.optionId);
+    } else if (e.key === 'ArrowRight' || e.key === 'ArrowDown') {
+      buttons[(at + 1) % buttons.length]?.focus();
+    } else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp') {
+      buttons[(at - 1 + buttons.length) % buttons.length]?.focus();
+    } else if (e.key === 'Escape') {
+      prompt.focus();
+    } else {
+      return;
+    }
+    e.preventDefault();
+    e.stopPropagation();
+  });
+  questionEls.set(q.id, box);
+  if (q.toolCallId !== null) {
+    const d = ensureCard(q.toolCallId, q.title, q.kind);
+    questionOfCard.set(q.toolCallId, q.id);
+    d.append(box);
+    d.open = true;
+  } else {
+    const card = el('section', 'tool question-alone');
+    card.append(box);
+    log.appendChild(card);
+  }
+}
+
+function choose(box: HTMLElement, q: Question, optionId: string): void {
+  if (box.dataset.state !== 'open') return;
+  box.dataset.state = 'sent';
+  box.querySelectorAll<HTMLButtonElement>('button.question-option').forEach((b) => (b.disabled = true));
+  send({ type: 'answer', id: q.id, optionId });
+}
+
+function questionDone(id: string, text: string): void {
+  const box = questionEls.get(id);
+  if (!box) return;
+  const hadFocus = box.contains(document.activeElement);
+  box.dataset.state = 'done';
+  box.removeAttribute('tabindex');
+  box.querySelector('.question-options')?.remove();
+  box.querySelector('.question-hint')?.remove();
+  box.append(el('div', 'question-answer', text));
+  // The keys go back where the person types.
+  if (hadFocus) prompt.focus();
+}
+
+function focusQuestion(id: string): void {
+  const box = questionEls.get(id);
+  if (!box || box.dataset.state !== 'open') return;
+  const d = box.closest('details');
+  if (d) d.open = true;
+  box.scrollIntoView({ block: 'nearest' });
+  // The card, not its first choice: a stray Enter must not answer.
+  box.focus();
+}
+
+function cardSummary(title: string, look: { icon: string; label: string } | undefined, status: string): HTMLElement {
+  const summary = el('summary');
+  summary.append(
+    el('span', 'tool-icon', look?.icon ?? statusIcon[status] ?? '•'),
+    el('span', 'tool-title', title),
+    el('span', 'tool-status', look?.label ?? status.replace('_', ' ')),
+  );
+  return summary;
+}
+
 function renderTool(card: ToolCard): void {
   let d = toolEls.get(card.id);
   if (!d) {
@@ -297,20 +454,17 @@ function renderTool(card: ToolCard): void {
   if (card.review) d.dataset.review = card.review.kept < card.review.total ? 'partial' : 'whole';
   else delete d.dataset.review;
   d.replaceChildren();
-  const summary = el('summary');
   const icon = card.undone ? '↶' : card.outcome ? outcomeIcon[card.outcome] : undefined;
-  summary.append(
-    el('span', 'tool-icon', icon ?? statusIcon[card.status] ?? '•'),
-    el('span', 'tool-title', card.title || card.kind),
-    el('span', 'tool-status', outcomeLabel(card)),
-  );
-  d.appendChild(summary);
+  d.appendChild(cardSummary(card.title || card.kind, { icon: icon ?? statusIcon[card.status] ?? '•', label: outcomeLabel(card) }, card.status));
   const rejected = rejectedHunkLines(card.review);
   if (rejected.length > 0) {
     const list = el('ul', 'tool-review');
     for (const line of rejected) list.appendChild(el('li', undefined, line));
     d.appendChild(list);
   }
+  // The card's question stays on it (asked, or answered) whatever the update.
+  const qid = questionOfCard.get(card.id);
+  const question = qid ? questionEls.get(qid) : undefined;
   if (card.output !== undefined) d.appendChild(el('pre', 'tool-output', card.output));
   for (const diff of card.diffs ?? []) {
     const box = el('div', 'diff');
@@ -321,6 +475,10 @@ function renderTool(card: ToolCard): void {
     }
     box.appendChild(pre);
     d.appendChild(box);
+  }
+  if (question) {
+    d.appendChild(question);
+    if (question.dataset.state === 'open') d.open = true;
   }
 }
 
@@ -360,12 +518,22 @@ function handle(m: HostMessage): void {
       send_.disabled = m.busy;
       statusEl.textContent = m.status;
       modelEl.hidden = m.sessionId === null && m.model === null && m.setupHint === null;
-      modelEl.textContent = m.model ?? 'no model';
+      modelEl.textContent = m.model ?? (m.unusableModel ? `${m.unusableModel} ⚠` : 'no model');
       modelEl.dataset.model = m.model ?? '';
-      modelEl.title = [m.model ? `Model: ${m.model}` : 'No model is configured', m.tokens, 'Click to choose the model.'].filter((s) => s).join('\n');
+      modelEl.title = [
+        m.model ? `Model: ${m.model}` : m.unusableModel ? `Model: ${m.unusableModel}, not usable yet: ${m.status}` : 'No model is configured',
+        m.tokens,
+        'Click to choose the model.',
+      ]
+        .filter((s) => s)
+        .join('\n');
       modelEl.dataset.tokens = m.tokens ?? '';
       document.body.dataset.busy = String(m.busy);
+      document.body.dataset.session = m.sessionId ?? '';
+      if (!m.busy) held.hidden = true;
       document.body.dataset.status = m.status;
+      // A setup problem's few words (src/setup.ts setupText), or no server.
+      document.body.dataset.problem = String(/^(no |not running$|error$|API key refused$|model unreachable$|model not found$)/.test(m.status));
       setupHint = m.setupHint;
       renderEmpty();
       return;
@@ -409,13 +577,12 @@ function handle(m: HostMessage): void {
     case 'error': {
       const box = el('div', 'msg error');
       box.appendChild(el('div', 'error-text', m.message));
-      if (m.settings && m.settings.length > 0) {
-        const ids = m.settings;
+      const ids = m.settings ?? [];
+      if (ids.length > 0 || (m.settings && keyWanted(m.message))) {
         const actions = el('div', 'error-actions');
-        actions.append(
-          button('Open Settings', () => send({ type: 'openSettings', query: settingsQuery(ids) })),
-          button('Check Setup', () => send({ type: 'checkSetup' })),
-        );
+        if (ids.length > 0) actions.append(button('Open Settings', () => send({ type: 'openSettings', query: settingsQuery(ids) })));
+        if (keyWanted(m.message)) actions.append(button('Set API Key', () => send({ type: 'setApiKey' })));
+        actions.append(button('Check Setup', () => send({ type: 'checkSetup' })));
         box.appendChild(actions);
       }
       log.appendChild(box);
@@ -429,11 +596,22 @@ function handle(m: HostMessage): void {
       agentEls.clear();
       thoughtEls.clear();
       toolEls.clear();
+      questionEls.clear();
+      questionOfCard.clear();
       planEl = undefined;
       renderEmpty();
       return;
     case 'commands':
       setCommands(m.commands);
+      return;
+    case 'question':
+      renderQuestion(m.question);
+      break;
+    case 'questionDone':
+      questionDone(m.id, m.text);
+      return;
+    case 'focusQuestion':
+      focusQuestion(m.id);
       return;
     case 'insertMention': {
       const pos = prompt.selectionStart;
