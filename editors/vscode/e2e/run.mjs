@@ -429,22 +429,24 @@ async function turnEnd(frame, n = 1, timeout = 60000) {
 
 async function openFile(rel) {
   const input = page.locator('.quick-input-widget input');
+  const base = path.basename(rel);
   // Quick Open pressed while the workbench still moves focus (a panel
-  // toggled just before) can open inert and close again: try again, a few times.
+  // toggled just before) can open inert and close again, and a file made
+  // a moment ago may not be in its file list yet: try again, a few times.
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press('Control+P');
     try {
       await input.fill(rel, { timeout: 5000 });
+      // Enter opens the focused row: wait until the filtered list has put
+      // the file there (a loaded machine can still show the history's
+      // first row).
+      await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: base }).first().waitFor({ timeout: 15000 });
       break;
     } catch (e) {
       if (attempt === 4) throw e;
       await page.keyboard.press('Escape');
     }
   }
-  // Enter opens the focused row: wait until the filtered list has put the
-  // file there (a loaded machine can still show the history's first row).
-  const base = path.basename(rel);
-  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: base }).first().waitFor();
   await page.keyboard.press('Enter');
   try {
     await page.locator('.tab.active', { hasText: base }).waitFor({ timeout: 10000 });
