@@ -247,6 +247,16 @@ async function command(title) {
   await page.keyboard.press('Enter');
 }
 
+/** Hides the bottom panel (a terminal an earlier test opened) so a
+ * screenshot shows the editor; its close button is named "Hide Panel" in
+ * current VS Code and "Close Panel" in older ones. */
+async function hidePanel() {
+  const panel = page.locator('.part.panel');
+  if (!(await panel.isVisible().catch(() => false))) return;
+  await page.locator('.part.panel [aria-label^="Hide Panel"], .part.panel [aria-label^="Close Panel"]').first().click();
+  await until('the panel hidden', async () => !(await panel.isVisible().catch(() => false)));
+}
+
 async function chatFrame() {
   return until('the chat view', async () => {
     for (const f of page.frames()) {
@@ -904,11 +914,10 @@ if (process.env.QWEN_SCREENSHOTS) {
     await turnEnd(frame);
     const c = await editCard(frame);
     await c.card.locator('summary').click();
-    await command('View: Toggle Maximized Panel');
+    await hidePanel();
     await page.mouse.move(0, 0);
     await sleep(800);
     await page.screenshot({ path: path.join(extDir, 'media/screenshots', `review-partial-${process.env.QWEN_SCREENSHOTS}.png`) });
-    await command('View: Toggle Maximized Panel');
     // Back to the file as it was: the kept hunk is one unsaved, undoable step.
     await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
     await page.keyboard.press('Control+Z');
@@ -2164,6 +2173,7 @@ if (process.env.QWEN_SCREENSHOTS) {
       // The chat in the secondary side bar, beside the code it talks about.
       await useScript('chat.txtar');
       await openFile('calc/calc.go');
+      await hidePanel();
       const frame = await openChat();
       await newSession(frame);
       await prompt(frame, 'Summarise the calc package');
