@@ -17,7 +17,6 @@ import (
 	"github.com/qwen-ls/qwen-ls/tools"
 	"github.com/qwen-ls/qwen-ls/tools/codeintel"
 	"github.com/qwen-ls/qwen-ls/tools/langserver"
-	"github.com/qwen-ls/qwen-ls/tools/procgroup"
 	"github.com/qwen-ls/qwen-ls/tools/sandbox"
 	"github.com/qwen-ls/qwen-ls/workspace"
 )
@@ -140,55 +139,16 @@ func (l *langServers) text(path string) (string, error) {
 
 // start starts a language server under the supervisor, with the sandbox
 // of what runs unasked, in a process group of its own: it dies with
-// qwen-ls however qwen-ls ends.
+// qwen-ls however qwen-ls ends, and, run without the sandbox, whatever it
+// leaves behind its supervisor is ended with the supervisor's cgroup.
 func (l *langServers) start(cmd *exec.Cmd) (langserver.Process, error) {
-	procgroup.Prepare(cmd)
-	if _, err := sandbox.Wrap(cmd, l.s.env.UnaskedPolicy("language-servers")); err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, err
-	}
-	return &groupProcess{cmd: cmd}, nil
-}
-
-// groupProcess is a started language server and its process group.
-type groupProcess struct {
-	cmd *exec.Cmd
-	// mu guards the flags: once the process has ended, one more Kill
-	// takes what it left in its group, and then the group is released
-	// and never signalled again (its id may be reused).
-	mu       sync.Mutex
-	ended    bool
-	released bool
-}
-
-func (p *groupProcess) Wait() error {
-	err := p.cmd.Wait()
-	p.mu.Lock()
-	p.ended = true
-	p.mu.Unlock()
-	return err
-}
-
-func (p *groupProcess) Kill() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.released {
-		return nil
-	}
-	pid := p.cmd.Process.Pid
-	procgroup.Terminate(pid)
-	if p.ended {
-		procgroup.Release(pid)
-		p.released = true
-	}
-	return nil
+	return langserver.StartGrouped(cmd, func(cmd *exec.Cmd) (func(), error) {
+		sup, err := sandbox.Wrap(cmd, l.s.env.UnaskedPolicy("language-servers"))
+		if err != nil {
+			return nil, err
+		}
+		return sup.Started, nil
+	})
 }
 
 // close stops every language server; called when the server ends.

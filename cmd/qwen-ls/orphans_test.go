@@ -241,3 +241,50 @@ func requireTreeCgroups(t *testing.T) {
 		t.Skip("QWEN_LS_SANDBOX_NO_CGROUP=1")
 	}
 }
+
+// The same for a language server run without the sandbox
+// (danger-full-access): its supervisor is in a cgroup of its own, which
+// the server empties once the supervisor is gone, although the language
+// server's process group cannot name what left it with setsid.
+func TestLanguageServerKillingItsSupervisorLeavesNothing(t *testing.T) {
+	requireTreeCgroups(t)
+	marker := fmt.Sprintf("qwen-lsp-ppid-%d", os.Getpid())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	qwenHome := t.TempDir()
+	if err := os.WriteFile(filepath.Join(qwenHome, "settings.json"), []byte(`{"tools":{"sandbox":"danger-full-access"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	if err := os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	server := fmt.Sprintf("setsid bash -c 'exec -a %[1]s sleep 900' & echo $! > %[2]s; kill -9 $PPID; exec -a %[1]s cat >/dev/null", marker, pidFile)
+	m := modeltest.Start(t,
+		modeltest.Response{ToolCalls: []modeltest.ToolCall{
+			{ID: "sym", Name: "lsp", Arguments: `{"operation":"documentSymbol","filePath":"main.go"}`},
+		}},
+		modeltest.Response{Text: "Done."},
+	)
+	cmd := exec.Command(binPath, "--stdio")
+	cmd.Env = execEnv(t, "QWEN_HOME="+qwenHome)
+	e := rpctest.StartProcess(t, cmd)
+	e.Initialize(rpctest.InitParams{Roots: []string{root}, Rich: true, InitializationOptions: map[string]any{
+		"approvalMode": "yolo", "workspaceTrusted": true, "model": map[string]any{"name": "s", "baseUrl": m.URL},
+		"settings": map[string]any{"lsp": map[string]any{"go": map[string]any{"command": "bash", "args": []any{"-c", server}}}},
+	}})
+	res, err := e.Call("qwen/newSession", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns struct{ SessionID string }
+	_ = json.Unmarshal(res, &ns)
+	if _, err := e.Call("qwen/prompt", map[string]any{"sessionId": ns.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "list the symbols"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := toolMessagesOf(t, m, 1)["sym"]; !strings.Contains(got, "bash") {
+		t.Fatalf("the lsp call did not reach the configured server: %s", got)
+	}
+	pid := startedPID(t, pidFile)
+	settle(t, "the language server's background process outlived its killed supervisor", func() bool { return !alive(pid) || zombie(pid) })
+	settle(t, "processes of the language server outlived its killed supervisor", func() bool { return len(markedProcesses(marker)) == 0 })
+}

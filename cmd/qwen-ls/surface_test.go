@@ -27,10 +27,13 @@ var surfaceCeilings = map[string]struct{ names, methods int }{
 	// ReviewReport of a hunk-by-hunk decision and its HunkReport, made by
 	// NewReviewReport or ReviewReportOf, worded by RejectionReason, which
 	// the scheduler and rpc (the call's last update, replays) share.
-	"tools":            {135, 98},
-	"rpc":              {11, 7},
-	"workspace":        {85, 102},
-	"tools/langserver": {13, 17},
+	"tools":     {135, 98},
+	"rpc":       {11, 7},
+	"workspace": {85, 102},
+	// tools/langserver: +1 name (StartGrouped, the one way a language
+	// server is started in a process group, which rpc wraps in the
+	// sandbox's supervisor).
+	"tools/langserver": {14, 17},
 }
 
 // exportedSurface counts the exported names and methods of the package in

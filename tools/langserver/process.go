@@ -23,21 +23,39 @@ type Process interface {
 
 // startPlain starts cmd in a process group of its own, so that Kill
 // takes whatever the server started too.
-func startPlain(cmd *exec.Cmd) (Process, error) {
+func startPlain(cmd *exec.Cmd) (Process, error) { return StartGrouped(cmd, nil) }
+
+// StartGrouped starts cmd in a process group of its own, so that Kill
+// takes whatever the server started too. wrap, when not nil, is called
+// once the group is prepared and before the start, to put a supervisor
+// around cmd; the function it returns, when not nil, is called right
+// after the start, whether or not that succeeded.
+func StartGrouped(cmd *exec.Cmd, wrap func(*exec.Cmd) (started func(), err error)) (Process, error) {
 	procgroup.Prepare(cmd)
-	if err := cmd.Start(); err != nil {
+	var started func()
+	if wrap != nil {
+		var err error
+		if started, err = wrap(cmd); err != nil {
+			return nil, err
+		}
+	}
+	err := cmd.Start()
+	if started != nil {
+		started()
+	}
+	if err != nil {
 		return nil, err
 	}
-	p := &plainProcess{cmd: cmd}
 	if err := procgroup.Adopt(cmd.Process.Pid); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, err
 	}
-	return p, nil
+	return &groupProcess{cmd: cmd}, nil
 }
 
-type plainProcess struct {
+// groupProcess is a started language server and its process group.
+type groupProcess struct {
 	cmd *exec.Cmd
 	// mu guards the two flags: after the process has ended, one more
 	// Kill takes what it left in its group, and then the group is
@@ -47,7 +65,7 @@ type plainProcess struct {
 	released bool
 }
 
-func (p *plainProcess) Wait() error {
+func (p *groupProcess) Wait() error {
 	err := p.cmd.Wait()
 	p.mu.Lock()
 	p.ended = true
@@ -55,7 +73,7 @@ func (p *plainProcess) Wait() error {
 	return err
 }
 
-func (p *plainProcess) Kill() error {
+func (p *groupProcess) Kill() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.released {
