@@ -155,6 +155,30 @@ func TestCrashingServerIsReportedAndBounded(t *testing.T) {
 	}
 }
 
+// A server that answers initialize with an error is reported in its
+// own words, not as a crash without a cause.
+func TestServerRefusingInitializeIsReportedInItsWords(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the refusing server is a sh script")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.refuses")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"no go.mod above this folder"}}`
+	// It answers once the request has begun to arrive.
+	script := fmt.Sprintf("dd bs=1 count=1 2>/dev/null >/dev/null; printf 'Content-Length: %d\\r\\n\\r\\n%%s' '%s'; exec cat >/dev/null", len(body), body)
+	spec := Spec{Name: "refuses", Command: []string{"sh", "-c", script},
+		Extensions: map[string]string{".refuses": "refuses"}}
+	m := New(Options{Specs: []Spec{spec}, MaxRestarts: 1, Logf: t.Logf})
+	defer m.Close()
+	_, err := m.For(testCtx(t), dir, file)
+	if err == nil || !strings.Contains(err.Error(), "refused initialize: no go.mod above this folder") {
+		t.Fatalf("For: %v, want the server's own refusal", err)
+	}
+}
+
 // A server that never answers initialize is killed, with whatever it
 // started, once StartTimeout has passed.
 func TestUnresponsiveServerIsKilled(t *testing.T) {

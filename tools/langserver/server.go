@@ -265,9 +265,19 @@ func (m *Manager) startServer(spec Spec, root string) (*Server, error) {
 	defer cancel()
 	res, err := s.call(ctx, "initialize", initializeParams(spec, root))
 	if err != nil {
-		if ctx.Err() == nil {
+		var answered *jsonrpc2.Error
+		switch {
+		case errors.As(err, &answered):
+			err = fmt.Errorf("language server %s refused initialize: %s", spec.Name, answered.Message)
+		case ctx.Err() == nil:
+			// The server is ending (a write to it can fail before its
+			// exit is seen): its exit status and last words say why.
+			select {
+			case <-s.exited:
+			case <-time.After(time.Second):
+			}
 			err = s.deadErr()
-		} else {
+		default:
 			err = fmt.Errorf("language server %s did not answer initialize within %v", spec.Name, m.opts.StartTimeout)
 		}
 		s.kill()
