@@ -49,7 +49,7 @@ func (c *lspConv) lineOf(path string, l int) (string, bool) {
 	lines, ok := c.lines[path]
 	if !ok {
 		if snap, err := c.s.ws.ReadText(path); err == nil {
-			lines = splitLSPLines(snap.Text)
+			lines = codeintel.Lines(snap.Text)
 		}
 		c.lines[path] = lines
 	}
@@ -57,26 +57,6 @@ func (c *lspConv) lineOf(path string, l int) (string, bool) {
 		return "", false
 	}
 	return lines[l], true
-}
-
-// splitLSPLines splits text at "\n", "\r\n" and a lone "\r".
-func splitLSPLines(text string) []string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '\n':
-			lines = append(lines, text[start:i])
-			start = i + 1
-		case '\r':
-			lines = append(lines, text[start:i])
-			if i+1 < len(text) && text[i+1] == '\n' {
-				i++
-			}
-			start = i + 1
-		}
-	}
-	return append(lines, text[start:])
 }
 
 // units is how many units of enc the character r takes.

@@ -43,7 +43,7 @@ func (f *lspFormatter) loadTarget() *ToolError {
 		terr, _ := readFailure(abs, err)
 		return terr
 	}
-	f.lines[abs] = textLines(snap.Text)
+	f.lines[abs] = codeintel.Lines(snap.Text)
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (f *lspFormatter) linesOf(path string) []string {
 	var lines []string
 	if f.env.checkInside(path, pathOptions{}) == nil && f.env.qwenIgnored(path) == nil {
 		if snap, err := f.env.Workspace.ReadText(path); err == nil {
-			lines = textLines(snap.Text)
+			lines = codeintel.Lines(snap.Text)
 		}
 	}
 	f.lines[path] = lines
@@ -95,27 +95,6 @@ func quoteLine(s string) string {
 		s = string(r[:lspLineMax]) + "…"
 	}
 	return "`" + s + "`"
-}
-
-// textLines splits text at "\n", "\r\n" and a lone "\r", the line breaks
-// of LSP, without the breaks.
-func textLines(text string) []string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '\n':
-			lines = append(lines, text[start:i])
-			start = i + 1
-		case '\r':
-			lines = append(lines, text[start:i])
-			if i+1 < len(text) && text[i+1] == '\n' {
-				i++
-			}
-			start = i + 1
-		}
-	}
-	return append(lines, text[start:])
 }
 
 // where names a position: rel:line:character, or path:line for a file

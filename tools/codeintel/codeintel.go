@@ -246,3 +246,24 @@ func KindNumber(name string) int {
 	}
 	return 12
 }
+
+// Lines splits text at the line breaks of LSP ("\n", "\r\n" and a lone
+// "\r"), without the breaks: line n of a position is Lines(text)[n].
+func Lines(text string) []string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '\n':
+			lines = append(lines, text[start:i])
+			start = i + 1
+		case '\r':
+			lines = append(lines, text[start:i])
+			if i+1 < len(text) && text[i+1] == '\n' {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	return append(lines, text[start:])
+}
