@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
@@ -134,24 +135,32 @@ func scanObject(b []byte, i, depth int, env *envelope, long *[][2]int) (int, boo
 		if env != nil {
 			env.set(key, b[vStart:i])
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var end bool
+		if i, end, ok = nextItem(b, i, '}'); !ok || end {
+			return i, ok
 		}
 	}
 }
 
+// nextItem moves past what follows a member or an element: a ',' (then
+// more follow) or close (end). Anything else is malformed (not ok).
+func nextItem(b []byte, i int, close byte) (next int, end, ok bool) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false, true
+	case close:
+		return i + 1, true, true
+	}
+	return i, false, false
+}
+
 func (env *envelope) set(key, value []byte) {
 	name := string(key)
-	if containsByte(key, '\\') {
+	if bytes.IndexByte(key, '\\') >= 0 {
 		// A member name spelled with escapes means the same name.
 		name = unescapedKey(key)
 	}
@@ -171,15 +180,6 @@ func (env *envelope) set(key, value []byte) {
 	}
 }
 
-func containsByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
-}
-
 func scanArray(b []byte, i, depth int, long *[][2]int) (int, bool) {
 	if depth > maxJSONDepth {
 		return i, false
@@ -193,17 +193,9 @@ func scanArray(b []byte, i, depth int, long *[][2]int) (int, bool) {
 		if i, ok = scanValue(b, i, depth, long); !ok {
 			return i, false
 		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var end bool
+		if i, end, ok = nextItem(b, i, ']'); !ok || end {
+			return i, ok
 		}
 	}
 }
@@ -352,7 +344,7 @@ func (v jsonValue) member(key string) (start, end int, ok bool) {
 		k := obj[i+1 : kEnd-1]
 		i = skipSpace(obj, skipSpace(obj, kEnd)+1) // past the colon
 		vEnd := v.skip(i)
-		if string(k) == key || (containsByte(k, '\\') && unescapedKey(k) == key) {
+		if string(k) == key || (bytes.IndexByte(k, '\\') >= 0 && unescapedKey(k) == key) {
 			start, end, ok = i, vEnd, true
 		}
 		i = skipSpace(obj, vEnd)

@@ -504,7 +504,7 @@ func isString(raw []byte, want string) bool {
 		return true
 	}
 	var s string
-	return containsByte(raw, '\\') && json.Unmarshal(raw, &s) == nil && s == want
+	return bytes.IndexByte(raw, '\\') >= 0 && json.Unmarshal(raw, &s) == nil && s == want
 }
 
 // validID accepts what both JSON-RPC and sourcegraph/jsonrpc2 can carry: a
