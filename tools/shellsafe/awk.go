@@ -41,18 +41,7 @@ func awkReadOnly(args []Word) bool {
 		}
 		operands = append(operands, v)
 	}
-	if !explicit {
-		if len(operands) == 0 || firstOperandIsPattern(args) {
-			return false
-		}
-		programs = append(programs, operands[0])
-	}
-	for _, p := range programs {
-		if !awkProgramSafe(p) {
-			return false
-		}
-	}
-	return true
+	return scriptsSafe(args, explicit, programs, operands, awkProgramSafe)
 }
 
 // awkRefusedWords are the awk names that run a command, read one's

@@ -362,6 +362,24 @@ func rgReadOnly(args []Word) bool {
 	return true
 }
 
+// scriptsSafe ends the checks of awk and sed: given no script by option
+// (explicit), the first operand is the script, which must be a plain
+// word; and every script must pass safe.
+func scriptsSafe(args []Word, explicit bool, scripts, operands []string, safe func(string) bool) bool {
+	if !explicit {
+		if len(operands) == 0 || firstOperandIsPattern(args) {
+			return false
+		}
+		scripts = append(scripts, operands[0])
+	}
+	for _, s := range scripts {
+		if !safe(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // firstOperandIsPattern reports whether the first argument that is not an
 // option is an unquoted pattern: as the script of sed or the program of
 // awk, its expansion is not the text that was checked. (Option values

@@ -69,18 +69,7 @@ func sedReadOnly(args []Word) bool {
 		}
 		operands = append(operands, v)
 	}
-	if !explicit {
-		if len(operands) == 0 || firstOperandIsPattern(args) {
-			return false
-		}
-		scripts = append(scripts, operands[0])
-	}
-	for _, s := range scripts {
-		if !sedScriptSafe(s) {
-			return false
-		}
-	}
-	return true
+	return scriptsSafe(args, explicit, scripts, operands, sedScriptSafe)
 }
 
 // sedScriptSafe scans a sed script for commands that write files or run
