@@ -66,17 +66,32 @@ func runIn(t *testing.T, p Policy, dir, script string, env ...string) result {
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	var sup *Supervised
 	if p.Mode != "" {
-		if _, err := Wrap(cmd, p); err != nil {
+		var err error
+		if sup, err = Wrap(cmd, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := cmd.Run()
+	err := startWrapped(cmd, sup)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("%s: %v", script, err)
 	}
 	return result{out.String(), errb.String(), cmd.ProcessState.ExitCode()}
+}
+
+// startWrapped starts cmd as a caller that starts a wrapped command itself
+// must: Started follows the start, whether or not it worked.
+func startWrapped(cmd *exec.Cmd, sup *Supervised) error {
+	err := cmd.Start()
+	if sup != nil {
+		sup.Started()
+	}
+	return err
 }
 
 func needLandlock(t *testing.T) {
@@ -353,10 +368,13 @@ func TestLingerReportsStatusFirst(t *testing.T) {
 
 func TestSignalStatusPassesThrough(t *testing.T) {
 	cmd := exec.Command("bash", "-c", "kill -TERM $$")
-	if _, err := Wrap(cmd, Policy{Mode: None}); err != nil {
+	sup, err := Wrap(cmd, Policy{Mode: None})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Run()
+	if err = startWrapped(cmd, sup); err == nil {
+		err = cmd.Wait()
+	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if err == nil || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("want death by SIGTERM, got %v", cmd.ProcessState)

@@ -42,7 +42,10 @@ var trees treeGroups
 // treeGroup is the cgroup of one supervised tree.
 type treeGroup struct {
 	dir string
-	fd  *os.File
+	// fd is the open folder that clone3 starts the supervisor in. It is a
+	// plain descriptor, not an *os.File, whose finalizer could close it
+	// between Wrap and the caller's start (a fork then fails with EBADF).
+	fd int
 }
 
 // cgroupBase finds the server's own cgroup v2 folder, if it may make
@@ -165,7 +168,7 @@ func newTreeGroup() *treeGroup {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
-	fd, err := os.Open(dir)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil
@@ -176,7 +179,7 @@ func newTreeGroup() *treeGroup {
 // attach has the process start in the group.
 func (g *treeGroup) attach(a *syscall.SysProcAttr) {
 	a.UseCgroupFD = true
-	a.CgroupFD = int(g.fd.Fd())
+	a.CgroupFD = g.fd
 }
 
 // watch ends the group once the supervisor pid has exited. The wait
@@ -190,13 +193,13 @@ func (g *treeGroup) watch(pid int) {
 
 // discard removes a group whose supervisor never started.
 func (g *treeGroup) discard() {
-	_ = g.fd.Close()
+	_ = unix.Close(g.fd)
 	_ = os.Remove(g.dir)
 }
 
 // end kills whatever is left in the group and removes it.
 func (g *treeGroup) end() {
-	defer g.fd.Close()
+	defer unix.Close(g.fd)
 	if !g.populated() {
 		_ = os.Remove(g.dir)
 		return
