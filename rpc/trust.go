@@ -32,14 +32,7 @@ func (s *Server) checkTrust() {
 		return
 	}
 	key := t.Root + "\x00" + strings.Join(t.Ignored, "\x00")
-	s.trustMu.Lock()
-	if s.trustTold == nil {
-		s.trustTold = map[string]bool{}
-	}
-	told := s.trustTold[key]
-	s.trustTold[key] = true
-	s.trustMu.Unlock()
-	if told {
+	if !s.firstTelling(key) {
 		return
 	}
 	msg := s.secrets.scrub(untrustedMessage(t))
@@ -66,6 +59,21 @@ func (s *Server) checkTrust() {
 	s.askTrust(t, msg)
 }
 
+// firstTelling reports whether the notice named key is told for the first
+// time in this server's life, and marks it told.
+func (s *Server) firstTelling(key string) bool {
+	s.trustMu.Lock()
+	defer s.trustMu.Unlock()
+	if s.trustTold == nil {
+		s.trustTold = map[string]bool{}
+	}
+	if s.trustTold[key] {
+		return false
+	}
+	s.trustTold[key] = true
+	return true
+}
+
 // noteRefused tells the user, once per settings file and set of
 // settings, that the workspace settings set what only the user may (full
 // access for the commands that run unasked), trusted or not, and that it
@@ -76,14 +84,7 @@ func (s *Server) noteRefused(t workspace.Trust) {
 		return
 	}
 	key := "refused\x00" + t.File + "\x00" + strings.Join(t.Refused, "\x00")
-	s.trustMu.Lock()
-	if s.trustTold == nil {
-		s.trustTold = map[string]bool{}
-	}
-	told := s.trustTold[key]
-	s.trustTold[key] = true
-	s.trustMu.Unlock()
-	if told {
+	if !s.firstTelling(key) {
 		return
 	}
 	msg := s.secrets.scrub(fmt.Sprintf("qwen-ls: %s sets %s, which only your user, editor or system settings may set, so it was ignored "+
