@@ -88,8 +88,7 @@ return {
     name = "bare LSP, the README's snippet: two code actions on three selected lines; the transcript on disk holds each answer; no buffer left modified; :messages quiet",
     run = function(H)
       if vim.fn.has('nvim-0.10') == 0 then
-        H.log('skipped: the snippet is for Neovim 0.10 or later')
-        return
+        H.skip('the snippet is for Neovim 0.10 or later')
       end
       H.workspace()
       H.model('plain-two-asks.txtar')
