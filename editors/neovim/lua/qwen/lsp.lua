@@ -95,31 +95,66 @@ local publishing = nil
 -- Per client and buffer: the version last sent to it (didOpen/didChange,
 -- seen through LspNotify on 0.10+).
 local sent = {}
+-- Per client and buffer: true from a didOpen until the client's first
+-- publish for that buffer.
+local unpublished = {}
+-- Clients seen to name a version in a publish.
+local names_versions = {}
+
+--- The version a publishDiagnostics of client_id for buf is of. A server
+--- that names versions and leaves one out left out 0 (gopls drops a zero
+--- version, the one Neovim opens documents at); the first publish after a
+--- didOpen is of the opened text; otherwise a publish without a version is
+--- of the version last sent to that server (0.10+), else of the version
+--- the buffer stands at (nil here).
+local function dated(p, buf)
+  if p.version then
+    return p.version
+  end
+  local c = p.client_id
+  if not c then
+    return nil
+  end
+  if names_versions[c] or (unpublished[c] and unpublished[c][buf]) then
+    return 0
+  end
+  return sent[c] and sent[c][buf]
+end
 
 --- Wraps the global publishDiagnostics handler once, to learn whose
---- diagnostics change and for which version (gopls names it): a publish
+--- diagnostics change and for which version (see dated): a publish
 --- computed for an older text that arrives after an edit then does not
---- count as the new text's diagnostics. Without a version, a publish is of
---- the version last sent to that server (0.10+), else of the version the
---- buffer stands at. A handler set later in the person's config replaces
---- the wrapper; DiagnosticChanged alone then dates a change by the
---- buffer's version, as docs/protocol.md says.
+--- count as the new text's diagnostics. A handler set later in the
+--- person's config replaces the wrapper; DiagnosticChanged alone then
+--- dates a change by the buffer's version, as docs/protocol.md says.
 function M.track()
   local h = vim.lsp.handlers['textDocument/publishDiagnostics']
   if type(h) == 'function' and not M.wrapped then
     local orig = h
     M.wrapped = function(err, result, ctx, config)
       local prev = publishing
+      local c, buf = nil, nil
       if type(result) == 'table' then
         local v = result.version
+        c = type(ctx) == 'table' and ctx.client_id or nil
         publishing = {
           uri = result.uri,
           version = type(v) == 'number' and v or nil,
-          client_id = type(ctx) == 'table' and ctx.client_id or nil,
+          client_id = c,
         }
+        if c and publishing.version then
+          names_versions[c] = true
+        end
+        if type(result.uri) == 'string' then
+          local ok, b = pcall(vim.uri_to_bufnr, result.uri)
+          buf = ok and b or nil
+        end
       end
       local ok, r1, r2 = pcall(orig, err, result, ctx, config)
       publishing = prev
+      if c and buf and unpublished[c] then
+        unpublished[c][buf] = nil
+      end
       if not ok then
         error(r1, 0)
       end
@@ -143,6 +178,10 @@ function M.on_notify(ev)
   if ok then
     sent[d.client_id] = sent[d.client_id] or {}
     sent[d.client_id][buf] = td.version
+    if d.method == 'textDocument/didOpen' then
+      unpublished[d.client_id] = unpublished[d.client_id] or {}
+      unpublished[d.client_id][buf] = true
+    end
   end
 end
 
@@ -177,7 +216,7 @@ function M.on_diagnostic_changed(ev)
   end
   local v = version_of(buf)
   if p and vim.uri_to_bufnr(p.uri) == buf then
-    local of = p.version or (p.client_id and sent[p.client_id] and sent[p.client_id][buf])
+    local of = dated(p, buf)
     if of and of < v then
       v = of
     end

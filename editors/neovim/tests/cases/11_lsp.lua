@@ -220,6 +220,86 @@ return {
     end,
   },
   {
+    name = 'lsp: a late report of the opened text, without a version, is not taken for the edit\'s',
+    run = function(H)
+      if vim.fn.has('nvim-0.10') == 0 then
+        H.skip('an in-process language server needs Neovim 0.10')
+      end
+      -- As gopls does when it is slow to start: the report of the text as
+      -- opened (version 0, which gopls leaves out) comes only after the
+      -- first edit was sent, and the edit's own report, which names its
+      -- version, a moment later. The answer must wait for the second.
+      H.workspace()
+      H.setup()
+      vim.cmd('edit main.go')
+      H.wait_client()
+      local buf = vim.api.nvim_get_current_buf()
+      local id = vim.lsp.start({
+        name = 'late',
+        root_dir = H.ws,
+        cmd = function(dispatchers)
+          local n = 0
+          local function publish(u, version, diags)
+            dispatchers.notification('textDocument/publishDiagnostics', { uri = u, version = version, diagnostics = diags })
+          end
+          return {
+            request = function(method, _, callback)
+              n = n + 1
+              local result = vim.NIL
+              if method == 'initialize' then
+                result = { capabilities = { textDocumentSync = 1 } }
+              end
+              vim.schedule(function()
+                callback(nil, result)
+              end)
+              return true, n
+            end,
+            notify = function(method, params)
+              if method == 'textDocument/didChange' then
+                local u, v = params.textDocument.uri, params.textDocument.version
+                vim.defer_fn(function()
+                  publish(u, nil, {})
+                end, 30)
+                vim.defer_fn(function()
+                  publish(u, v, { {
+                    range = { start = { line = 9, character = 1 }, ['end'] = { line = 9, character = 4 } },
+                    severity = 1,
+                    message = 'broken at ' .. v,
+                    source = 'late',
+                  } })
+                end, 300)
+              end
+              return true
+            end,
+            is_closing = function()
+              return false
+            end,
+            terminate = function() end,
+          }
+        end,
+      })
+      H.defer(function()
+        vim.lsp.stop_client(id, true)
+      end)
+      H.wait(5000, function()
+        local c = vim.lsp.get_client_by_id(id)
+        return c and c.initialized
+      end, 'the in-process server')
+      -- Twice: first while the server has published nothing since it
+      -- opened the file, then once it is known to name versions.
+      for round = 1, 2 do
+        vim.api.nvim_buf_set_lines(buf, 9, 10, false, { '\tfmt.Println(calc.Sub(2, ' .. round .. '))' })
+        local version = vim.lsp.util.buf_versions[buf]
+        local res = L.call(H, 'qwen/diagnostics', { uri = uri(H, 'main.go'), version = version, timeoutMs = 10000 })
+        H.eq(true, res.served, 'served, round ' .. round)
+        H.eq({ 'late' }, res.servers, 'what answered')
+        local d = res.result[1].diagnostics[1]
+        H.ok(d, 'round ' .. round .. ': the report of the edit, not the stale one: ' .. vim.inspect(res))
+        H.eq('broken at ' .. version, d.message, 'the report of that very version')
+      end
+    end,
+  },
+  {
     name = 'lsp: positions are converted between qwen-ls\'s UTF-16 and a server that counts bytes',
     run = function(H)
       if vim.fn.has('nvim-0.10') == 0 then
