@@ -11,6 +11,58 @@ function L.gopls(H)
   return H.attach_gopls()
 end
 
+--- Starts a small language server inside Neovim (0.10+) for the current
+--- buffer and waits until it is initialized: capabilities is what it
+--- answers initialize with, answer(method, params) (optional) its answer to
+--- any other request, and notified(method, params, publish) (optional) sees
+--- each notification, publish(uri, version, diagnostics) sending a
+--- publishDiagnostics. Returns the client id; it stops when the case ends.
+function L.inproc(H, name, capabilities, answer, notified)
+  local id = vim.lsp.start({
+    name = name,
+    root_dir = H.ws,
+    cmd = function(dispatchers)
+      local n = 0
+      local function publish(u, version, diags)
+        dispatchers.notification('textDocument/publishDiagnostics', { uri = u, version = version, diagnostics = diags })
+      end
+      return {
+        request = function(method, params, callback)
+          n = n + 1
+          local result = vim.NIL
+          if method == 'initialize' then
+            result = { capabilities = capabilities }
+          elseif answer then
+            result = answer(method, params)
+          end
+          vim.schedule(function()
+            callback(nil, result)
+          end)
+          return true, n
+        end,
+        notify = function(method, params)
+          if notified then
+            notified(method, params, publish)
+          end
+          return true
+        end,
+        is_closing = function()
+          return false
+        end,
+        terminate = function() end,
+      }
+    end,
+  })
+  H.defer(function()
+    vim.lsp.stop_client(id, true)
+  end)
+  H.wait(5000, function()
+    local c = vim.lsp.get_client_by_id(id)
+    return c and c.initialized
+  end, 'the in-process server')
+  return id
+end
+
 --- Sends the plugin's qwen/lsp handler a request as qwen-ls would, and
 --- returns the answer after a JSON round trip (what qwen-ls reads).
 function L.call(H, method, params)
@@ -234,57 +286,22 @@ return {
       vim.cmd('edit main.go')
       H.wait_client()
       local buf = vim.api.nvim_get_current_buf()
-      local id = vim.lsp.start({
-        name = 'late',
-        root_dir = H.ws,
-        cmd = function(dispatchers)
-          local n = 0
-          local function publish(u, version, diags)
-            dispatchers.notification('textDocument/publishDiagnostics', { uri = u, version = version, diagnostics = diags })
-          end
-          return {
-            request = function(method, _, callback)
-              n = n + 1
-              local result = vim.NIL
-              if method == 'initialize' then
-                result = { capabilities = { textDocumentSync = 1 } }
-              end
-              vim.schedule(function()
-                callback(nil, result)
-              end)
-              return true, n
-            end,
-            notify = function(method, params)
-              if method == 'textDocument/didChange' then
-                local u, v = params.textDocument.uri, params.textDocument.version
-                vim.defer_fn(function()
-                  publish(u, nil, {})
-                end, 30)
-                vim.defer_fn(function()
-                  publish(u, v, { {
-                    range = { start = { line = 9, character = 1 }, ['end'] = { line = 9, character = 4 } },
-                    severity = 1,
-                    message = 'broken at ' .. v,
-                    source = 'late',
-                  } })
-                end, 300)
-              end
-              return true
-            end,
-            is_closing = function()
-              return false
-            end,
-            terminate = function() end,
-          }
-        end,
-      })
-      H.defer(function()
-        vim.lsp.stop_client(id, true)
+      L.inproc(H, 'late', { textDocumentSync = 1 }, nil, function(method, params, publish)
+        if method == 'textDocument/didChange' then
+          local u, v = params.textDocument.uri, params.textDocument.version
+          vim.defer_fn(function()
+            publish(u, nil, {})
+          end, 30)
+          vim.defer_fn(function()
+            publish(u, v, { {
+              range = { start = { line = 9, character = 1 }, ['end'] = { line = 9, character = 4 } },
+              severity = 1,
+              message = 'broken at ' .. v,
+              source = 'late',
+            } })
+          end, 300)
+        end
       end)
-      H.wait(5000, function()
-        local c = vim.lsp.get_client_by_id(id)
-        return c and c.initialized
-      end, 'the in-process server')
       -- Twice: first while the server has published nothing since it
       -- opened the file, then once it is known to name versions.
       for round = 1, 2 do
@@ -319,48 +336,18 @@ return {
       vim.cmd('edit main.go')
       H.wait_client()
       local asked = {}
-      local id = vim.lsp.start({
-        name = 'bytes',
-        root_dir = H.ws,
-        cmd = function()
-          local n = 0
-          return {
-            request = function(method, params, callback)
-              n = n + 1
-              local result = vim.NIL
-              if method == 'initialize' then
-                result = { capabilities = { positionEncoding = 'utf-8', definitionProvider = true, textDocumentSync = 1 } }
-              elseif method == 'textDocument/definition' then
-                -- copies: a real server's answer shares no tables with its request
-                local p = params.position
-                table.insert(asked, vim.deepcopy(p))
-                result = { {
-                  uri = params.textDocument.uri,
-                  range = { start = vim.deepcopy(p), ['end'] = { line = p.line, character = p.character + 3 } },
-                } }
-              end
-              vim.schedule(function()
-                callback(nil, result)
-              end)
-              return true, n
-            end,
-            notify = function()
-              return true
-            end,
-            is_closing = function()
-              return false
-            end,
-            terminate = function() end,
-          }
-        end,
-      })
-      H.defer(function()
-        vim.lsp.stop_client(id, true)
+      local id = L.inproc(H, 'bytes', { positionEncoding = 'utf-8', definitionProvider = true, textDocumentSync = 1 }, function(method, params)
+        if method ~= 'textDocument/definition' then
+          return vim.NIL
+        end
+        -- copies: a real server's answer shares no tables with its request
+        local p = params.position
+        table.insert(asked, vim.deepcopy(p))
+        return { {
+          uri = params.textDocument.uri,
+          range = { start = vim.deepcopy(p), ['end'] = { line = p.line, character = p.character + 3 } },
+        } }
       end)
-      H.wait(5000, function()
-        local c = vim.lsp.get_client_by_id(id)
-        return c and c.initialized
-      end, 'the in-process server')
       H.eq('utf-8', vim.lsp.get_client_by_id(id).offset_encoding, "the server's encoding")
       local res = L.call(H, 'textDocument/definition', { textDocument = { uri = uri(H, 'main.go') }, position = { line = 9, character = 25 } })
       H.eq(true, res.served, 'served')
