@@ -133,7 +133,7 @@ function M.track()
     local orig = h
     M.wrapped = function(err, result, ctx, config)
       local prev = publishing
-      local c, buf = nil, nil
+      local c = nil
       if type(result) == 'table' then
         local v = result.version
         c = type(ctx) == 'table' and ctx.client_id or nil
@@ -145,15 +145,16 @@ function M.track()
         if c and publishing.version then
           names_versions[c] = true
         end
-        if type(result.uri) == 'string' then
-          local ok, b = pcall(vim.uri_to_bufnr, result.uri)
-          buf = ok and b or nil
-        end
       end
       local ok, r1, r2 = pcall(orig, err, result, ctx, config)
       publishing = prev
-      if c and buf and unpublished[c] then
-        unpublished[c][buf] = nil
+      -- Only while the server owes a first report (gopls reports on many
+      -- files that are not open).
+      if c and unpublished[c] and next(unpublished[c]) and type(result.uri) == 'string' then
+        local found, buf = pcall(vim.uri_to_bufnr, result.uri)
+        if found then
+          unpublished[c][buf] = nil
+        end
       end
       if not ok then
         error(r1, 0)
